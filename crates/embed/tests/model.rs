@@ -1,0 +1,83 @@
+//! The embedder against the installed runtime and model (see scripts/setup.sh).
+//! `VIGIL_MODEL_DIR` and `VIGIL_ONNXRUNTIME` override where they are looked for.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+use vigil_embed::{cosine, load_runtime, EmbedError, Embedder, Runtime};
+
+fn pg_config(flag: &str) -> PathBuf {
+    let out = Command::new("/usr/lib/postgresql/15/bin/pg_config").arg(flag).output().expect("pg_config runs");
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+fn model_dir() -> PathBuf {
+    std::env::var_os("VIGIL_MODEL_DIR").map(PathBuf::from).unwrap_or_else(|| pg_config("--sharedir").join("vigil/model"))
+}
+
+fn runtime() -> &'static Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        let path = std::env::var_os("VIGIL_ONNXRUNTIME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| pg_config("--pkglibdir").join("vigil/libonnxruntime.so.1.31.1"));
+        load_runtime(&path).expect("runtime installed by scripts/setup.sh")
+    })
+}
+
+fn embedder() -> std::sync::MutexGuard<'static, Embedder> {
+    static EMBEDDER: OnceLock<Mutex<Embedder>> = OnceLock::new();
+    EMBEDDER
+        .get_or_init(|| Mutex::new(Embedder::load(runtime(), &model_dir(), 2).expect("model installed")))
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+#[test]
+fn reference_pair_has_the_published_cosine() {
+    let mut e = embedder();
+    let a = e.embed("A man is eating food.").unwrap();
+    let b = e.embed("A man is eating a piece of bread.").unwrap();
+    assert_eq!(a.len(), vigil_embed::DIMENSIONS);
+    let c = cosine(&a, &b);
+    assert!((c - 0.75).abs() <= 0.02, "cosine {c}");
+}
+
+#[test]
+fn many_equals_one_by_one_across_chunks() {
+    let texts: Vec<String> = (0..150).map(|i| format!("record {i} {}", "word ".repeat(i % 37))).collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let mut calls = 0;
+    let mut e = embedder();
+    let many = e.embed_many(&refs, || calls += 1).unwrap();
+    assert_eq!(calls, 150usize.div_ceil(vigil_embed::MAX_BATCH));
+    for (text, v) in refs.iter().zip(&many) {
+        let single = e.embed(text).unwrap();
+        assert!(cosine(v, &single) > 0.9999, "{text:?} moved in a batch");
+    }
+}
+
+#[test]
+fn missing_runtime_is_an_error_naming_the_path() {
+    let err = load_runtime(std::path::Path::new("/nonexistent/libonnxruntime.so")).unwrap_err();
+    assert!(matches!(err, EmbedError::Runtime { .. }));
+    assert!(err.to_string().contains("/nonexistent/libonnxruntime.so"), "{err}");
+}
+
+#[test]
+fn model_dir_without_files_is_an_error_naming_the_file() {
+    let err = Embedder::load(runtime(), std::path::Path::new("/nonexistent/model"), 1).err().unwrap();
+    assert!(err.to_string().contains("/nonexistent/model/tokenizer.json"), "{err}");
+}
+
+#[test]
+fn corrupt_model_is_an_error_not_a_crash() {
+    let dir = std::env::temp_dir().join(format!("vigil-corrupt-model-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(model_dir().join("tokenizer.json"), dir.join("tokenizer.json")).unwrap();
+    std::fs::write(dir.join("model.onnx"), b"this is not an onnx model").unwrap();
+    let err = Embedder::load(runtime(), &dir, 1).err().unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(matches!(err, EmbedError::Model { .. }), "{err}");
+}

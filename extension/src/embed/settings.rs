@@ -1,0 +1,88 @@
+//! Settings (GUCs) of the embedding model.
+//!
+//! The two paths default to where `scripts/setup.sh` installs the files, derived
+//! from this server's own directories, so a set-up machine needs no configuration.
+//! They can load native code and read files, so only a superuser may change them.
+
+use std::ffi::{CStr, CString};
+use std::path::PathBuf;
+
+use pgrx::{pg_sys, GucContext, GucFlags, GucRegistry, GucSetting};
+
+pub const MODEL_DIR_GUC: &str = "vigil.model_dir";
+pub const RUNTIME_PATH_GUC: &str = "vigil.onnxruntime_path";
+pub const THREADS_GUC: &str = "vigil.embed_threads";
+
+/// File name of the runtime inside `$pkglibdir/vigil/`.
+const RUNTIME_FILE: &str = "libonnxruntime.so.1.31.1";
+
+static MODEL_DIR: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+static RUNTIME_PATH: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+static THREADS: GucSetting<i32> = GucSetting::<i32>::new(1);
+
+pub fn register() {
+    GucRegistry::define_string_guc(
+        c"vigil.model_dir",
+        c"Directory holding model.onnx and tokenizer.json of the embedding model.",
+        c"Empty means $sharedir/vigil/model, where scripts/setup.sh installs them.",
+        &MODEL_DIR,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"vigil.onnxruntime_path",
+        c"Path of the ONNX Runtime shared library, loaded once per backend.",
+        c"Empty means $pkglibdir/vigil/libonnxruntime.so.1.31.1, where scripts/setup.sh installs it.",
+        &RUNTIME_PATH,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"vigil.embed_threads",
+        c"Threads one backend uses to run the embedding model.",
+        c"Each backend has its own pool; keep the product with concurrent embedding sessions near the core count.",
+        &THREADS,
+        1,
+        64,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+}
+
+fn non_empty(setting: &GucSetting<Option<CString>>) -> Option<PathBuf> {
+    setting
+        .get()
+        .map(|s| PathBuf::from(s.to_string_lossy().into_owned()))
+        .filter(|p| !p.as_os_str().is_empty())
+}
+
+pub fn model_dir() -> PathBuf {
+    non_empty(&MODEL_DIR).unwrap_or_else(|| share_dir().join("vigil").join("model"))
+}
+
+pub fn runtime_path() -> PathBuf {
+    non_empty(&RUNTIME_PATH).unwrap_or_else(|| pkglib_dir().join("vigil").join(RUNTIME_FILE))
+}
+
+pub fn threads() -> usize {
+    usize::try_from(THREADS.get()).unwrap_or(1).max(1)
+}
+
+/// `$sharedir` of the running server, found the way Postgres finds it.
+fn share_dir() -> PathBuf {
+    let mut buf = [0 as std::ffi::c_char; pg_sys::MAXPGPATH as usize];
+    // SAFETY: my_exec_path is a NUL-terminated global set at startup; buf has the
+    // MAXPGPATH bytes get_share_path writes at most.
+    let path = unsafe {
+        pg_sys::get_share_path(std::ptr::addr_of!(pg_sys::my_exec_path).cast(), buf.as_mut_ptr());
+        CStr::from_ptr(buf.as_ptr())
+    };
+    PathBuf::from(path.to_string_lossy().into_owned())
+}
+
+/// `$pkglibdir` of the running server.
+fn pkglib_dir() -> PathBuf {
+    // SAFETY: pkglib_path is a NUL-terminated global set at startup.
+    let path = unsafe { CStr::from_ptr(std::ptr::addr_of!(pg_sys::pkglib_path).cast()) };
+    PathBuf::from(path.to_string_lossy().into_owned())
+}

@@ -1,0 +1,28 @@
+//! The `vigil` PostgreSQL extension.
+//!
+//! One module per capability; each keeps its logic in a pure crate or module and
+//! only the Postgres edge (settings, `#[pg_extern]`s, errors) here.
+//!
+//! - [`embed`]: `vigil.embed(text)` and `vigil.embed(text[])`, sentence embeddings
+//!   computed in the backend by ONNX Runtime.
+
+use pgrx::prelude::*;
+
+pub mod embed;
+
+::pgrx::pg_module_magic!(name, version);
+
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    embed::settings::register();
+}
+
+/// Hooks for `cargo pgrx test`.
+#[cfg(test)]
+pub mod pg_test {
+    pub fn setup(_options: Vec<&str>) {}
+
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec![]
+    }
+}

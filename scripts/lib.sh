@@ -1,0 +1,26 @@
+# Shared by the scripts in this folder: paths, privilege and logging helpers.
+# Source it; it defines variables and functions and runs nothing.
+
+VIGIL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VIGIL_STATE="$VIGIL_ROOT/.vigil"
+PG_CONFIG="${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}"
+PG_BIN="/usr/lib/postgresql/15/bin"
+PGRX_VERSION="0.18.0"
+export PATH="$HOME/.cargo/bin:$PATH"
+
+step() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Root runs privileged steps directly; an ordinary user goes through sudo.
+if [ "$(id -u)" -eq 0 ]; then SUDO=(); else SUDO=(sudo); fi
+is_root() { [ "$(id -u)" -eq 0 ]; }
+
+# Postgres refuses to run as root: as root, server commands run as `postgres`.
+as_pg() {
+    if is_root; then sudo -u postgres -- "$@"; else "$@"; fi
+}
+
+# Where the runtime and model are installed: readable by the postgres user, and the
+# extension derives the same paths from the server's own directories.
+vigil_model_dir() { echo "$("$PG_CONFIG" --sharedir)/vigil/model"; }
+vigil_runtime_path() { echo "$("$PG_CONFIG" --pkglibdir)/vigil/libonnxruntime.so.1.31.1"; }
