@@ -24,3 +24,11 @@ as_pg() {
 # extension derives the same paths from the server's own directories.
 vigil_model_dir() { echo "$("$PG_CONFIG" --sharedir)/vigil/model"; }
 vigil_runtime_path() { echo "$("$PG_CONFIG" --pkglibdir)/vigil/libonnxruntime.so.1.31.1"; }
+
+# Builds the extension in release mode and installs it into this server's
+# directories (through sudo when we are not root).
+install_extension() {
+    local flags=(--release --pg-config "$PG_CONFIG")
+    is_root || flags+=(--sudo)
+    (cd "$VIGIL_ROOT/extension" && cargo pgrx install "${flags[@]}")
+}

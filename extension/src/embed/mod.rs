@@ -39,7 +39,9 @@ fn embed(text: &str) -> Vec<f32> {
 #[pg_extern(stable, parallel_safe, name = "embed")]
 fn embed_batch(texts: Vec<Option<String>>) -> SetOfIterator<'static, Option<Vec<f32>>> {
     let present: Vec<&str> = texts.iter().flatten().map(String::as_str).collect();
-    let mut vectors = with_embedder(|e| e.embed_many(&present, || pg_sys::check_for_interrupts!())).into_iter();
+    let mut vectors = with_embedder(|e| e.embed_many(&present, || {
+        pg_sys::check_for_interrupts!();
+    })).into_iter();
     let rows: Vec<Option<Vec<f32>>> = texts.iter().map(|t| t.as_ref().and_then(|_| vectors.next())).collect();
     SetOfIterator::new(rows)
 }

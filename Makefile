@@ -1,0 +1,30 @@
+# The two commands: `make run` and `make test`. See README.md.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+.PHONY: help setup build run stop test bench-embed
+
+help:
+	@echo "make run          set up, build, start PostgreSQL + the sidecar (Ctrl-C to stop)"
+	@echo "make test         set up, build, run every test"
+	@echo "make stop         stop the local PostgreSQL cluster"
+	@echo "make bench-embed  embedding throughput: in-database vs raw ONNX Runtime"
+
+setup:
+	scripts/setup.sh
+
+build: setup
+	. scripts/lib.sh && install_extension
+	cargo build --locked --release -p vigil-sidecar
+
+run: build
+	scripts/run.sh
+
+stop:
+	scripts/pg-cluster.sh down .vigil/pg
+
+test: setup
+	scripts/test.sh
+
+bench-embed: build
+	scripts/bench-embed.sh

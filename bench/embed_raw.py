@@ -1,0 +1,56 @@
+"""Baseline for `make bench-embed`: raw ONNX Runtime on the model file Vigil uses.
+
+Same tokenizer file, same truncation (256 word pieces), padding to the longest text
+of each batch, mean pooling over the mask, L2 normalisation: the work
+`vigil.embed` does, without Postgres. Prints texts/s for each batch size.
+
+usage: embed_raw.py MODEL_DIR TEXTS_FILE THREADS BATCH [BATCH...]
+"""
+import sys
+import time
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+
+def main():
+    model_dir, texts_file, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    batches = [int(b) for b in sys.argv[4:]]
+    texts = [line.rstrip("\n") for line in open(texts_file, encoding="utf-8")]
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(f"{model_dir}/model.onnx", options, providers=["CPUExecutionProvider"])
+    tokenizer = Tokenizer.from_file(f"{model_dir}/tokenizer.json")
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(256)
+    inputs = {i.name for i in session.get_inputs()}
+
+    def embed(chunk):
+        encoded = tokenizer.encode_batch(chunk)
+        width = max(len(e.ids) for e in encoded)
+        ids = np.zeros((len(chunk), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, e in enumerate(encoded):
+            ids[row, : len(e.ids)] = e.ids
+            mask[row, : len(e.ids)] = 1
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        hidden = session.run(None, feed)[0]
+        summed = (hidden * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
+        return summed / np.linalg.norm(summed, axis=1, keepdims=True)
+
+    embed(texts[:8])  # warm-up, as the database side does
+    for batch in batches:
+        start = time.perf_counter()
+        for i in range(0, len(texts), batch):
+            embed(texts[i : i + batch])
+        elapsed = time.perf_counter() - start
+        print(f"raw batch={batch} texts={len(texts)} seconds={elapsed:.3f} texts_per_s={len(texts) / elapsed:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# A local PostgreSQL 15 cluster with the vigil extension, for `make run` and tests.
+#
+#   pg-cluster.sh up DIR PORT   create (first time) and start the cluster in DIR on
+#                               127.0.0.1:PORT, database `vigil` with the extension,
+#                               role `vigil_app`; prints DATABASE_URL=... on stdout
+#   pg-cluster.sh down DIR      stop it (fast shutdown); no-op when not running
+#   pg-cluster.sh remove DIR    stop it and delete its files
+#   pg-cluster.sh psql DIR ARGS psql as the superuser over the cluster's socket
+#
+# Local socket: peer authentication (the superuser is the OS user running the
+# server: `postgres` when we are root). TCP: scram-sha-256 only.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+usage() { sed -n '2,10p' "$0" >&2; exit 2; }
+
+# As root the server runs as `postgres`, which must reach DIR: if DIR's parents are
+# closed to it (a checkout under /root), keep the data under /var/lib/postgresql and
+# leave a symlink at DIR.
+prepare_dir() {
+    local dir="$1"
+    if ! is_root; then mkdir -p "$dir"; return; fi
+    if [ -L "$dir" ] || sudo -u postgres test -d "$dir" -a -w "$dir" 2>/dev/null; then return; fi
+    mkdir -p "$(dirname "$dir")"
+    if sudo -u postgres test -x "$(dirname "$dir")"; then
+        install -d -o postgres -g postgres -m 0700 "$dir"
+    else
+        local real="/var/lib/postgresql/vigil/$(echo -n "$dir" | sha256sum | cut -c1-16)"
+        install -d -o postgres -g postgres -m 0700 "$real"
+        ln -sfn "$real" "$dir"
+    fi
+}
+
+pg_user() { if is_root; then echo postgres; else id -un; fi; }
+
+psql_super() {
+    local dir="$1"; shift
+    as_pg "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$dir/run" -p "$(cat "$dir/port")" -U "$(pg_user)" "$@"
+}
+
+up() {
+    local dir="$1" port="$2"
+    dir="$(realpath -m "$dir")"
+    prepare_dir "$dir"
+    if ! as_pg test -f "$dir/data/PG_VERSION"; then
+        step "creating a PostgreSQL 15 cluster in $dir"
+        as_pg mkdir -p "$dir/data" "$dir/run"
+        as_pg "$PG_BIN/initdb" -D "$dir/data" -U "$(pg_user)" --auth-local=peer --auth-host=scram-sha-256 \
+            --encoding=UTF8 --locale=C.UTF-8 >/dev/null
+        as_pg tee -a "$dir/data/postgresql.conf" >/dev/null <<CONF
+# vigil (scripts/pg-cluster.sh)
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$dir/run'
+password_encryption = 'scram-sha-256'
+logging_collector = off
+CONF
+        as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -o "-p $port" -l "$dir/server.log" -w start >/dev/null
+        echo "$port" | as_pg tee "$dir/port" >/dev/null
+        psql_super "$dir" -d postgres -c "CREATE DATABASE vigil"
+        # The password is made once and kept beside the data, readable by its owner only.
+        head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' | as_pg tee "$dir/app_password" >/dev/null
+        as_pg chmod 600 "$dir/app_password"
+    elif ! as_pg "$PG_BIN/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+        as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -o "-p $port" -l "$dir/server.log" -w start >/dev/null
+        echo "$port" | as_pg tee "$dir/port" >/dev/null
+    fi
+    port="$(as_pg cat "$dir/port")"
+    local password; password="$(as_pg cat "$dir/app_password")"
+    psql_super "$dir" -d vigil -c "SET client_min_messages = warning" \
+        -c "CREATE EXTENSION IF NOT EXISTS vigil" -c "ALTER EXTENSION vigil UPDATE" \
+        -c "ALTER DATABASE vigil SET search_path = vigil, public"
+    psql_super "$dir" -d vigil -v app_password="$password" -f "$VIGIL_ROOT/sql/bootstrap.sql" >/dev/null
+    echo "DATABASE_URL=postgres://vigil_app:$password@127.0.0.1:$port/vigil"
+}
+
+down() {
+    local dir; dir="$(realpath -m "$1")"
+    if as_pg test -f "$dir/data/PG_VERSION" 2>/dev/null && as_pg "$PG_BIN/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+        as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
+    fi
+}
+
+remove() {
+    local dir; dir="$(realpath -m "$1")"
+    down "$dir"
+    as_pg rm -rf "$dir/data" "$dir/run"
+    rm -rf "$dir" 2>/dev/null || as_pg rm -rf "$dir"
+    if [ -L "$1" ]; then rm -f "$1"; fi
+}
+
+case "${1:-}" in
+    up) [ $# -eq 3 ] || usage; up "$2" "$3" ;;
+    down) [ $# -eq 2 ] || usage; down "$2" ;;
+    remove) [ $# -eq 2 ] || usage; remove "$2" ;;
+    psql) [ $# -ge 2 ] || usage; dir="$(realpath -m "$2")"; shift 2; psql_super "$dir" -d vigil "$@" ;;
+    *) usage ;;
+esac

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# `make test`: every test, in order of cost. Expects scripts/setup.sh done.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+cd "$VIGIL_ROOT"
+
+step "unit tests of the pure crates"
+cargo test --locked -p vigil-embed
+
+step "extension tests in PostgreSQL 15 (cargo pgrx test)"
+if is_root; then
+    # Postgres will not run as root: run it as `postgres` in a directory it owns.
+    pgdata="$VIGIL_STATE/pgrx-test-data"
+    rm -rf "$pgdata"
+    install -d -o postgres -g postgres -m 0700 "$pgdata"
+    if ! sudo -u postgres test -w "$pgdata"; then
+        pgdata="/var/lib/postgresql/vigil-pgrx-test"
+        rm -rf "$pgdata"; install -d -o postgres -g postgres -m 0700 "$pgdata"
+    fi
+    (cd extension && cargo pgrx test pg15 --runas postgres --pgdata "$pgdata")
+else
+    (cd extension && cargo pgrx test pg15)
+fi
+
+step "release build: extension and sidecar"
+install_extension
+cargo build --locked --release -p vigil-sidecar
+
+step "end-to-end tests (cluster + sidecar + HTTP)"
+cargo test --locked --release -p vigil-e2e

@@ -1,0 +1,52 @@
+//! The router: routes, and the layers every request passes through.
+//!
+//! Outermost first: request id, tracing, JSON rendering of foreign errors,
+//! timeout, body limit. Handlers only ever see requests within the limits.
+
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderName, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{middleware, BoxError, Router};
+use deadpool_postgres::Pool;
+use tower::ServiceBuilder;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tracing::Level;
+
+use crate::config::ServeArgs;
+use crate::error::{render_foreign_errors, ApiError};
+use crate::health;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub pool: Pool,
+}
+
+pub fn router(state: AppState, args: &ServeArgs) -> Router {
+    let request_id = HeaderName::from_static("x-request-id");
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .fallback(|| async { ApiError::from_status(StatusCode::NOT_FOUND) })
+        .method_not_allowed_fallback(|| async { ApiError::from_status(StatusCode::METHOD_NOT_ALLOWED) })
+        .with_state(state)
+        .layer(
+            ServiceBuilder::new()
+                .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
+                .layer(PropagateRequestIdLayer::new(request_id))
+                // Spans carry method, path and request id; never headers or bodies,
+                // which hold keys.
+                .layer(
+                    TraceLayer::new_for_http()
+                        .make_span_with(DefaultMakeSpan::new().level(Level::INFO))
+                        .on_response(DefaultOnResponse::new().level(Level::INFO)),
+                )
+                .layer(middleware::map_response(render_foreign_errors))
+                .layer(HandleErrorLayer::new(|_: BoxError| async { ApiError::timeout().into_response() }))
+                .timeout(args.request_timeout())
+                .layer(DefaultBodyLimit::disable())
+                .layer(RequestBodyLimitLayer::new(args.max_body_bytes)),
+        )
+}

@@ -1,0 +1,25 @@
+//! The connection pool to PostgreSQL.
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, Timeouts};
+use tokio_postgres::NoTls;
+
+use crate::config::ServeArgs;
+
+/// Builds the pool; connections are opened lazily, so this fails only on a bad URL.
+pub fn pool(args: &ServeArgs) -> Result<Pool, String> {
+    let mut pg: tokio_postgres::Config = args
+        .database_url
+        .parse()
+        .map_err(|e| format!("DATABASE_URL is not a valid PostgreSQL URL: {e}"))?;
+    pg.application_name("vigil-sidecar");
+    // The server abandons a statement the client has stopped waiting for.
+    pg.options(format!("-c statement_timeout={}", args.request_timeout_ms));
+    let manager = Manager::from_config(pg, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+    let timeout = Some(args.request_timeout());
+    Pool::builder(manager)
+        .max_size(args.pool_size.max(1))
+        .timeouts(Timeouts { wait: timeout, create: timeout, recycle: timeout })
+        .runtime(Runtime::Tokio1)
+        .build()
+        .map_err(|e| format!("cannot build the connection pool: {e}"))
+}
