@@ -16,7 +16,8 @@ mkdir -p "$dir"
 chmod 755 "$VIGIL_STATE" "$dir"
 
 texts="$dir/descriptions.txt"
-apt-cache dumpavail | sed -n 's/^Description: //p' | awk '!seen[$0]++' | head -n "$n" > "$texts"
+apt-cache dumpavail | sed -n 's/^Description: //p' | awk '!seen[$0]++' > "$dir/all-descriptions.txt"
+head -n "$n" "$dir/all-descriptions.txt" > "$texts"
 chmod 644 "$texts"
 count="$(wc -l < "$texts")"
 

@@ -5,7 +5,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-packages=(postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo python3-pip)
+packages=(postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo python3-pip python3-venv)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
