@@ -10,23 +10,37 @@ creds="$VIGIL_STATE/credentials.env"
 
 database_url="$("$VIGIL_ROOT/scripts/pg-cluster.sh" up "$VIGIL_STATE/pg" "$port" | sed -n 's/^DATABASE_URL=//p')"
 
-# Keep the demo credentials of an earlier run; make them on the first.
+# Demo credentials: keep those of an earlier run while the database still accepts
+# them; otherwise make new ones through the admin functions (keys are shown once,
+# so this file is where they live).
+account="demo@vigil.local"
+db="demo"
 old() { [ -f "$creds" ] && sed -n "s/^$1=//p" "$creds" || true; }
-random_hex() { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
-api_key="$(old VIGIL_API_KEY)"; api_key="${api_key:-vk_$(random_hex)}"
-user_key="$(old VIGIL_USER_KEY)"; user_key="${user_key:-vu_$(random_hex)}"
+# sql QUERY [psql -v options]: psql interpolates :'var' only in queries read from stdin.
+sql() { local q="$1"; shift; printf '%s\n' "$q" | "$VIGIL_ROOT/scripts/pg-cluster.sh" psql "$VIGIL_STATE/pg" -At -v ON_ERROR_STOP=1 "$@"; }
+api_key="$(old VIGIL_API_KEY)"
+user_key="$(old VIGIL_USER_KEY)"
+if [ "$(sql "SELECT outcome FROM vigil.authenticate_api_key(:'k', 'transaction', NULL)" -v k="$api_key")" != ok ]; then
+    api_key="$(sql "SELECT key FROM vigil.create_api_key('demo (make run)')")"
+fi
+sql "SELECT vigil.create_account(:'a');
+     INSERT INTO vigil.vector_databases (account, name) VALUES (:'a', :'d') ON CONFLICT DO NOTHING;" \
+    -v a="$account" -v d="$db" >/dev/null
+if [ "$(sql "SELECT vigil.enter_account(:'a', :'k', :'d')" -v a="$account" -v k="$user_key" -v d="$db")" != ok ]; then
+    user_key="$(sql "SELECT key FROM vigil.create_user_key(:'a', 'demo (make run)')" -v a="$account")"
+fi
 
 umask 077
 cat > "$creds" <<CREDS
 # Written by \`make run\`. Source it: set -a; . .vigil/credentials.env; set +a
-# BOOTSTRAP: VIGIL_API_KEY and VIGIL_USER_KEY are demo values that the sidecar
-# does not check yet; the accounts-and-keys work replaces them with real keys.
+# The keys are real (see vigil.api_key_list and vigil.user_key_list); the sidecar
+# starts checking them when the authenticated endpoints land.
 DATABASE_URL=$database_url
 VIGIL_HTTP=http://$http_addr
 VIGIL_API_KEY=$api_key
 VIGIL_USER_KEY=$user_key
-VIGIL_ACCOUNT=demo@vigil.local
-VIGIL_DB=demo
+VIGIL_ACCOUNT=$account
+VIGIL_DB=$db
 CREDS
 
 step "credentials (also in $creds)"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # `make test`: every test, in order of cost. Expects scripts/setup.sh done.
+# Everything builds in the release profile, so a cold machine compiles once.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$VIGIL_ROOT"
 
 step "unit tests of the pure crates"
-cargo test --locked -p vigil-embed
+cargo test --locked --release -p vigil-auth -p vigil-embed
 
 step "extension tests in PostgreSQL 15 (cargo pgrx test)"
 if is_root; then
@@ -17,9 +18,9 @@ if is_root; then
         pgdata="/var/lib/postgresql/vigil-pgrx-test"
         rm -rf "$pgdata"; install -d -o postgres -g postgres -m 0700 "$pgdata"
     fi
-    (cd extension && cargo pgrx test pg15 --runas postgres --pgdata "$pgdata")
+    (cd extension && cargo pgrx test pg15 --release --runas postgres --pgdata "$pgdata")
 else
-    (cd extension && cargo pgrx test pg15)
+    (cd extension && cargo pgrx test pg15 --release)
 fi
 
 step "release build: extension and sidecar"

@@ -5,16 +5,20 @@
 //!
 //! - [`embed`]: `vigil.embed(text)` and `vigil.embed(text[])`, sentence embeddings
 //!   computed in the backend by ONNX Runtime.
+//! - [`keys`]: accounts, API keys and user keys, and the per-account isolation
+//!   (row-level security) of vector data.
 
 use pgrx::prelude::*;
 
 pub mod embed;
+pub mod keys;
 
 ::pgrx::pg_module_magic!(name, version);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     embed::settings::register();
+    keys::register_settings();
 }
 
 /// Hooks for `cargo pgrx test`.

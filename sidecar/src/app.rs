@@ -5,6 +5,7 @@
 
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::DefaultBodyLimit;
+use axum::extract::Request;
 use axum::http::{HeaderName, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
@@ -13,7 +14,7 @@ use deadpool_postgres::Pool;
 use tower::ServiceBuilder;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
 use crate::config::ServeArgs;
@@ -36,11 +37,9 @@ pub fn router(state: AppState, args: &ServeArgs) -> Router {
             ServiceBuilder::new()
                 .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
                 .layer(PropagateRequestIdLayer::new(request_id))
-                // Spans carry method, path and request id; never headers or bodies,
-                // which hold keys.
                 .layer(
                     TraceLayer::new_for_http()
-                        .make_span_with(DefaultMakeSpan::new().level(Level::INFO))
+                        .make_span_with(request_span)
                         .on_response(DefaultOnResponse::new().level(Level::INFO)),
                 )
                 .layer(middleware::map_response(render_foreign_errors))
@@ -49,4 +48,11 @@ pub fn router(state: AppState, args: &ServeArgs) -> Router {
                 .layer(DefaultBodyLimit::disable())
                 .layer(RequestBodyLimitLayer::new(args.max_body_bytes)),
         )
+}
+
+/// The log span of a request: method, path and request id. Never headers, query
+/// strings or bodies, which can carry keys.
+fn request_span(request: &Request) -> tracing::Span {
+    let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
+    tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), id = %id)
 }

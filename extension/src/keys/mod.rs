@@ -1,0 +1,66 @@
+//! Accounts, API keys and user keys: the tables, the admin functions and the
+//! checks the sidecar calls, all in `schema.sql`; the cryptographic primitives
+//! those SQL functions use are here, from the pure `vigil-auth` crate.
+//!
+//! The primitives are internal (`vigil._*`): they are granted to no one but the
+//! extension's owner, and reached by callers only through the SQL functions.
+
+#[cfg(any(test, feature = "pg_test"))]
+mod pg_tests;
+
+use std::ffi::CString;
+
+use pgrx::prelude::*;
+use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
+use vigil_auth::{KeyKind, SECRET_BYTES};
+
+static ACCOUNT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+
+/// `vigil.account`: the account the transaction acts for, the key of row-level
+/// security. Superuser-only, so the application role cannot set it; the SECURITY
+/// DEFINER `vigil.enter_account` sets it after checking the account's user key.
+pub fn register_settings() {
+    GucRegistry::define_string_guc(
+        c"vigil.account",
+        c"The account this transaction acts for (set by vigil.enter_account).",
+        c"Row-level security of the vector tables keys on it. Only a superuser can set it directly.",
+        &ACCOUNT,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+}
+
+fn kind(name: &str) -> KeyKind {
+    match name {
+        "api" => KeyKind::Api,
+        "user" => KeyKind::User,
+        other => error!("unknown key kind \"{other}\" (expected \"api\" or \"user\")"),
+    }
+}
+
+/// A new key of `kind` ('api' or 'user'): the secret to show once, its prefix and hash.
+#[pg_extern(volatile, name = "_new_key")]
+fn new_key(kind_name: &str) -> TableIterator<'static, (name!(secret, String), name!(prefix, String), name!(hash, Vec<u8>))> {
+    let mut random = [0u8; SECRET_BYTES];
+    // SAFETY: the buffer is SECRET_BYTES long, as passed.
+    let ok = unsafe { pg_sys::pg_strong_random(random.as_mut_ptr().cast(), SECRET_BYTES) };
+    if !ok {
+        error!("could not generate random bytes for a key");
+    }
+    let key = vigil_auth::new_key(kind(kind_name), random);
+    TableIterator::once((key.secret, key.prefix, key.hash.to_vec()))
+}
+
+/// The stored prefix of a presented key, or NULL when it is not a well-formed key of `kind`.
+#[pg_extern(immutable, parallel_safe, name = "_key_prefix")]
+fn key_prefix(kind_name: &str, presented: &str) -> Option<String> {
+    vigil_auth::prefix_of(kind(kind_name), presented).ok().map(str::to_owned)
+}
+
+/// Whether `presented` hashes to `stored`, compared in constant time.
+#[pg_extern(immutable, parallel_safe, name = "_verify_key")]
+fn verify_key(presented: &str, stored: &[u8]) -> bool {
+    vigil_auth::verify(presented, stored)
+}
+
+extension_sql_file!("schema.sql", name = "keys_schema", requires = [new_key, key_prefix, verify_key]);
