@@ -31,7 +31,9 @@ pub fn router(state: AppState, args: &ServeArgs) -> Router {
     Router::new()
         .route("/healthz", get(health::healthz))
         .fallback(|| async { ApiError::from_status(StatusCode::NOT_FOUND) })
-        .method_not_allowed_fallback(|| async { ApiError::from_status(StatusCode::METHOD_NOT_ALLOWED) })
+        .method_not_allowed_fallback(|| async {
+            ApiError::from_status(StatusCode::METHOD_NOT_ALLOWED)
+        })
         .with_state(state)
         .layer(
             ServiceBuilder::new()
@@ -43,7 +45,9 @@ pub fn router(state: AppState, args: &ServeArgs) -> Router {
                         .on_response(DefaultOnResponse::new().level(Level::INFO)),
                 )
                 .layer(middleware::map_response(render_foreign_errors))
-                .layer(HandleErrorLayer::new(|_: BoxError| async { ApiError::timeout().into_response() }))
+                .layer(HandleErrorLayer::new(|_: BoxError| async {
+                    ApiError::timeout().into_response()
+                }))
                 .timeout(args.request_timeout())
                 .layer(DefaultBodyLimit::disable())
                 .layer(RequestBodyLimitLayer::new(args.max_body_bytes)),
@@ -53,6 +57,10 @@ pub fn router(state: AppState, args: &ServeArgs) -> Router {
 /// The log span of a request: method, path and request id. Never headers, query
 /// strings or bodies, which can carry keys.
 fn request_span(request: &Request) -> tracing::Span {
-    let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
+    let id = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-");
     tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), id = %id)
 }

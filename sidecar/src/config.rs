@@ -5,7 +5,11 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
-#[command(name = "vigil-sidecar", version, about = "HTTP front of the Vigil PostgreSQL extension")]
+#[command(
+    name = "vigil-sidecar",
+    version,
+    about = "HTTP front of the Vigil PostgreSQL extension"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

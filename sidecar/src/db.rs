@@ -14,11 +14,21 @@ pub fn pool(args: &ServeArgs) -> Result<Pool, String> {
     pg.application_name("vigil-sidecar");
     // The server abandons a statement the client has stopped waiting for.
     pg.options(format!("-c statement_timeout={}", args.request_timeout_ms));
-    let manager = Manager::from_config(pg, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+    let manager = Manager::from_config(
+        pg,
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
     let timeout = Some(args.request_timeout());
     Pool::builder(manager)
         .max_size(args.pool_size.max(1))
-        .timeouts(Timeouts { wait: timeout, create: timeout, recycle: timeout })
+        .timeouts(Timeouts {
+            wait: timeout,
+            create: timeout,
+            recycle: timeout,
+        })
         .runtime(Runtime::Tokio1)
         .build()
         .map_err(|e| format!("cannot build the connection pool: {e}"))

@@ -33,7 +33,12 @@ struct Detail<'a> {
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: message.into(), field: None }
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            field: None,
+        }
     }
 
     /// The error a status gets when nothing more specific was said.
@@ -41,10 +46,19 @@ impl ApiError {
         let (code, message) = match status {
             StatusCode::BAD_REQUEST => ("bad_request", "the request is malformed"),
             StatusCode::NOT_FOUND => ("not_found", "no such endpoint"),
-            StatusCode::METHOD_NOT_ALLOWED => ("method_not_allowed", "this endpoint does not accept that method"),
+            StatusCode::METHOD_NOT_ALLOWED => (
+                "method_not_allowed",
+                "this endpoint does not accept that method",
+            ),
             StatusCode::REQUEST_TIMEOUT => ("timeout", "the request took too long"),
-            StatusCode::PAYLOAD_TOO_LARGE => ("payload_too_large", "the request body is larger than the limit"),
-            StatusCode::UNSUPPORTED_MEDIA_TYPE => ("unsupported_media_type", "the request body has an unsupported content type"),
+            StatusCode::PAYLOAD_TOO_LARGE => (
+                "payload_too_large",
+                "the request body is larger than the limit",
+            ),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => (
+                "unsupported_media_type",
+                "the request body has an unsupported content type",
+            ),
             StatusCode::TOO_MANY_REQUESTS => ("rate_limited", "too many requests"),
             StatusCode::SERVICE_UNAVAILABLE => ("unavailable", "the service is unavailable"),
             s if s.is_client_error() => ("bad_request", "the request was refused"),
@@ -58,13 +72,23 @@ impl ApiError {
     }
 
     pub fn timeout() -> Self {
-        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "timeout", "the request took longer than the server allows")
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "timeout",
+            "the request took longer than the server allows",
+        )
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = Body { error: Detail { code: self.code, message: &self.message, field: self.field.as_deref() } };
+        let body = Body {
+            error: Detail {
+                code: self.code,
+                message: &self.message,
+                field: self.field.as_deref(),
+            },
+        };
         (self.status, Json(body)).into_response()
     }
 }
@@ -83,6 +107,9 @@ pub async fn render_foreign_errors(response: Response) -> Response {
     let (mut parts, _) = response.into_parts();
     let rendered = ApiError::from_status(status).into_response();
     parts.headers.remove(header::CONTENT_LENGTH);
-    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     Response::from_parts(parts, rendered.into_body())
 }

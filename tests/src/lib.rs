@@ -13,7 +13,10 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ sits in the workspace").to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits in the workspace")
+        .to_owned()
 }
 
 /// A running cluster and sidecar.
@@ -35,7 +38,11 @@ impl Env {
             .args(["psql", self.cluster_dir.to_str().unwrap(), "-At", "-c", sql])
             .output()
             .expect("psql runs");
-        assert!(out.status.success(), "psql failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "psql failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap().trim_end().to_owned()
     }
 }
@@ -63,14 +70,22 @@ extern "C" fn teardown() {
 
 /// A port nobody listens on now. Postgres fails loudly if it is taken meanwhile.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
 }
 
 /// Starts a cluster and a sidecar with extra sidecar flags.
 pub fn start(sidecar_args: &[&str]) -> Env {
-    let cluster_dir = std::env::temp_dir().join(format!("vigil-e2e-{}-{}", std::process::id(), free_port()));
+    let cluster_dir =
+        std::env::temp_dir().join(format!("vigil-e2e-{}-{}", std::process::id(), free_port()));
     let out = Command::new(workspace_root().join("scripts/pg-cluster.sh"))
-        .args(["up", cluster_dir.to_str().unwrap(), &free_port().to_string()])
+        .args([
+            "up",
+            cluster_dir.to_str().unwrap(),
+            &free_port().to_string(),
+        ])
         .stderr(Stdio::inherit())
         .output()
         .expect("pg-cluster.sh runs");
@@ -86,11 +101,19 @@ pub fn start(sidecar_args: &[&str]) -> Env {
         .unwrap_or_else(|| workspace_root().join("target/release/vigil-sidecar"));
     let mut command = Command::new(&binary);
     command
-        .args(["serve", "--listen", "127.0.0.1:0", "--database-url", &database_url])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--database-url",
+            &database_url,
+        ])
         .args(sidecar_args)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
-    let mut sidecar = command.spawn().unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
+    let mut sidecar = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
     let mut stdout = BufReader::new(sidecar.stdout.take().unwrap());
     let mut first_line = String::new();
     stdout.read_line(&mut first_line).expect("sidecar stdout");
@@ -105,8 +128,16 @@ pub fn start(sidecar_args: &[&str]) -> Env {
     ATEXIT.get_or_init(|| unsafe {
         libc::atexit(teardown);
     });
-    RUNNING.lock().unwrap().push(Running { cluster_dir: cluster_dir.clone(), sidecar, _stdout: stdout });
-    Env { base, database_url, cluster_dir }
+    RUNNING.lock().unwrap().push(Running {
+        cluster_dir: cluster_dir.clone(),
+        sidecar,
+        _stdout: stdout,
+    });
+    Env {
+        base,
+        database_url,
+        cluster_dir,
+    }
 }
 
 /// One environment shared by the tests of a test binary, with default flags.

@@ -63,13 +63,20 @@ pub fn new_key(kind: KeyKind, random: [u8; SECRET_BYTES]) -> NewKey {
     }
     let prefix = secret[..3 + PREFIX_HEX].to_owned();
     let hash = hash(&secret);
-    NewKey { secret, prefix, hash }
+    NewKey {
+        secret,
+        prefix,
+        hash,
+    }
 }
 
 /// The prefix under which a presented key's row is stored, if it is well-formed.
 pub fn prefix_of(kind: KeyKind, presented: &str) -> Result<&str, FormatError> {
-    let body = presented.strip_prefix(kind.marker()).ok_or(FormatError::WrongKind)?;
-    let well_formed = body.len() == 2 * SECRET_BYTES && body.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'));
+    let body = presented
+        .strip_prefix(kind.marker())
+        .ok_or(FormatError::WrongKind)?;
+    let well_formed = body.len() == 2 * SECRET_BYTES
+        && body.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'));
     if !well_formed {
         return Err(FormatError::Malformed);
     }
@@ -101,7 +108,10 @@ mod tests {
         assert!(key.secret.starts_with("vk_"));
         assert_eq!(key.secret.len(), 3 + 64);
         assert_eq!(key.prefix, &key.secret[..11]);
-        assert_eq!(prefix_of(KeyKind::Api, &key.secret), Ok(key.prefix.as_str()));
+        assert_eq!(
+            prefix_of(KeyKind::Api, &key.secret),
+            Ok(key.prefix.as_str())
+        );
         assert!(verify(&key.secret, &key.hash));
     }
 
@@ -114,18 +124,29 @@ mod tests {
         changed.pop();
         changed.push(if key.secret.ends_with('0') { '1' } else { '0' });
         assert!(!verify(&changed, &key.hash));
-        assert!(!verify(&key.secret, &key.hash[..31]), "a truncated hash never matches");
+        assert!(
+            !verify(&key.secret, &key.hash[..31]),
+            "a truncated hash never matches"
+        );
     }
 
     #[test]
     fn kinds_are_not_interchangeable() {
         let user = new_key(KeyKind::User, random(4));
-        assert_eq!(prefix_of(KeyKind::Api, &user.secret), Err(FormatError::WrongKind));
+        assert_eq!(
+            prefix_of(KeyKind::Api, &user.secret),
+            Err(FormatError::WrongKind)
+        );
     }
 
     #[test]
     fn malformed_keys_are_refused_without_echoing_them() {
-        for bad in ["vk_", "vk_xyz", "vk_ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789", &format!("vk_{}", "a".repeat(65))] {
+        for bad in [
+            "vk_",
+            "vk_xyz",
+            "vk_ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789",
+            &format!("vk_{}", "a".repeat(65)),
+        ] {
             let err = prefix_of(KeyKind::Api, bad).unwrap_err();
             assert_eq!(err, FormatError::Malformed, "{bad}");
             assert!(!err.to_string().contains(bad));
@@ -136,7 +157,10 @@ mod tests {
     fn the_stored_hash_is_sha256_of_the_key() {
         // SHA-256("abc"), FIPS 180-2 test vector.
         assert_eq!(
-            hash("abc").iter().map(|b| format!("{b:02x}")).collect::<String>(),
+            hash("abc")
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>(),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
     }

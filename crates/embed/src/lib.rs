@@ -64,7 +64,10 @@ fn inference(e: impl std::fmt::Display) -> EmbedError {
 /// ONNX Runtime can be loaded once per process: after a success, later calls reuse
 /// the library first loaded whatever `path` says. A failed load can be retried.
 pub fn load_runtime(path: &Path) -> Result<Runtime, EmbedError> {
-    let fail = |reason: String| EmbedError::Runtime { path: path.to_owned(), reason };
+    let fail = |reason: String| EmbedError::Runtime {
+        path: path.to_owned(),
+        reason,
+    };
     if !path.is_file() {
         return Err(fail("no such file".into()));
     }
@@ -87,7 +90,10 @@ impl Embedder {
     pub fn load(runtime: &Runtime, model_dir: &Path, threads: usize) -> Result<Self, EmbedError> {
         let tokenizer = load_tokenizer(&model_dir.join(TOKENIZER_FILE))?;
         let model_path = model_dir.join(MODEL_FILE);
-        let fail = |reason: String| EmbedError::Model { path: model_path.clone(), reason };
+        let fail = |reason: String| EmbedError::Model {
+            path: model_path.clone(),
+            reason,
+        };
         if !model_path.is_file() {
             return Err(fail("no such file".into()));
         }
@@ -109,7 +115,9 @@ impl Embedder {
         let inputs: Vec<&str> = self.session.inputs().iter().map(|i| i.name()).collect();
         for wanted in ["input_ids", "attention_mask"] {
             if !inputs.contains(&wanted) {
-                return Err(format!("the model has no input \"{wanted}\" (inputs: {inputs:?})"));
+                return Err(format!(
+                    "the model has no input \"{wanted}\" (inputs: {inputs:?})"
+                ));
             }
         }
         if self.session.outputs().is_empty() {
@@ -121,7 +129,8 @@ impl Embedder {
     /// Embeds one text.
     pub fn embed(&mut self, text: &str) -> Result<Vec<f32>, EmbedError> {
         let mut out = self.embed_batch(&[text])?;
-        out.pop().ok_or_else(|| inference("the model returned no embedding"))
+        out.pop()
+            .ok_or_else(|| inference("the model returned no embedding"))
     }
 
     /// Embeds texts in one model call; the result is in input order.
@@ -182,7 +191,11 @@ impl Embedder {
             }
         }
         let shape = [batch as i64, seq as i64];
-        let wants_type_ids = self.session.inputs().iter().any(|i| i.name() == "token_type_ids");
+        let wants_type_ids = self
+            .session
+            .inputs()
+            .iter()
+            .any(|i| i.name() == "token_type_ids");
         let ids_tensor = Tensor::from_array((shape, input_ids)).map_err(inference)?;
         let mask_tensor = Tensor::from_array((shape, mask.clone())).map_err(inference)?;
         let outputs = if wants_type_ids {
@@ -199,16 +212,26 @@ impl Embedder {
         let (out_shape, hidden) = outputs[0].try_extract_tensor::<f32>().map_err(inference)?;
         let expected = [batch as i64, seq as i64, DIMENSIONS as i64];
         if **out_shape != expected {
-            return Err(inference(format!("model output has shape {out_shape:?}, expected {expected:?}")));
+            return Err(inference(format!(
+                "model output has shape {out_shape:?}, expected {expected:?}"
+            )));
         }
         Ok((0..batch)
-            .map(|row| mean_pool(&hidden[row * seq * DIMENSIONS..(row + 1) * seq * DIMENSIONS], &mask[row * seq..(row + 1) * seq]))
+            .map(|row| {
+                mean_pool(
+                    &hidden[row * seq * DIMENSIONS..(row + 1) * seq * DIMENSIONS],
+                    &mask[row * seq..(row + 1) * seq],
+                )
+            })
             .collect())
     }
 }
 
 fn load_tokenizer(path: &Path) -> Result<Tokenizer, EmbedError> {
-    let fail = |reason: String| EmbedError::Tokenizer { path: path.to_owned(), reason };
+    let fail = |reason: String| EmbedError::Tokenizer {
+        path: path.to_owned(),
+        reason,
+    };
     if !path.is_file() {
         return Err(fail("no such file".into()));
     }

@@ -8,12 +8,17 @@ use std::sync::{Mutex, OnceLock};
 use vigil_embed::{cosine, load_runtime, EmbedError, Embedder, Runtime};
 
 fn pg_config(flag: &str) -> PathBuf {
-    let out = Command::new("/usr/lib/postgresql/15/bin/pg_config").arg(flag).output().expect("pg_config runs");
+    let out = Command::new("/usr/lib/postgresql/15/bin/pg_config")
+        .arg(flag)
+        .output()
+        .expect("pg_config runs");
     PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
 fn model_dir() -> PathBuf {
-    std::env::var_os("VIGIL_MODEL_DIR").map(PathBuf::from).unwrap_or_else(|| pg_config("--sharedir").join("vigil/model"))
+    std::env::var_os("VIGIL_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| pg_config("--sharedir").join("vigil/model"))
 }
 
 fn runtime() -> &'static Runtime {
@@ -29,7 +34,9 @@ fn runtime() -> &'static Runtime {
 fn embedder() -> std::sync::MutexGuard<'static, Embedder> {
     static EMBEDDER: OnceLock<Mutex<Embedder>> = OnceLock::new();
     EMBEDDER
-        .get_or_init(|| Mutex::new(Embedder::load(runtime(), &model_dir(), 2).expect("model installed")))
+        .get_or_init(|| {
+            Mutex::new(Embedder::load(runtime(), &model_dir(), 2).expect("model installed"))
+        })
         .lock()
         .unwrap_or_else(|e| e.into_inner())
 }
@@ -46,7 +53,9 @@ fn reference_pair_has_the_published_cosine() {
 
 #[test]
 fn many_equals_one_by_one_across_chunks() {
-    let texts: Vec<String> = (0..150).map(|i| format!("record {i} {}", "word ".repeat(i % 37))).collect();
+    let texts: Vec<String> = (0..150)
+        .map(|i| format!("record {i} {}", "word ".repeat(i % 37)))
+        .collect();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let mut calls = 0;
     let mut e = embedder();
@@ -62,20 +71,33 @@ fn many_equals_one_by_one_across_chunks() {
 fn missing_runtime_is_an_error_naming_the_path() {
     let err = load_runtime(std::path::Path::new("/nonexistent/libonnxruntime.so")).unwrap_err();
     assert!(matches!(err, EmbedError::Runtime { .. }));
-    assert!(err.to_string().contains("/nonexistent/libonnxruntime.so"), "{err}");
+    assert!(
+        err.to_string().contains("/nonexistent/libonnxruntime.so"),
+        "{err}"
+    );
 }
 
 #[test]
 fn model_dir_without_files_is_an_error_naming_the_file() {
-    let err = Embedder::load(runtime(), std::path::Path::new("/nonexistent/model"), 1).err().unwrap();
-    assert!(err.to_string().contains("/nonexistent/model/tokenizer.json"), "{err}");
+    let err = Embedder::load(runtime(), std::path::Path::new("/nonexistent/model"), 1)
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string()
+            .contains("/nonexistent/model/tokenizer.json"),
+        "{err}"
+    );
 }
 
 #[test]
 fn corrupt_model_is_an_error_not_a_crash() {
     let dir = std::env::temp_dir().join(format!("vigil-corrupt-model-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(model_dir().join("tokenizer.json"), dir.join("tokenizer.json")).unwrap();
+    std::fs::copy(
+        model_dir().join("tokenizer.json"),
+        dir.join("tokenizer.json"),
+    )
+    .unwrap();
     std::fs::write(dir.join("model.onnx"), b"this is not an onnx model").unwrap();
     let err = Embedder::load(runtime(), &dir, 1).err().unwrap();
     std::fs::remove_dir_all(&dir).ok();

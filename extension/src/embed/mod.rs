@@ -5,9 +5,9 @@
 //! Runtime itself can be loaded only once per process. Every failure to load
 //! becomes an ERROR that names the setting and the path to fix.
 
-pub mod settings;
 #[cfg(any(test, feature = "pg_test"))]
 mod pg_tests;
+pub mod settings;
 
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -39,10 +39,16 @@ fn embed(text: &str) -> Vec<f32> {
 #[pg_extern(stable, parallel_safe, name = "embed")]
 fn embed_batch(texts: Vec<Option<String>>) -> SetOfIterator<'static, Option<Vec<f32>>> {
     let present: Vec<&str> = texts.iter().flatten().map(String::as_str).collect();
-    let mut vectors = with_embedder(|e| e.embed_many(&present, || {
-        pg_sys::check_for_interrupts!();
-    })).into_iter();
-    let rows: Vec<Option<Vec<f32>>> = texts.iter().map(|t| t.as_ref().and_then(|_| vectors.next())).collect();
+    let mut vectors = with_embedder(|e| {
+        e.embed_many(&present, || {
+            pg_sys::check_for_interrupts!();
+        })
+    })
+    .into_iter();
+    let rows: Vec<Option<Vec<f32>>> = texts
+        .iter()
+        .map(|t| t.as_ref().and_then(|_| vectors.next()))
+        .collect();
     SetOfIterator::new(rows)
 }
 
@@ -55,13 +61,17 @@ fn with_embedder<R>(f: impl FnOnce(&mut Embedder) -> Result<R, EmbedError>) -> R
         let fresh = matches!(slot, Some(l) if l.model_dir == model_dir && l.threads == threads);
         if !fresh {
             *slot = None;
-            let embedder = RUNTIME
-                .with_borrow_mut(load_runtime)
-                .and_then(|()| RUNTIME.with_borrow(|rt| {
+            let embedder = RUNTIME.with_borrow_mut(load_runtime).and_then(|()| {
+                RUNTIME.with_borrow(|rt| {
                     let (_, runtime) = rt.as_ref().expect("runtime loaded above");
                     Embedder::load(runtime, &model_dir, threads).map_err(Failure::Embed)
-                }))?;
-            *slot = Some(Loaded { model_dir: model_dir.clone(), threads, embedder });
+                })
+            })?;
+            *slot = Some(Loaded {
+                model_dir: model_dir.clone(),
+                threads,
+                embedder,
+            });
         }
         let loaded = slot.as_mut().expect("model loaded above");
         f(&mut loaded.embedder).map_err(Failure::Embed)
@@ -73,7 +83,10 @@ fn load_runtime(slot: &mut Option<(PathBuf, vigil_embed::Runtime)>) -> Result<()
     let wanted = settings::runtime_path();
     match slot {
         Some((loaded, _)) if *loaded == wanted => Ok(()),
-        Some((loaded, _)) => Err(Failure::RuntimeChanged { loaded: loaded.clone(), wanted }),
+        Some((loaded, _)) => Err(Failure::RuntimeChanged {
+            loaded: loaded.clone(),
+            wanted,
+        }),
         None => {
             let env = vigil_embed::load_runtime(&wanted).map_err(Failure::Embed)?;
             *slot = Some((wanted, env));

@@ -42,7 +42,12 @@ mod tests {
 
     #[pg_test]
     fn batch_form_equals_single_form_in_order() {
-        let texts = ["first text", "a considerably longer second text with many more words in it", "", "third"];
+        let texts = [
+            "first text",
+            "a considerably longer second text with many more words in it",
+            "",
+            "third",
+        ];
         let rows: Vec<(i64, Option<Vec<f32>>)> = Spi::connect(|client| {
             client
                 .select(
@@ -58,8 +63,15 @@ mod tests {
         for ((n, batch), text) in rows.into_iter().zip(texts) {
             let batch = batch.expect("non-null input gives a vector");
             let single = embed(text);
-            let worst = batch.iter().zip(&single).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
-            assert!(worst < 1e-4, "row {n} ({text:?}) differs from the single form by {worst}");
+            let worst = batch
+                .iter()
+                .zip(&single)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f32, f32::max);
+            assert!(
+                worst < 1e-4,
+                "row {n} ({text:?}) differs from the single form by {worst}"
+            );
         }
     }
 
@@ -67,7 +79,11 @@ mod tests {
     fn batch_keeps_nulls_in_place() {
         let nulls: Vec<bool> = Spi::connect(|client| {
             client
-                .select("SELECT e IS NULL FROM vigil.embed(ARRAY['a', NULL, 'b']::text[]) AS e", None, &[])
+                .select(
+                    "SELECT e IS NULL FROM vigil.embed(ARRAY['a', NULL, 'b']::text[]) AS e",
+                    None,
+                    &[],
+                )
                 .expect("batch ran")
                 .map(|row| row.get::<bool>(1).unwrap().unwrap())
                 .collect()
@@ -119,8 +135,14 @@ mod tests {
     fn model_dir_without_model_names_the_model_file() {
         let dir = std::env::temp_dir().join(format!("vigil-tokenizer-only-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let installed = Spi::get_one::<String>("SELECT current_setting('vigil.model_dir')").unwrap().unwrap();
-        let source = if installed.is_empty() { super::super::settings::model_dir() } else { installed.into() };
+        let installed = Spi::get_one::<String>("SELECT current_setting('vigil.model_dir')")
+            .unwrap()
+            .unwrap();
+        let source = if installed.is_empty() {
+            super::super::settings::model_dir()
+        } else {
+            installed.into()
+        };
         std::fs::copy(source.join("tokenizer.json"), dir.join("tokenizer.json")).unwrap();
         Spi::run(&format!("SET vigil.model_dir = '{}'", dir.display())).unwrap();
         let err = PgTryBuilder::new(|| {
@@ -128,13 +150,17 @@ mod tests {
             None
         })
         .catch_others(|e| match e {
-            pg_sys::panic::CaughtError::PostgresError(r) | pg_sys::panic::CaughtError::ErrorReport(r) => Some(r.message().to_string()),
+            pg_sys::panic::CaughtError::PostgresError(r)
+            | pg_sys::panic::CaughtError::ErrorReport(r) => Some(r.message().to_string()),
             other => Some(format!("{other:?}")),
         })
         .execute()
         .expect("embedding without a model fails");
         std::fs::remove_dir_all(&dir).ok();
-        assert!(err.contains(&format!("\"{}\"", dir.join("model.onnx").display())), "{err}");
+        assert!(
+            err.contains(&format!("\"{}\"", dir.join("model.onnx").display())),
+            "{err}"
+        );
         assert!(err.contains("vigil.model_dir"), "{err}");
     }
 }

@@ -74,7 +74,10 @@ fn share_dir() -> PathBuf {
     // SAFETY: my_exec_path is a NUL-terminated global set at startup; buf has the
     // MAXPGPATH bytes get_share_path writes at most.
     let path = unsafe {
-        pg_sys::get_share_path(std::ptr::addr_of!(pg_sys::my_exec_path).cast(), buf.as_mut_ptr());
+        pg_sys::get_share_path(
+            std::ptr::addr_of!(pg_sys::my_exec_path).cast(),
+            buf.as_mut_ptr(),
+        );
         CStr::from_ptr(buf.as_ptr())
     };
     PathBuf::from(path.to_string_lossy().into_owned())

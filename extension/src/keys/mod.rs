@@ -40,7 +40,16 @@ fn kind(name: &str) -> KeyKind {
 
 /// A new key of `kind` ('api' or 'user'): the secret to show once, its prefix and hash.
 #[pg_extern(volatile, name = "_new_key")]
-fn new_key(kind_name: &str) -> TableIterator<'static, (name!(secret, String), name!(prefix, String), name!(hash, Vec<u8>))> {
+fn new_key(
+    kind_name: &str,
+) -> TableIterator<
+    'static,
+    (
+        name!(secret, String),
+        name!(prefix, String),
+        name!(hash, Vec<u8>),
+    ),
+> {
     let mut random = [0u8; SECRET_BYTES];
     // SAFETY: the buffer is SECRET_BYTES long, as passed.
     let ok = unsafe { pg_sys::pg_strong_random(random.as_mut_ptr().cast(), SECRET_BYTES) };
@@ -54,7 +63,9 @@ fn new_key(kind_name: &str) -> TableIterator<'static, (name!(secret, String), na
 /// The stored prefix of a presented key, or NULL when it is not a well-formed key of `kind`.
 #[pg_extern(immutable, parallel_safe, name = "_key_prefix")]
 fn key_prefix(kind_name: &str, presented: &str) -> Option<String> {
-    vigil_auth::prefix_of(kind(kind_name), presented).ok().map(str::to_owned)
+    vigil_auth::prefix_of(kind(kind_name), presented)
+        .ok()
+        .map(str::to_owned)
 }
 
 /// Whether `presented` hashes to `stored`, compared in constant time.
@@ -63,4 +74,8 @@ fn verify_key(presented: &str, stored: &[u8]) -> bool {
     vigil_auth::verify(presented, stored)
 }
 
-extension_sql_file!("schema.sql", name = "keys_schema", requires = [new_key, key_prefix, verify_key]);
+extension_sql_file!(
+    "schema.sql",
+    name = "keys_schema",
+    requires = [new_key, key_prefix, verify_key]
+);
