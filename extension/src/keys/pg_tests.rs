@@ -5,18 +5,24 @@ mod tests {
     use pgrx::prelude::*;
 
     fn one(sql: &str) -> String {
-        Spi::get_one::<String>(sql).expect("query ran").expect("a value")
+        Spi::get_one::<String>(sql)
+            .expect("query ran")
+            .expect("a value")
     }
 
     /// (key, prefix) of a new API key made with the given SQL arguments.
     fn api_key(args: &str) -> (String, String) {
-        Spi::get_two::<String, String>(&format!("SELECT key, prefix FROM vigil.create_api_key({args})"))
-            .map(|(k, p)| (k.unwrap(), p.unwrap()))
-            .expect("key created")
+        Spi::get_two::<String, String>(&format!(
+            "SELECT key, prefix FROM vigil.create_api_key({args})"
+        ))
+        .map(|(k, p)| (k.unwrap(), p.unwrap()))
+        .expect("key created")
     }
 
     fn auth(key: &str, scope: &str, ip: &str) -> String {
-        one(&format!("SELECT outcome FROM vigil.authenticate_api_key('{key}', '{scope}', '{ip}')"))
+        one(&format!(
+            "SELECT outcome FROM vigil.authenticate_api_key('{key}', '{scope}', '{ip}')"
+        ))
     }
 
     #[pg_test]
@@ -27,7 +33,11 @@ mod tests {
         assert_eq!(auth("", "transaction", "10.1.2.3"), "missing");
         assert_eq!(auth("vk_not-a-key", "transaction", "10.1.2.3"), "unknown");
         let forged = format!("{}{}", &key[..11], "0".repeat(56));
-        assert_eq!(auth(&forged, "transaction", "10.1.2.3"), "unknown", "right prefix, wrong secret");
+        assert_eq!(
+            auth(&forged, "transaction", "10.1.2.3"),
+            "unknown",
+            "right prefix, wrong secret"
+        );
 
         let (expired, _) = api_key("'old', expires_at => now() - interval '1 second'");
         assert_eq!(auth(&expired, "transaction", "10.1.2.3"), "expired");
@@ -37,14 +47,20 @@ mod tests {
         assert_eq!(auth(&limited, "identity", "10.0.0.1"), "ip");
 
         let (revoked, prefix) = api_key("'gone'");
-        assert!(Spi::get_one::<bool>(&format!("SELECT vigil.revoke_api_key('{prefix}')")).unwrap().unwrap());
+        assert!(
+            Spi::get_one::<bool>(&format!("SELECT vigil.revoke_key('{prefix}')"))
+                .unwrap()
+                .unwrap()
+        );
         assert_eq!(auth(&revoked, "transaction", "10.1.2.3"), "revoked");
     }
 
     #[pg_test]
     fn only_a_hash_of_the_key_is_stored() {
         let (key, prefix) = api_key("'hashed'");
-        let row = one(&format!("SELECT row_to_json(a)::text FROM vigil.api_keys a WHERE prefix = '{prefix}'"));
+        let row = one(&format!(
+            "SELECT row_to_json(a)::text FROM vigil.api_keys a WHERE prefix = '{prefix}'"
+        ));
         assert!(!row.contains(&key[11..]), "the secret is stored: {row}");
         let matches = Spi::get_one::<bool>(&format!(
             "SELECT hash = sha256(convert_to('{key}', 'UTF8')) FROM vigil.api_keys WHERE prefix = '{prefix}'"
@@ -55,9 +71,11 @@ mod tests {
     #[pg_test]
     fn rotation_keeps_the_old_key_until_its_expiry() {
         let (old, old_prefix) = api_key("'rotating'");
-        let (new, _) = Spi::get_two::<String, String>(&format!("SELECT key, prefix FROM vigil.rotate_api_key('{old_prefix}', interval '1 hour')"))
-            .map(|(k, p)| (k.unwrap(), p.unwrap()))
-            .unwrap();
+        let (new, _) = Spi::get_two::<String, String>(&format!(
+            "SELECT key, prefix FROM vigil.rotate_api_key('{old_prefix}', interval '1 hour')"
+        ))
+        .map(|(k, p)| (k.unwrap(), p.unwrap()))
+        .unwrap();
         assert_ne!(old, new);
         assert_eq!(auth(&old, "transaction", "10.0.0.1"), "ok");
         assert_eq!(auth(&new, "transaction", "10.0.0.1"), "ok");
@@ -71,19 +89,35 @@ mod tests {
     fn account(name: &str, dbs: &str) -> String {
         Spi::run(&format!("SELECT vigil.create_account('{name}')")).unwrap();
         Spi::run(&format!("INSERT INTO vigil.vector_databases (account, name) VALUES ('{name}', 'main'), ('{name}', 'other')")).unwrap();
-        one(&format!("SELECT key FROM vigil.create_user_key('{name}', databases => {dbs})"))
+        one(&format!(
+            "SELECT key FROM vigil.create_user_key('{name}', databases => {dbs})"
+        ))
     }
 
     #[pg_test]
     fn user_key_outcomes() {
         let a = account("a@example.com", "ARRAY['main']");
         let b = account("b@example.com", "NULL");
-        let enter = |acct: &str, key: &str, db: &str| one(&format!("SELECT vigil.enter_account('{acct}', '{key}', '{db}')"));
+        let enter = |acct: &str, key: &str, db: &str| {
+            one(&format!(
+                "SELECT vigil.enter_account('{acct}', '{key}', '{db}')"
+            ))
+        };
         assert_eq!(enter("a@example.com", &a, "main"), "ok");
         assert_eq!(enter("a@example.com", &a, "other"), "database");
-        assert_eq!(enter("a@example.com", &b, "main"), "account", "B's key does not open A");
+        assert_eq!(
+            enter("a@example.com", &b, "main"),
+            "account",
+            "B's key does not open A"
+        );
         assert_eq!(enter("a@example.com", "vu_bad", "main"), "unknown");
         assert_eq!(enter("b@example.com", &b, "other"), "ok");
+        let b_prefix = &b[..11];
+        assert_eq!(
+            Spi::get_one::<bool>(&format!("SELECT vigil.revoke_key('{b_prefix}')")),
+            Ok(Some(true))
+        );
+        assert_eq!(enter("b@example.com", &b, "other"), "revoked");
     }
 
     #[pg_test]
@@ -93,17 +127,37 @@ mod tests {
         Spi::run("CREATE ROLE vigil_test_app NOSUPERUSER NOBYPASSRLS").unwrap();
         Spi::run("GRANT USAGE ON SCHEMA vigil TO vigil_test_app").unwrap();
         Spi::run("GRANT SELECT ON vigil.vector_databases TO vigil_test_app").unwrap();
-        Spi::run("GRANT EXECUTE ON FUNCTION vigil.enter_account(text, text, text) TO vigil_test_app").unwrap();
+        Spi::run(
+            "GRANT EXECUTE ON FUNCTION vigil.enter_account(text, text, text) TO vigil_test_app",
+        )
+        .unwrap();
         Spi::run("SET ROLE vigil_test_app").unwrap();
-        let visible = || Spi::get_one::<i64>("SELECT count(*) FROM vigil.vector_databases").unwrap().unwrap();
+        let visible = || {
+            Spi::get_one::<i64>("SELECT count(*) FROM vigil.vector_databases")
+                .unwrap()
+                .unwrap()
+        };
         assert_eq!(visible(), 0, "no account entered: nothing visible");
-        assert_eq!(one(&format!("SELECT vigil.enter_account('a@example.com', '{a}', NULL)")), "ok");
+        assert_eq!(
+            one(&format!(
+                "SELECT vigil.enter_account('a@example.com', '{a}', NULL)"
+            )),
+            "ok"
+        );
         assert_eq!(visible(), 2);
-        let b_rows = Spi::get_one::<i64>("SELECT count(*) FROM vigil.vector_databases WHERE account = 'b@example.com'");
-        assert_eq!(b_rows, Ok(Some(0)), "B's rows are invisible to a direct read");
-        let keys = PgTryBuilder::new(|| Spi::get_one::<i64>("SELECT count(*) FROM vigil.api_keys").is_ok())
-            .catch_others(|_| false)
-            .execute();
+        let b_rows = Spi::get_one::<i64>(
+            "SELECT count(*) FROM vigil.vector_databases WHERE account = 'b@example.com'",
+        );
+        assert_eq!(
+            b_rows,
+            Ok(Some(0)),
+            "B's rows are invisible to a direct read"
+        );
+        let keys = PgTryBuilder::new(|| {
+            Spi::get_one::<i64>("SELECT count(*) FROM vigil.api_keys").is_ok()
+        })
+        .catch_others(|_| false)
+        .execute();
         assert!(!keys, "the app role cannot read key hashes");
         Spi::run("RESET ROLE").unwrap();
     }

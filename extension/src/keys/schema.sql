@@ -61,6 +61,16 @@ CREATE POLICY own_account ON vigil.vector_databases
     USING (account = vigil.current_account())
     WITH CHECK (account = vigil.current_account());
 
+-- 'revoked', 'expired' or 'active': the one definition of a live key, used by
+-- the listings and by both checks.
+CREATE FUNCTION vigil._key_status(revoked_at timestamptz, expires_at timestamptz) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN revoked_at IS NOT NULL THEN 'revoked'
+                WHEN expires_at <= now() THEN 'expired'
+                ELSE 'active' END
+$$;
+
 -- Admin: API keys. Each returns the new key once, with the prefix that names it.
 
 CREATE FUNCTION vigil.create_api_key(
@@ -110,23 +120,10 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION vigil.revoke_api_key(prefix text) RETURNS boolean
-LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, vigil
-AS $$
-    WITH r AS (
-        UPDATE vigil.api_keys a SET revoked_at = now()
-        WHERE a.prefix = revoke_api_key.prefix AND a.revoked_at IS NULL
-        RETURNING 1
-    )
-    SELECT count(*) > 0 FROM r
-$$;
-
 -- Everything about the keys but their hashes.
 CREATE VIEW vigil.api_key_list AS
 SELECT id, name, prefix, scopes, allowed_ips, created_at, expires_at, revoked_at, last_used_at, rotated_from,
-       CASE WHEN revoked_at IS NOT NULL THEN 'revoked'
-            WHEN expires_at <= now() THEN 'expired'
-            ELSE 'active' END AS status
+       vigil._key_status(revoked_at, expires_at) AS status
 FROM vigil.api_keys;
 
 -- Admin: accounts and their user keys.
@@ -163,22 +160,23 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION vigil.revoke_user_key(prefix text) RETURNS boolean
-LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, vigil
+-- Revokes the live key, API or user (its prefix says which); false if none.
+CREATE FUNCTION vigil.revoke_key(prefix text) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
-    WITH r AS (
-        UPDATE vigil.user_keys u SET revoked_at = now()
-        WHERE u.prefix = revoke_user_key.prefix AND u.revoked_at IS NULL
-        RETURNING 1
-    )
-    SELECT count(*) > 0 FROM r
+BEGIN
+    IF starts_with(prefix, 'vk_') THEN
+        UPDATE vigil.api_keys a SET revoked_at = now() WHERE a.prefix = revoke_key.prefix AND a.revoked_at IS NULL;
+    ELSE
+        UPDATE vigil.user_keys u SET revoked_at = now() WHERE u.prefix = revoke_key.prefix AND u.revoked_at IS NULL;
+    END IF;
+    RETURN FOUND;
+END
 $$;
 
 CREATE VIEW vigil.user_key_list AS
 SELECT id, account, name, prefix, databases, created_at, expires_at, revoked_at, last_used_at, rotated_from,
-       CASE WHEN revoked_at IS NOT NULL THEN 'revoked'
-            WHEN expires_at <= now() THEN 'expired'
-            ELSE 'active' END AS status
+       vigil._key_status(revoked_at, expires_at) AS status
 FROM vigil.user_keys;
 
 -- Checks the sidecar calls, as the application role.
@@ -204,12 +202,13 @@ BEGIN
         RETURN QUERY SELECT NULL::bigint, 'unknown';
         RETURN;
     END IF;
-    outcome := CASE
-        WHEN k.revoked_at IS NOT NULL THEN 'revoked'
-        WHEN k.expires_at <= clock_timestamp() THEN 'expired'
-        WHEN NOT (scope = ANY (k.scopes)) THEN 'scope'
-        WHEN k.allowed_ips IS NOT NULL AND (client IS NULL OR NOT client <<= ANY (k.allowed_ips)) THEN 'ip'
-        ELSE 'ok' END;
+    outcome := vigil._key_status(k.revoked_at, k.expires_at);
+    IF outcome = 'active' THEN
+        outcome := CASE
+            WHEN NOT (scope = ANY (k.scopes)) THEN 'scope'
+            WHEN k.allowed_ips IS NOT NULL AND (client IS NULL OR NOT client <<= ANY (k.allowed_ips)) THEN 'ip'
+            ELSE 'ok' END;
+    END IF;
     IF outcome = 'ok' AND (k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute') THEN
         UPDATE vigil.api_keys a SET last_used_at = now() WHERE a.id = k.id;
     END IF;
@@ -226,6 +225,7 @@ AS $$
 DECLARE
     k vigil.user_keys;
     p text;
+    status text;
 BEGIN
     IF coalesce(user_key, '') = '' THEN
         RETURN 'missing';
@@ -237,12 +237,11 @@ BEGIN
     IF k.id IS NULL OR NOT vigil._verify_key(user_key, k.hash) THEN
         RETURN 'unknown';
     END IF;
+    status := vigil._key_status(k.revoked_at, k.expires_at);
     IF k.account IS DISTINCT FROM enter_account.account THEN
         RETURN 'account';
-    ELSIF k.revoked_at IS NOT NULL THEN
-        RETURN 'revoked';
-    ELSIF k.expires_at <= clock_timestamp() THEN
-        RETURN 'expired';
+    ELSIF status <> 'active' THEN
+        RETURN status;
     ELSIF db IS NOT NULL AND k.databases IS NOT NULL AND NOT (db = ANY (k.databases)) THEN
         RETURN 'database';
     END IF;
@@ -259,8 +258,8 @@ $$;
 REVOKE EXECUTE ON FUNCTION
     vigil._new_key(text), vigil._key_prefix(text, text), vigil._verify_key(text, bytea),
     vigil.create_api_key(text, text[], timestamptz, cidr[]), vigil.rotate_api_key(text, interval),
-    vigil.revoke_api_key(text), vigil.create_account(text),
-    vigil.create_user_key(text, text, text[], timestamptz), vigil.revoke_user_key(text),
+    vigil.revoke_key(text), vigil.create_account(text),
+    vigil.create_user_key(text, text, text[], timestamptz),
     vigil.authenticate_api_key(text, text, inet), vigil.enter_account(text, text, text)
 FROM PUBLIC;
 REVOKE ALL ON vigil.api_key_list, vigil.user_key_list FROM PUBLIC;
