@@ -2,12 +2,13 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help setup build run stop test bench-embed
+.PHONY: help setup build run stop reset test bench-embed
 
 help:
 	@echo "make run          set up, build, start PostgreSQL + the sidecar (Ctrl-C to stop)"
 	@echo "make test         set up, build, run every test"
 	@echo "make stop         stop the local PostgreSQL cluster"
+	@echo "make reset        delete the local cluster and its data (keys, accounts, records)"
 	@echo "make bench-embed  embedding throughput: in-database vs raw ONNX Runtime"
 
 setup:
@@ -22,6 +23,10 @@ run: build
 
 stop:
 	scripts/pg-cluster.sh down .vigil/pg
+
+reset:
+	scripts/pg-cluster.sh remove .vigil/pg
+	rm -f .vigil/credentials.env
 
 test: setup
 	scripts/test.sh

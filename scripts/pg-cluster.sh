@@ -3,7 +3,8 @@
 #
 #   pg-cluster.sh up DIR PORT   create (first time) and start the cluster in DIR on
 #                               127.0.0.1:PORT, database `vigil` with the extension,
-#                               role `vigil_app`; prints DATABASE_URL=... on stdout
+#                               roles `vigil_app` and `vigil_admin`; prints
+#                               DATABASE_URL=... and ADMIN_DATABASE_URL=... on stdout
 #   pg-cluster.sh down DIR      stop it (fast shutdown); no-op when not running
 #   pg-cluster.sh remove DIR    stop it and delete its files
 #   pg-cluster.sh psql DIR ARGS psql as the superuser over the cluster's socket
@@ -13,7 +14,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-usage() { sed -n '2,10p' "$0" >&2; exit 2; }
+usage() { sed -n '2,11p' "$0" >&2; exit 2; }
 
 # As root the server runs as `postgres`, which must reach DIR: if DIR's parents are
 # closed to it (a checkout under /root), keep the data under /var/lib/postgresql and
@@ -32,6 +33,31 @@ prepare_dir() {
     fi
 }
 
+# The password of a role, made once and kept beside the data, readable by its owner only.
+role_password() {
+    local file="$1/$2"
+    if ! as_pg test -f "$file"; then
+        head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' | as_pg tee "$file" >/dev/null
+        as_pg chmod 600 "$file"
+    fi
+    as_pg cat "$file"
+}
+
+# Until the first release the schema changes without upgrade scripts, so a
+# cluster remembers the extension script it was created with and refuses to run
+# a different one rather than fail later in confusing ways.
+check_schema() {
+    local dir="$1" fresh="$2" version script now
+    version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$VIGIL_ROOT/Cargo.toml" | head -n1)"
+    script="$("$PG_CONFIG" --sharedir)/extension/vigil--$version.sql"
+    now="$(sha256sum "$script" | cut -c1-64)"
+    if [ -n "$fresh" ]; then
+        echo "$now" | as_pg tee "$dir/schema.sha256" >/dev/null
+    elif [ "$(as_pg cat "$dir/schema.sha256" 2>/dev/null)" != "$now" ]; then
+        die "the cluster in $dir was made with an older vigil schema; recreate it (this deletes its data): scripts/pg-cluster.sh remove $dir   (or: make reset)"
+    fi
+}
+
 pg_user() { if is_root; then echo postgres; else id -un; fi; }
 
 psql_super() {
@@ -40,10 +66,11 @@ psql_super() {
 }
 
 up() {
-    local dir="$1" port="$2"
+    local dir="$1" port="$2" fresh=""
     dir="$(realpath -m "$dir")"
     prepare_dir "$dir"
     if ! as_pg test -f "$dir/data/PG_VERSION"; then
+        fresh=1
         step "creating a PostgreSQL 15 cluster in $dir"
         as_pg mkdir -p "$dir/data" "$dir/run"
         as_pg "$PG_BIN/initdb" -D "$dir/data" -U "$(pg_user)" --auth-local=peer --auth-host=scram-sha-256 \
@@ -58,20 +85,22 @@ CONF
         as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -o "-p $port" -l "$dir/server.log" -w start >/dev/null
         echo "$port" | as_pg tee "$dir/port" >/dev/null
         psql_super "$dir" -d postgres -c "CREATE DATABASE vigil"
-        # The password is made once and kept beside the data, readable by its owner only.
-        head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' | as_pg tee "$dir/app_password" >/dev/null
-        as_pg chmod 600 "$dir/app_password"
     elif ! as_pg "$PG_BIN/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
         as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -o "-p $port" -l "$dir/server.log" -w start >/dev/null
         echo "$port" | as_pg tee "$dir/port" >/dev/null
     fi
     port="$(as_pg cat "$dir/port")"
-    local password; password="$(as_pg cat "$dir/app_password")"
+    local password admin_password
+    password="$(role_password "$dir" app_password)"
+    admin_password="$(role_password "$dir" admin_password)"
     psql_super "$dir" -d vigil -c "SET client_min_messages = warning" \
         -c "CREATE EXTENSION IF NOT EXISTS vigil" -c "ALTER EXTENSION vigil UPDATE" \
         -c "ALTER DATABASE vigil SET search_path = vigil, public"
-    psql_super "$dir" -d vigil -v app_password="$password" -f "$VIGIL_ROOT/sql/bootstrap.sql" >/dev/null
+    check_schema "$dir" "$fresh"
+    psql_super "$dir" -d vigil -v app_password="$password" -v admin_password="$admin_password" \
+        -f "$VIGIL_ROOT/sql/bootstrap.sql" >/dev/null
     echo "DATABASE_URL=postgres://vigil_app:$password@127.0.0.1:$port/vigil"
+    echo "ADMIN_DATABASE_URL=postgres://vigil_admin:$admin_password@127.0.0.1:$port/vigil"
 }
 
 down() {

@@ -8,34 +8,33 @@ port="${VIGIL_PG_PORT:-28815}"
 http_addr="${VIGIL_HTTP_ADDR:-127.0.0.1:8080}"
 creds="$VIGIL_STATE/credentials.env"
 
-database_url="$("$VIGIL_ROOT/scripts/pg-cluster.sh" up "$VIGIL_STATE/pg" "$port" | sed -n 's/^DATABASE_URL=//p')"
+cluster="$("$VIGIL_ROOT/scripts/pg-cluster.sh" up "$VIGIL_STATE/pg" "$port")"
+database_url="$(sed -n 's/^DATABASE_URL=//p' <<<"$cluster")"
+export VIGIL_ADMIN_DATABASE_URL="$(sed -n 's/^ADMIN_DATABASE_URL=//p' <<<"$cluster")"
+sidecar="$VIGIL_ROOT/target/release/vigil-sidecar"
 
-# Demo credentials: keep those of an earlier run while the database still accepts
-# them; otherwise make new ones through the admin functions (keys are shown once,
-# so this file is where they live).
+# Demo credentials: keep those of an earlier run while they are still active;
+# otherwise make new ones with the admin command (keys are shown once, so this
+# file is where they live).
 account="demo@vigil.local"
 db="demo"
 old() { [ -f "$creds" ] && sed -n "s/^$1=//p" "$creds" || true; }
-# sql QUERY [psql -v options]: psql interpolates :'var' only in queries read from stdin.
-sql() { local q="$1"; shift; printf '%s\n' "$q" | "$VIGIL_ROOT/scripts/pg-cluster.sh" psql "$VIGIL_STATE/pg" -At -v ON_ERROR_STOP=1 "$@"; }
+active() { [ -n "$1" ] && [ "$("$sidecar" keys status "${1:0:11}" 2>/dev/null)" = active ]; }
 api_key="$(old VIGIL_API_KEY)"
 user_key="$(old VIGIL_USER_KEY)"
-if [ "$(sql "SELECT outcome FROM vigil.authenticate_api_key(:'k', 'transaction', NULL)" -v k="$api_key")" != ok ]; then
-    api_key="$(sql "SELECT key FROM vigil.create_api_key('demo (make run)')")"
-fi
-sql "SELECT vigil.create_account(:'a');
-     INSERT INTO vigil.vector_databases (account, name) VALUES (:'a', :'d') ON CONFLICT DO NOTHING;" \
-    -v a="$account" -v d="$db" >/dev/null
-if [ "$(sql "SELECT vigil.enter_account(:'a', :'k', :'d')" -v a="$account" -v k="$user_key" -v d="$db")" != ok ]; then
-    user_key="$(sql "SELECT key FROM vigil.create_user_key(:'a', 'demo (make run)')" -v a="$account")"
-fi
+active "$api_key" || api_key="$("$sidecar" keys create --name 'demo (make run)')"
+"$sidecar" accounts create "$account"
+active "$user_key" || user_key="$("$sidecar" user-keys create "$account" --name 'demo (make run)')"
+# The demo database, made as the account (a superuser may select it directly).
+printf "SET vigil.account = :'a';\nSELECT FROM vigil.create_database(:'d');\n" |
+    "$VIGIL_ROOT/scripts/pg-cluster.sh" psql "$VIGIL_STATE/pg" -q -v a="$account" -v d="$db" >/dev/null
 
 umask 077
 cat > "$creds" <<CREDS
 # Written by \`make run\`. Source it: set -a; . .vigil/credentials.env; set +a
-# The keys are real (see vigil.api_key_list and vigil.user_key_list); the sidecar
-# starts checking them when the authenticated endpoints land.
+# Manage keys with target/release/vigil-sidecar keys|accounts|user-keys (README).
 DATABASE_URL=$database_url
+VIGIL_ADMIN_DATABASE_URL=$VIGIL_ADMIN_DATABASE_URL
 VIGIL_HTTP=http://$http_addr
 VIGIL_API_KEY=$api_key
 VIGIL_USER_KEY=$user_key
@@ -49,7 +48,9 @@ cat <<HELP
 
   psql:     scripts/pg-cluster.sh psql .vigil/pg      (superuser)
             psql "\$DATABASE_URL"                      (as the application role)
-  try:      curl -s http://$http_addr/healthz
+  try:      set -a; . .vigil/credentials.env; set +a
+            curl -s -H "x-api-key: \$VIGIL_API_KEY" http://$http_addr/api/key
+            target/release/vigil-sidecar keys list
   stop:     Ctrl-C stops the sidecar; \`make stop\` stops the database.
 
 HELP

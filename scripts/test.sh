@@ -5,8 +5,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$VIGIL_ROOT"
 
-step "unit tests of the pure crates"
-cargo test --locked --release -p vigil-auth -p vigil-embed
+step "unit tests of the pure crates and the sidecar"
+cargo test --locked --release -p vigil-auth -p vigil-embed -p vigil-sidecar
 
 step "extension tests in PostgreSQL 15 (cargo pgrx test)"
 if is_root; then

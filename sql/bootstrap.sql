@@ -1,5 +1,6 @@
 -- Run by scripts/pg-cluster.sh as the cluster's superuser, in database `vigil`,
--- after CREATE EXTENSION vigil. Idempotent. psql variable :app_password.
+-- after CREATE EXTENSION vigil. Idempotent. psql variables :app_password and
+-- :admin_password.
 
 -- The role the sidecar connects as: never a superuser, never BYPASSRLS, so the
 -- database's own row-level security applies to everything it does.
@@ -15,3 +16,19 @@ GRANT EXECUTE ON FUNCTION vigil.authenticate_api_key(text, text, inet),
                           vigil.enter_account(text, text, text) TO vigil_app;
 GRANT SELECT, INSERT, DELETE ON vigil.vector_databases TO vigil_app;
 ALTER ROLE vigil_app IN DATABASE vigil SET search_path = vigil, public;
+
+-- The role of `vigil-sidecar keys|accounts|user-keys`: the admin functions and
+-- listings, nothing else (no table, no superuser).
+SELECT format('CREATE ROLE vigil_admin LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE PASSWORD %L', :'admin_password')
+WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'vigil_admin') \gexec
+ALTER ROLE vigil_admin LOGIN NOSUPERUSER NOBYPASSRLS PASSWORD :'admin_password';
+
+GRANT CONNECT ON DATABASE vigil TO vigil_admin;
+GRANT USAGE ON SCHEMA vigil TO vigil_admin;
+GRANT EXECUTE ON FUNCTION
+    vigil.create_api_key(text, text[], timestamptz, cidr[], real, integer),
+    vigil.create_account(text), vigil.delete_account(text),
+    vigil.create_user_key(text, text, text[], timestamptz, real, integer),
+    vigil.key_status(text), vigil.rotate_key(text, interval, timestamptz), vigil.revoke_key(text)
+TO vigil_admin;
+GRANT SELECT ON vigil.api_key_list, vigil.user_key_list, vigil.account_list TO vigil_admin;

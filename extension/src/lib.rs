@@ -7,11 +7,13 @@
 //!   computed in the backend by ONNX Runtime.
 //! - [`keys`]: accounts, API keys and user keys, and the per-account isolation
 //!   (row-level security) of vector data.
+//! - [`vectordb`]: named vector databases per account.
 
 use pgrx::prelude::*;
 
 pub mod embed;
 pub mod keys;
+pub mod vectordb;
 
 ::pgrx::pg_module_magic!(name, version);
 

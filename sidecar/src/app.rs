@@ -8,28 +8,43 @@ use axum::extract::DefaultBodyLimit;
 use axum::extract::Request;
 use axum::http::{HeaderName, StatusCode};
 use axum::response::IntoResponse;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{middleware, BoxError, Router};
-use deadpool_postgres::Pool;
+use std::sync::Arc;
+
+use deadpool_postgres::{Object, Pool};
+use ipnet::IpNet;
 use tower::ServiceBuilder;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
+use crate::auth::{self, Limits};
 use crate::config::ServeArgs;
 use crate::error::{render_foreign_errors, ApiError};
-use crate::health;
+use crate::{health, vectordb};
 
 #[derive(Clone)]
 pub struct AppState {
     pub pool: Pool,
+    pub limits: Arc<Limits>,
+    pub trusted_proxies: Arc<[IpNet]>,
+}
+
+impl AppState {
+    /// A pooled connection, or 503 when the database cannot be reached.
+    pub async fn db(&self) -> Result<Object, ApiError> {
+        Ok(self.pool.get().await?)
+    }
 }
 
 pub fn router(state: AppState, args: &ServeArgs) -> Router {
     let request_id = HeaderName::from_static("x-request-id");
     Router::new()
         .route("/healthz", get(health::healthz))
+        .route("/api/key", get(auth::whoami))
+        .route("/createDatabase", post(vectordb::create_database))
         .fallback(|| async { ApiError::from_status(StatusCode::NOT_FOUND) })
         .method_not_allowed_fallback(|| async {
             ApiError::from_status(StatusCode::METHOD_NOT_ALLOWED)
@@ -62,5 +77,12 @@ fn request_span(request: &Request) -> tracing::Span {
         .get("x-request-id")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("-");
-    tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), id = %id)
+    tracing::info_span!(
+        "request",
+        method = %request.method(),
+        path = %request.uri().path(),
+        id = %id,
+        // The database id of the authenticated key, once known (never the key).
+        key = tracing::field::Empty,
+    )
 }

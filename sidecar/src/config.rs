@@ -1,14 +1,18 @@
 //! Command line and environment: the one place the sidecar's settings come from.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use ipnet::IpNet;
+
+use crate::admin::AdminCommand;
 
 #[derive(Parser, Debug)]
 #[command(
     name = "vigil-sidecar",
     version,
-    about = "HTTP front of the Vigil PostgreSQL extension"
+    about = "HTTP front of the Vigil PostgreSQL extension, and its admin command"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -19,6 +23,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve the HTTP API until SIGINT or SIGTERM.
     Serve(ServeArgs),
+    #[command(flatten)]
+    Admin(AdminCommand),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -42,6 +48,50 @@ pub struct ServeArgs {
     /// Longest a request may take, in milliseconds, before it is answered 503.
     #[arg(long, env = "VIGIL_REQUEST_TIMEOUT_MS", default_value_t = 10_000)]
     pub request_timeout_ms: u64,
+
+    #[command(flatten)]
+    pub tls: TlsArgs,
+
+    #[command(flatten)]
+    pub limits: LimitArgs,
+
+    /// Proxies whose `X-Forwarded-For` is believed (CIDR, comma-separated). The
+    /// client address is then the right-most one in that header not in this list.
+    #[arg(long, env = "VIGIL_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<IpNet>,
+}
+
+/// HTTPS: both files, or neither for plain HTTP (behind a TLS-terminating proxy).
+#[derive(Args, Debug, Clone)]
+pub struct TlsArgs {
+    /// PEM certificate chain; serve HTTPS with it.
+    #[arg(long, env = "VIGIL_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// PEM private key of the certificate.
+    #[arg(long, env = "VIGIL_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+/// Token buckets: per key (a key's own limits in the database take precedence),
+/// and for failed authentication per client address.
+#[derive(Args, Debug, Clone)]
+pub struct LimitArgs {
+    /// Requests per second each key may sustain.
+    #[arg(long, env = "VIGIL_RATE_PER_SECOND", default_value_t = 100.0)]
+    pub rate_per_second: f64,
+
+    /// Requests a key may make at once above its sustained rate.
+    #[arg(long, env = "VIGIL_RATE_BURST", default_value_t = 200)]
+    pub rate_burst: u32,
+
+    /// Failed authentications one client address may make per minute, sustained.
+    #[arg(long, env = "VIGIL_AUTH_FAILURES_PER_MINUTE", default_value_t = 10.0)]
+    pub auth_failures_per_minute: f64,
+
+    /// Failed authentications one client address may make in a burst.
+    #[arg(long, env = "VIGIL_AUTH_FAILURE_BURST", default_value_t = 20)]
+    pub auth_failure_burst: u32,
 }
 
 impl ServeArgs {

@@ -12,8 +12,12 @@ pub fn pool(args: &ServeArgs) -> Result<Pool, String> {
         .parse()
         .map_err(|e| format!("DATABASE_URL is not a valid PostgreSQL URL: {e}"))?;
     pg.application_name("vigil-sidecar");
-    // The server abandons a statement the client has stopped waiting for.
-    pg.options(format!("-c statement_timeout={}", args.request_timeout_ms));
+    // The server abandons a statement the client has stopped waiting for; times
+    // come back in UTC, as the API reports them.
+    pg.options(format!(
+        "-c statement_timeout={} -c TimeZone=UTC",
+        args.request_timeout_ms
+    ));
     let manager = Manager::from_config(
         pg,
         NoTls,

@@ -3,7 +3,9 @@
 //! Body: `{"error":{"code":"...","message":"...","field":"..."}}` (`field` only
 //! when one input field is at fault). Errors produced outside our handlers
 //! (unknown route, wrong method, body limit, timeout) are rewritten into the same
-//! shape by [`render_foreign_errors`], so clients parse one format.
+//! shape by [`render_foreign_errors`], so clients parse one format. Database
+//! errors are mapped here too, in one place: invalid input the extension reports
+//! becomes a 400 naming the field, an unreachable database 503, the rest 500.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -16,6 +18,8 @@ pub struct ApiError {
     pub code: &'static str,
     pub message: String,
     pub field: Option<String>,
+    /// Seconds for `Retry-After` (429).
+    pub retry_after: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -38,7 +42,31 @@ impl ApiError {
             code,
             message: message.into(),
             field: None,
+            retry_after: None,
         }
+    }
+
+    /// A 400 about one input field.
+    pub fn invalid(field: &str, message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_field", message).with_field(field)
+    }
+
+    pub fn with_field(mut self, field: &str) -> Self {
+        self.field = Some(field.to_owned());
+        self
+    }
+
+    /// A 429 telling the client when to come back.
+    pub fn too_many(code: &'static str, message: &str, retry_after_secs: u64) -> Self {
+        let mut e = ApiError::new(StatusCode::TOO_MANY_REQUESTS, code, message);
+        e.retry_after = Some(retry_after_secs);
+        e
+    }
+
+    /// A 500 for a fault of ours; `what` is logged, the client gets no detail.
+    pub fn internal(what: &str) -> Self {
+        tracing::error!(error = what, "internal error");
+        ApiError::from_status(StatusCode::INTERNAL_SERVER_ERROR)
     }
 
     /// The error a status gets when nothing more specific was said.
@@ -89,7 +117,47 @@ impl IntoResponse for ApiError {
                 field: self.field.as_deref(),
             },
         };
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for ApiError {
+    fn from(e: deadpool_postgres::PoolError) -> Self {
+        tracing::warn!(error = %e, "no database connection");
+        ApiError::unavailable("the database is unreachable")
+    }
+}
+
+impl From<tokio_postgres::Error> for ApiError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        let Some(db) = e.as_db_error() else {
+            tracing::warn!(error = %e, "database connection failed");
+            return ApiError::unavailable("the database is unreachable");
+        };
+        let code = db.code().code();
+        match code {
+            // data_exception (22xxx): input the extension refused, naming the field.
+            c if c.starts_with("22") => {
+                let e = ApiError::new(StatusCode::BAD_REQUEST, "invalid_field", db.message());
+                match db.column() {
+                    Some(field) => e.with_field(field),
+                    None => e,
+                }
+            }
+            // query_canceled: the statement timeout, which equals the request timeout.
+            "57014" => ApiError::timeout(),
+            c if c.starts_with("08") || c.starts_with("57P") => {
+                tracing::warn!(error = %db, "database unavailable");
+                ApiError::unavailable("the database is unavailable")
+            }
+            _ => ApiError::internal(&format!("database error {code}: {}", db.message())),
+        }
     }
 }
 

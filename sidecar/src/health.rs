@@ -8,10 +8,7 @@ use crate::app::AppState;
 use crate::error::ApiError;
 
 pub async fn healthz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    let client = state.pool.get().await.map_err(|e| {
-        tracing::warn!(error = %e, "health check: no database connection");
-        ApiError::unavailable("the database is unreachable")
-    })?;
+    let client = state.db().await?;
     client.query_one("SELECT 1", &[]).await.map_err(|e| {
         tracing::warn!(error = %e, "health check: query failed");
         ApiError::unavailable("the database does not answer")

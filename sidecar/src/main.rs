@@ -1,32 +1,36 @@
-//! `vigil-sidecar`: the HTTP front of Vigil.
+//! `vigil-sidecar`: the HTTP front of Vigil, and its admin command.
 //!
-//! Every endpoint authenticates its caller and becomes one SQL call into the
-//! `vigil` extension; no business logic lives here. See `app` for the routes and
-//! the layers every request goes through.
+//! `serve` authenticates each request and turns it into one SQL call into the
+//! `vigil` extension; no business logic lives here. `keys`, `accounts` and
+//! `user-keys` manage credentials through the extension's admin functions.
+//! See `app` for the routes and the layers every request goes through.
 
+mod admin;
 mod app;
+mod auth;
 mod config;
 mod db;
 mod error;
 mod health;
+mod json;
+mod serve;
+mod vectordb;
 
 use clap::Parser;
-use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
-use crate::config::{Cli, Command, ServeArgs};
+use crate::config::{Cli, Command};
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
+        .with_env_filter(log_filter())
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve(args) => serve(args).await,
+        Command::Serve(args) => serve::serve(args).await,
+        Command::Admin(command) => admin::run(command).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -37,34 +41,12 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
-async fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
-    let pool = db::pool(&args)?;
-    let listener = TcpListener::bind(&args.listen)
-        .await
-        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
-    let addr = listener.local_addr()?;
-    let router = app::router(app::AppState { pool }, &args);
-    // A plain line on stdout for scripts and tests that start us on port 0.
-    println!("vigil-sidecar listening on http://{addr}");
-    tracing::info!(%addr, "listening");
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown_signal())
-    .await?;
-    tracing::info!("stopped");
-    Ok(())
-}
-
-/// Resolves on SIGINT or SIGTERM; in-flight requests then finish before exit.
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("SIGTERM handler can be installed");
-    tokio::select! {
-        _ = interrupt => {},
-        _ = terminate.recv() => {},
+/// `RUST_LOG`, default `info`; whatever it says, tokio-postgres stays at
+/// `info`, because at `debug` it logs statement parameters, which carry keys.
+fn log_filter() -> EnvFilter {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    match "tokio_postgres=info".parse() {
+        Ok(directive) => filter.add_directive(directive),
+        Err(_) => filter,
     }
-    tracing::info!("shutting down");
 }

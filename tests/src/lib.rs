@@ -6,10 +6,10 @@
 //! Needs `cargo pgrx install --release` and `cargo build --release -p
 //! vigil-sidecar` first; `make test` does both.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::sync::{Mutex, OnceLock};
 
 pub fn workspace_root() -> PathBuf {
@@ -19,12 +19,31 @@ pub fn workspace_root() -> PathBuf {
         .to_owned()
 }
 
-/// A running cluster and sidecar.
+fn sidecar_binary() -> PathBuf {
+    std::env::var_os("VIGIL_SIDECAR_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/release/vigil-sidecar"))
+}
+
+/// A running cluster and a sidecar in front of it.
+#[derive(Clone)]
 pub struct Env {
-    /// `http://127.0.0.1:PORT`
+    /// `http://127.0.0.1:PORT` (or `https://`)
     pub base: String,
+    /// As the application role `vigil_app`.
     pub database_url: String,
+    /// As the admin role `vigil_admin`.
+    pub admin_url: String,
     pub cluster_dir: PathBuf,
+}
+
+/// How to start a sidecar beyond the defaults.
+#[derive(Default)]
+pub struct SidecarOptions<'a> {
+    pub args: &'a [&'a str],
+    pub env: &'a [(&'a str, &'a str)],
+    /// Where its stderr (the log) goes; inherited when None.
+    pub log: Option<&'a Path>,
 }
 
 impl Env {
@@ -45,25 +64,148 @@ impl Env {
         );
         String::from_utf8(out.stdout).unwrap().trim_end().to_owned()
     }
+
+    /// Runs a psql script over TCP as the application role, as the sidecar
+    /// would. Returns (success, stdout, stderr).
+    pub fn psql_as_app(&self, script: &str) -> (bool, String, String) {
+        let mut child = Command::new("/usr/lib/postgresql/15/bin/psql")
+            .args([
+                self.database_url.as_str(),
+                "-X",
+                "-q",
+                "-At",
+                "-v",
+                "ON_ERROR_STOP=1",
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("psql runs");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(script.as_bytes())
+            .expect("psql reads the script");
+        let out = child.wait_with_output().expect("psql ends");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).trim_end().to_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// Runs `vigil-sidecar ARGS` (an admin command) as `vigil_admin`.
+    pub fn admin(&self, args: &[&str]) -> Output {
+        Command::new(sidecar_binary())
+            .args(args)
+            .env("VIGIL_ADMIN_DATABASE_URL", &self.admin_url)
+            .output()
+            .expect("vigil-sidecar runs")
+    }
+
+    /// Runs an admin command that must succeed; returns its stdout, trimmed.
+    pub fn admin_ok(&self, args: &[&str]) -> String {
+        let out = self.admin(args);
+        assert!(
+            out.status.success(),
+            "vigil-sidecar {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
+    /// Another sidecar on this cluster, running until the test process exits.
+    pub fn with_sidecar(&self, options: SidecarOptions) -> Env {
+        let sidecar = Sidecar::start(&self.database_url, options);
+        let env = Env {
+            base: sidecar.base.clone(),
+            ..self.clone()
+        };
+        RUNNING.lock().unwrap().sidecars.push(sidecar);
+        env
+    }
 }
 
-/// What must be cleaned up at exit.
-struct Running {
-    cluster_dir: PathBuf,
-    sidecar: Child,
+/// A sidecar process the caller owns: stopped by [`Sidecar::stop`] or on drop.
+pub struct Sidecar {
+    pub base: String,
+    child: Child,
     /// Kept open: a closed pipe would fail the sidecar's later writes.
     _stdout: BufReader<ChildStdout>,
 }
 
-static RUNNING: Mutex<Vec<Running>> = Mutex::new(Vec::new());
+impl Sidecar {
+    pub fn start(database_url: &str, options: SidecarOptions) -> Sidecar {
+        let stderr = match options.log {
+            Some(path) => Stdio::from(std::fs::File::create(path).expect("log file")),
+            None => Stdio::inherit(),
+        };
+        let binary = sidecar_binary();
+        let mut child = Command::new(&binary)
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--database-url",
+                database_url,
+            ])
+            .args(options.args)
+            .envs(options.env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut first_line = String::new();
+        stdout.read_line(&mut first_line).expect("sidecar stdout");
+        let base = first_line
+            .trim()
+            .strip_prefix("vigil-sidecar listening on ")
+            .unwrap_or_else(|| panic!("sidecar did not start: {first_line:?}"))
+            .to_owned();
+        Sidecar {
+            base,
+            child,
+            _stdout: stdout,
+        }
+    }
+
+    /// SIGTERM, then waits: everything it logged is written when this returns.
+    pub fn stop(mut self) {
+        // SAFETY: signalling our own child by its pid.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Sidecar {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What must be cleaned up at exit.
+struct Running {
+    sidecars: Vec<Sidecar>,
+    clusters: Vec<PathBuf>,
+}
+
+static RUNNING: Mutex<Running> = Mutex::new(Running {
+    sidecars: Vec::new(),
+    clusters: Vec::new(),
+});
 
 extern "C" fn teardown() {
     let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
-    for r in running.iter_mut() {
-        let _ = r.sidecar.kill();
-        let _ = r.sidecar.wait();
+    running.sidecars.clear();
+    for dir in running.clusters.drain(..) {
         let _ = Command::new(workspace_root().join("scripts/pg-cluster.sh"))
-            .args(["remove", r.cluster_dir.to_str().unwrap()])
+            .args(["remove", dir.to_str().unwrap()])
             .status();
     }
 }
@@ -80,6 +222,12 @@ fn free_port() -> u16 {
 pub fn start(sidecar_args: &[&str]) -> Env {
     let cluster_dir =
         std::env::temp_dir().join(format!("vigil-e2e-{}-{}", std::process::id(), free_port()));
+    static ATEXIT: OnceLock<()> = OnceLock::new();
+    // SAFETY: registering a plain extern "C" fn.
+    ATEXIT.get_or_init(|| unsafe {
+        libc::atexit(teardown);
+    });
+    RUNNING.lock().unwrap().clusters.push(cluster_dir.clone());
     let out = Command::new(workspace_root().join("scripts/pg-cluster.sh"))
         .args([
             "up",
@@ -90,54 +238,23 @@ pub fn start(sidecar_args: &[&str]) -> Env {
         .output()
         .expect("pg-cluster.sh runs");
     assert!(out.status.success(), "cluster did not start");
-    let database_url = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("DATABASE_URL=").map(str::to_owned))
-        .expect("pg-cluster.sh printed DATABASE_URL");
-
-    let binary = std::env::var_os("VIGIL_SIDECAR_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target/release/vigil-sidecar"));
-    let mut command = Command::new(&binary);
-    command
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--database-url",
-            &database_url,
-        ])
-        .args(sidecar_args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    let mut sidecar = command
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
-    let mut stdout = BufReader::new(sidecar.stdout.take().unwrap());
-    let mut first_line = String::new();
-    stdout.read_line(&mut first_line).expect("sidecar stdout");
-    let base = first_line
-        .trim()
-        .strip_prefix("vigil-sidecar listening on ")
-        .unwrap_or_else(|| panic!("sidecar did not start: {first_line:?}"))
-        .to_owned();
-
-    static ATEXIT: OnceLock<()> = OnceLock::new();
-    // SAFETY: registering a plain extern "C" fn.
-    ATEXIT.get_or_init(|| unsafe {
-        libc::atexit(teardown);
-    });
-    RUNNING.lock().unwrap().push(Running {
-        cluster_dir: cluster_dir.clone(),
-        sidecar,
-        _stdout: stdout,
-    });
-    Env {
-        base,
-        database_url,
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let printed = |name: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(name).map(str::to_owned))
+            .unwrap_or_else(|| panic!("pg-cluster.sh printed no {name}"))
+    };
+    let cluster = Env {
+        base: String::new(),
+        database_url: printed("DATABASE_URL="),
+        admin_url: printed("ADMIN_DATABASE_URL="),
         cluster_dir,
-    }
+    };
+    cluster.with_sidecar(SidecarOptions {
+        args: sidecar_args,
+        ..Default::default()
+    })
 }
 
 /// One environment shared by the tests of a test binary, with default flags.

@@ -30,6 +30,22 @@ pub fn register_settings() {
     );
 }
 
+/// The account this transaction acts for: NULL until `vigil.enter_account`
+/// succeeds. The key of the vector tables' row-level security.
+///
+/// Written in Rust, not as `current_setting('vigil.account')` in SQL, because
+/// calling it loads this library, which defines `vigil.account` as
+/// superuser-only. Until the library is loaded, anyone may `SET vigil.account`
+/// as a placeholder, and SQL would read that placeholder; once it is defined,
+/// PostgreSQL drops a placeholder set by a role without the privilege.
+#[pg_extern(stable, parallel_safe)]
+fn current_account() -> Option<String> {
+    ACCOUNT
+        .get()
+        .and_then(|value| value.into_string().ok())
+        .filter(|account| !account.is_empty())
+}
+
 fn kind(name: &str) -> KeyKind {
     match name {
         "api" => KeyKind::Api,
@@ -77,5 +93,5 @@ fn verify_key(presented: &str, stored: &[u8]) -> bool {
 extension_sql_file!(
     "schema.sql",
     name = "keys_schema",
-    requires = [new_key, key_prefix, verify_key]
+    requires = [new_key, key_prefix, verify_key, current_account]
 );

@@ -72,7 +72,7 @@ mod tests {
     fn rotation_keeps_the_old_key_until_its_expiry() {
         let (old, old_prefix) = api_key("'rotating'");
         let (new, _) = Spi::get_two::<String, String>(&format!(
-            "SELECT key, prefix FROM vigil.rotate_api_key('{old_prefix}', interval '1 hour')"
+            "SELECT key, prefix FROM vigil.rotate_key('{old_prefix}', interval '1 hour')"
         ))
         .map(|(k, p)| (k.unwrap(), p.unwrap()))
         .unwrap();
@@ -100,7 +100,7 @@ mod tests {
         let b = account("b@example.com", "NULL");
         let enter = |acct: &str, key: &str, db: &str| {
             one(&format!(
-                "SELECT vigil.enter_account('{acct}', '{key}', '{db}')"
+                "SELECT outcome FROM vigil.enter_account('{acct}', '{key}', '{db}')"
             ))
         };
         assert_eq!(enter("a@example.com", &a, "main"), "ok");
@@ -118,6 +118,66 @@ mod tests {
             Ok(Some(true))
         );
         assert_eq!(enter("b@example.com", &b, "other"), "revoked");
+    }
+
+    #[pg_test]
+    fn user_keys_rotate_and_report_their_status() {
+        let old = account("r@example.com", "ARRAY['main']");
+        let old_prefix = &old[..11];
+        let new = one(&format!(
+            "SELECT key FROM vigil.rotate_key('{old_prefix}', interval '0')"
+        ));
+        let enter = |key: &str| {
+            one(&format!(
+                "SELECT outcome FROM vigil.enter_account('r@example.com', '{key}', 'main')"
+            ))
+        };
+        assert_eq!(enter(&new), "ok");
+        assert_eq!(enter(&old), "expired", "rotated with no overlap");
+        assert_eq!(
+            one(&format!("SELECT vigil.key_status('{old_prefix}')")),
+            "expired"
+        );
+        assert_eq!(
+            one(&format!("SELECT vigil.key_status('{}')", &new[..11])),
+            "active"
+        );
+        assert_eq!(
+            one(&format!(
+                "SELECT outcome FROM vigil.enter_account('r@example.com', '{new}', 'other')"
+            )),
+            "database",
+            "the new key keeps the old one's database limit"
+        );
+    }
+
+    #[pg_test(error = "no active key with prefix \"vk_00000000\"")]
+    fn rotating_an_unknown_key_is_an_error() {
+        Spi::run("SELECT * FROM vigil.rotate_key('vk_00000000')").unwrap();
+    }
+
+    #[pg_test]
+    fn rate_limit_overrides_come_with_a_successful_check() {
+        let (key, _) = api_key("'limited', rate_per_second => 2.5, burst => 5");
+        let (rate, burst) = Spi::get_two::<f32, i32>(&format!(
+            "SELECT rate_per_second, burst FROM vigil.authenticate_api_key('{key}', 'transaction', NULL)"
+        ))
+        .unwrap();
+        assert_eq!((rate, burst), (Some(2.5), Some(5)));
+    }
+
+    #[pg_test]
+    fn deleting_an_account_removes_its_keys_and_databases() {
+        account("gone@example.com", "NULL");
+        assert_eq!(
+            Spi::get_one::<bool>("SELECT vigil.delete_account('gone@example.com')"),
+            Ok(Some(true))
+        );
+        let left = Spi::get_one::<i64>(
+            "SELECT (SELECT count(*) FROM vigil.user_keys WHERE account = 'gone@example.com')
+                  + (SELECT count(*) FROM vigil.vector_databases WHERE account = 'gone@example.com')",
+        );
+        assert_eq!(left, Ok(Some(0)));
     }
 
     #[pg_test]
@@ -140,7 +200,7 @@ mod tests {
         assert_eq!(visible(), 0, "no account entered: nothing visible");
         assert_eq!(
             one(&format!(
-                "SELECT vigil.enter_account('a@example.com', '{a}', NULL)"
+                "SELECT outcome FROM vigil.enter_account('a@example.com', '{a}', NULL)"
             )),
             "ok"
         );

@@ -5,7 +5,8 @@
 -- created the extension) only. The application role reaches them through the two
 -- SECURITY DEFINER checks at the end: vigil.authenticate_api_key and
 -- vigil.enter_account. Vector data is isolated per account by row-level
--- security on vigil.current_account(), which only vigil.enter_account can set.
+-- security on vigil.current_account() (in Rust: see keys/mod.rs for why), which
+-- only vigil.enter_account can set.
 
 CREATE TABLE vigil.api_keys (
     id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -18,7 +19,10 @@ CREATE TABLE vigil.api_keys (
     expires_at   timestamptz,           -- NULL: never
     revoked_at   timestamptz,
     last_used_at timestamptz,
-    rotated_from bigint REFERENCES vigil.api_keys (id)
+    rotated_from bigint REFERENCES vigil.api_keys (id),
+    -- Token bucket of this key in the sidecar; NULL: the sidecar's defaults.
+    rate_per_second real CHECK (rate_per_second > 0),
+    burst        integer CHECK (burst > 0)
 );
 
 CREATE TABLE vigil.accounts (
@@ -37,23 +41,25 @@ CREATE TABLE vigil.user_keys (
     expires_at   timestamptz,
     revoked_at   timestamptz,
     last_used_at timestamptz,
-    rotated_from bigint REFERENCES vigil.user_keys (id)
+    rotated_from bigint REFERENCES vigil.user_keys (id),
+    rate_per_second real CHECK (rate_per_second > 0),
+    burst        integer CHECK (burst > 0)
 );
 CREATE INDEX ON vigil.user_keys (account);
 
+-- A database name: 1 to 63 letters, digits, '_', '.' or '-', starting with a letter or digit.
+CREATE FUNCTION vigil.valid_db_name(name text) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$ SELECT name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$' $$;
+
 CREATE TABLE vigil.vector_databases (
     account    text NOT NULL REFERENCES vigil.accounts (account) ON DELETE CASCADE,
-    name       text NOT NULL CHECK (name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'),
+    name       text NOT NULL CHECK (vigil.valid_db_name(name)),
     created_at timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (account, name)
 );
 
 REVOKE ALL ON vigil.api_keys, vigil.accounts, vigil.user_keys, vigil.vector_databases FROM PUBLIC;
-
--- The account this transaction acts for: NULL until vigil.enter_account succeeds.
-CREATE FUNCTION vigil.current_account() RETURNS text
-LANGUAGE sql STABLE PARALLEL SAFE
-AS $$ SELECT nullif(current_setting('vigil.account', true), '') $$;
 
 ALTER TABLE vigil.vector_databases ENABLE ROW LEVEL SECURITY;
 ALTER TABLE vigil.vector_databases FORCE ROW LEVEL SECURITY;
@@ -77,7 +83,9 @@ CREATE FUNCTION vigil.create_api_key(
     name text,
     scopes text[] DEFAULT ARRAY['transaction', 'identity'],
     expires_at timestamptz DEFAULT NULL,
-    allowed_ips cidr[] DEFAULT NULL
+    allowed_ips cidr[] DEFAULT NULL,
+    rate_per_second real DEFAULT NULL,
+    burst integer DEFAULT NULL
 ) RETURNS TABLE (id bigint, key text, prefix text)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
@@ -85,35 +93,10 @@ DECLARE
     k record;
 BEGIN
     SELECT * INTO k FROM vigil._new_key('api');
-    INSERT INTO vigil.api_keys AS a (name, prefix, hash, scopes, expires_at, allowed_ips)
-    VALUES (create_api_key.name, k.prefix, k.hash, create_api_key.scopes, create_api_key.expires_at, create_api_key.allowed_ips)
+    INSERT INTO vigil.api_keys AS a (name, prefix, hash, scopes, expires_at, allowed_ips, rate_per_second, burst)
+    VALUES (create_api_key.name, k.prefix, k.hash, create_api_key.scopes, create_api_key.expires_at,
+            create_api_key.allowed_ips, create_api_key.rate_per_second, create_api_key.burst)
     RETURNING a.id INTO id;
-    key := k.secret;
-    prefix := k.prefix;
-    RETURN NEXT;
-END
-$$;
-
--- A new key with the same name, scopes and limits; the old one keeps working
--- until `old_key_lives` from now (or its own earlier expiry), then stops.
-CREATE FUNCTION vigil.rotate_api_key(key_prefix text, old_key_lives interval DEFAULT interval '24 hours')
-RETURNS TABLE (id bigint, key text, prefix text)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
-AS $$
-DECLARE
-    old vigil.api_keys;
-    k record;
-BEGIN
-    SELECT * INTO old FROM vigil.api_keys a WHERE a.prefix = rotate_api_key.key_prefix AND a.revoked_at IS NULL FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'no live API key with prefix "%"', rotate_api_key.key_prefix USING ERRCODE = 'no_data_found';
-    END IF;
-    SELECT * INTO k FROM vigil._new_key('api');
-    INSERT INTO vigil.api_keys AS a (name, prefix, hash, scopes, expires_at, allowed_ips, rotated_from)
-    VALUES (old.name, k.prefix, k.hash, old.scopes, old.expires_at, old.allowed_ips, old.id)
-    RETURNING a.id INTO id;
-    UPDATE vigil.api_keys a SET expires_at = least(coalesce(a.expires_at, 'infinity'), now() + old_key_lives)
-    WHERE a.id = old.id;
     key := k.secret;
     prefix := k.prefix;
     RETURN NEXT;
@@ -122,8 +105,8 @@ $$;
 
 -- Everything about the keys but their hashes.
 CREATE VIEW vigil.api_key_list AS
-SELECT id, name, prefix, scopes, allowed_ips, created_at, expires_at, revoked_at, last_used_at, rotated_from,
-       vigil._key_status(revoked_at, expires_at) AS status
+SELECT id, name, prefix, scopes, allowed_ips, rate_per_second, burst, created_at, expires_at, revoked_at,
+       last_used_at, rotated_from, vigil._key_status(revoked_at, expires_at) AS status
 FROM vigil.api_keys;
 
 -- Admin: accounts and their user keys.
@@ -136,11 +119,23 @@ AS $$
     SELECT create_account.account;
 $$;
 
+-- Deletes the account with its user keys and vector databases; false if none.
+CREATE FUNCTION vigil.delete_account(account text) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
+AS $$
+BEGIN
+    DELETE FROM vigil.accounts a WHERE a.account = delete_account.account;
+    RETURN FOUND;
+END
+$$;
+
 CREATE FUNCTION vigil.create_user_key(
     account text,
     name text DEFAULT 'default',
     databases text[] DEFAULT NULL,
-    expires_at timestamptz DEFAULT NULL
+    expires_at timestamptz DEFAULT NULL,
+    rate_per_second real DEFAULT NULL,
+    burst integer DEFAULT NULL
 ) RETURNS TABLE (id bigint, key text, prefix text)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
@@ -151,8 +146,9 @@ BEGIN
         RAISE EXCEPTION 'no account "%"', create_user_key.account USING ERRCODE = 'no_data_found';
     END IF;
     SELECT * INTO k FROM vigil._new_key('user');
-    INSERT INTO vigil.user_keys AS u (account, name, prefix, hash, databases, expires_at)
-    VALUES (create_user_key.account, create_user_key.name, k.prefix, k.hash, create_user_key.databases, create_user_key.expires_at)
+    INSERT INTO vigil.user_keys AS u (account, name, prefix, hash, databases, expires_at, rate_per_second, burst)
+    VALUES (create_user_key.account, create_user_key.name, k.prefix, k.hash, create_user_key.databases,
+            create_user_key.expires_at, create_user_key.rate_per_second, create_user_key.burst)
     RETURNING u.id INTO id;
     key := k.secret;
     prefix := k.prefix;
@@ -160,7 +156,77 @@ BEGIN
 END
 $$;
 
--- Revokes the live key, API or user (its prefix says which); false if none.
+CREATE VIEW vigil.user_key_list AS
+SELECT id, account, name, prefix, databases, rate_per_second, burst, created_at, expires_at, revoked_at,
+       last_used_at, rotated_from, vigil._key_status(revoked_at, expires_at) AS status
+FROM vigil.user_keys;
+
+CREATE VIEW vigil.account_list AS
+SELECT a.account, a.created_at,
+       (SELECT count(*) FROM vigil.user_keys u
+         WHERE u.account = a.account AND vigil._key_status(u.revoked_at, u.expires_at) = 'active') AS active_user_keys,
+       coalesce((SELECT array_agg(d.name ORDER BY d.name) FROM vigil.vector_databases d
+                  WHERE d.account = a.account), '{}') AS databases
+FROM vigil.accounts a;
+
+-- Admin: any key, API or user, named by its prefix (`vk_` or `vu_` says which).
+
+-- 'active', 'revoked' or 'expired'; NULL when no key has this prefix.
+CREATE FUNCTION vigil.key_status(prefix text) RETURNS text
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, vigil
+AS $$
+    SELECT vigil._key_status(a.revoked_at, a.expires_at) FROM vigil.api_keys a WHERE a.prefix = key_status.prefix
+    UNION ALL
+    SELECT vigil._key_status(u.revoked_at, u.expires_at) FROM vigil.user_keys u WHERE u.prefix = key_status.prefix
+$$;
+
+-- A new key with the same owner, name, scopes and limits, expiring at
+-- `new_key_expires_at` (NULL: never); the old one keeps working until
+-- `old_key_lives` from now (or its own earlier expiry), then stops.
+CREATE FUNCTION vigil.rotate_key(
+    key_prefix text,
+    old_key_lives interval DEFAULT interval '24 hours',
+    new_key_expires_at timestamptz DEFAULT NULL
+)
+RETURNS TABLE (id bigint, key text, prefix text)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
+AS $$
+DECLARE
+    kind text := CASE WHEN starts_with(key_prefix, 'vk_') THEN 'api' ELSE 'user' END;
+    old_id bigint;
+    k record;
+BEGIN
+    IF old_key_lives IS NULL OR old_key_lives < interval '0' THEN
+        RAISE EXCEPTION 'old_key_lives must be zero or more' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT * INTO k FROM vigil._new_key(kind);
+    IF kind = 'api' THEN
+        UPDATE vigil.api_keys a SET expires_at = least(coalesce(a.expires_at, 'infinity'), now() + old_key_lives)
+        WHERE a.prefix = rotate_key.key_prefix AND vigil._key_status(a.revoked_at, a.expires_at) = 'active'
+        RETURNING a.id INTO old_id;
+        INSERT INTO vigil.api_keys AS a (name, prefix, hash, scopes, expires_at, allowed_ips, rate_per_second, burst, rotated_from)
+        SELECT o.name, k.prefix, k.hash, o.scopes, new_key_expires_at, o.allowed_ips, o.rate_per_second, o.burst, o.id
+        FROM vigil.api_keys o WHERE o.id = old_id
+        RETURNING a.id INTO id;
+    ELSE
+        UPDATE vigil.user_keys u SET expires_at = least(coalesce(u.expires_at, 'infinity'), now() + old_key_lives)
+        WHERE u.prefix = rotate_key.key_prefix AND vigil._key_status(u.revoked_at, u.expires_at) = 'active'
+        RETURNING u.id INTO old_id;
+        INSERT INTO vigil.user_keys AS u (account, name, prefix, hash, databases, expires_at, rate_per_second, burst, rotated_from)
+        SELECT o.account, o.name, k.prefix, k.hash, o.databases, new_key_expires_at, o.rate_per_second, o.burst, o.id
+        FROM vigil.user_keys o WHERE o.id = old_id
+        RETURNING u.id INTO id;
+    END IF;
+    IF old_id IS NULL THEN
+        RAISE EXCEPTION 'no active key with prefix "%"', rotate_key.key_prefix USING ERRCODE = 'no_data_found';
+    END IF;
+    key := k.secret;
+    prefix := k.prefix;
+    RETURN NEXT;
+END
+$$;
+
+-- Revokes the live key; false if none.
 CREATE FUNCTION vigil.revoke_key(prefix text) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
@@ -174,16 +240,15 @@ BEGIN
 END
 $$;
 
-CREATE VIEW vigil.user_key_list AS
-SELECT id, account, name, prefix, databases, created_at, expires_at, revoked_at, last_used_at, rotated_from,
-       vigil._key_status(revoked_at, expires_at) AS status
-FROM vigil.user_keys;
-
--- Checks the sidecar calls, as the application role.
+-- Checks the sidecar calls, as the application role. Both return the key's id
+-- and its rate-limit overrides with the outcome, so the sidecar needs one round trip.
 
 -- Outcome: ok, missing, unknown (401); revoked, expired, scope, ip (403).
+-- A NULL scope checks everything but the scope. On `ok` the key's public
+-- description (name, prefix, scopes, expiry) comes too.
 CREATE FUNCTION vigil.authenticate_api_key(key text, scope text, client inet)
-RETURNS TABLE (key_id bigint, outcome text)
+RETURNS TABLE (key_id bigint, outcome text, name text, prefix text, scopes text[], expires_at timestamptz,
+               rate_per_second real, burst integer)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 DECLARE
@@ -191,7 +256,8 @@ DECLARE
     p text;
 BEGIN
     IF coalesce(key, '') = '' THEN
-        RETURN QUERY SELECT NULL::bigint, 'missing';
+        outcome := 'missing';
+        RETURN NEXT;
         RETURN;
     END IF;
     p := vigil._key_prefix('api', key);
@@ -199,67 +265,83 @@ BEGIN
         SELECT * INTO k FROM vigil.api_keys a WHERE a.prefix = p;
     END IF;
     IF k.id IS NULL OR NOT vigil._verify_key(key, k.hash) THEN
-        RETURN QUERY SELECT NULL::bigint, 'unknown';
+        outcome := 'unknown';
+        RETURN NEXT;
         RETURN;
     END IF;
+    key_id := k.id;
     outcome := vigil._key_status(k.revoked_at, k.expires_at);
     IF outcome = 'active' THEN
         outcome := CASE
-            WHEN NOT (scope = ANY (k.scopes)) THEN 'scope'
+            WHEN scope IS NOT NULL AND NOT (scope = ANY (k.scopes)) THEN 'scope'
             WHEN k.allowed_ips IS NOT NULL AND (client IS NULL OR NOT client <<= ANY (k.allowed_ips)) THEN 'ip'
             ELSE 'ok' END;
     END IF;
-    IF outcome = 'ok' AND (k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute') THEN
-        UPDATE vigil.api_keys a SET last_used_at = now() WHERE a.id = k.id;
+    IF outcome = 'ok' THEN
+        SELECT k.name, k.prefix, k.scopes, k.expires_at, k.rate_per_second, k.burst
+        INTO name, prefix, scopes, expires_at, rate_per_second, burst;
+        IF k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute' THEN
+            UPDATE vigil.api_keys a SET last_used_at = now() WHERE a.id = k.id;
+        END IF;
     END IF;
-    RETURN QUERY SELECT k.id, outcome;
+    RETURN NEXT;
 END
 $$;
 
 -- Checks `user_key` for `account` and `db`; on success the rest of the
 -- transaction acts for `account` (vigil.current_account()).
 -- Outcome: ok, missing, unknown (401); account, revoked, expired, database (403).
-CREATE FUNCTION vigil.enter_account(account text, user_key text, db text) RETURNS text
+CREATE FUNCTION vigil.enter_account(account text, user_key text, db text)
+RETURNS TABLE (key_id bigint, outcome text, rate_per_second real, burst integer)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 DECLARE
     k vigil.user_keys;
     p text;
-    status text;
 BEGIN
     IF coalesce(user_key, '') = '' THEN
-        RETURN 'missing';
+        outcome := 'missing';
+        RETURN NEXT;
+        RETURN;
     END IF;
     p := vigil._key_prefix('user', user_key);
     IF p IS NOT NULL THEN
         SELECT * INTO k FROM vigil.user_keys u WHERE u.prefix = p;
     END IF;
     IF k.id IS NULL OR NOT vigil._verify_key(user_key, k.hash) THEN
-        RETURN 'unknown';
+        outcome := 'unknown';
+        RETURN NEXT;
+        RETURN;
     END IF;
-    status := vigil._key_status(k.revoked_at, k.expires_at);
+    key_id := k.id;
+    outcome := vigil._key_status(k.revoked_at, k.expires_at);
     IF k.account IS DISTINCT FROM enter_account.account THEN
-        RETURN 'account';
-    ELSIF status <> 'active' THEN
-        RETURN status;
-    ELSIF db IS NOT NULL AND k.databases IS NOT NULL AND NOT (db = ANY (k.databases)) THEN
-        RETURN 'database';
+        outcome := 'account';
+    ELSIF outcome = 'active' THEN
+        outcome := CASE WHEN db IS NOT NULL AND k.databases IS NOT NULL AND NOT (db = ANY (k.databases))
+                        THEN 'database' ELSE 'ok' END;
     END IF;
-    PERFORM set_config('vigil.account', k.account, true);
-    IF k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute' THEN
-        UPDATE vigil.user_keys u SET last_used_at = now() WHERE u.id = k.id;
+    IF outcome = 'ok' THEN
+        PERFORM set_config('vigil.account', k.account, true);
+        rate_per_second := k.rate_per_second;
+        burst := k.burst;
+        IF k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute' THEN
+            UPDATE vigil.user_keys u SET last_used_at = now() WHERE u.id = k.id;
+        END IF;
     END IF;
-    RETURN 'ok';
+    RETURN NEXT;
 END
 $$;
 
--- The primitives and the admin functions are for the owner only; the checks and
--- vigil.current_account() are granted to the application role by sql/bootstrap.sql.
+-- The primitives and the admin functions are for the owner only (sql/bootstrap.sql
+-- grants the admin ones to `vigil_admin`); the checks and vigil.current_account()
+-- are granted to the application role by the same file.
 REVOKE EXECUTE ON FUNCTION
     vigil._new_key(text), vigil._key_prefix(text, text), vigil._verify_key(text, bytea),
-    vigil.create_api_key(text, text[], timestamptz, cidr[]), vigil.rotate_api_key(text, interval),
-    vigil.revoke_key(text), vigil.create_account(text),
-    vigil.create_user_key(text, text, text[], timestamptz),
+    vigil.create_api_key(text, text[], timestamptz, cidr[], real, integer),
+    vigil.create_account(text), vigil.delete_account(text),
+    vigil.create_user_key(text, text, text[], timestamptz, real, integer),
+    vigil.key_status(text), vigil.rotate_key(text, interval, timestamptz), vigil.revoke_key(text),
     vigil.authenticate_api_key(text, text, inet), vigil.enter_account(text, text, text)
 FROM PUBLIC;
-REVOKE ALL ON vigil.api_key_list, vigil.user_key_list FROM PUBLIC;
+REVOKE ALL ON vigil.api_key_list, vigil.user_key_list, vigil.account_list FROM PUBLIC;

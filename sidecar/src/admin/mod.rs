@@ -1,0 +1,426 @@
+//! The admin command: `keys`, `accounts` and `user-keys`.
+//!
+//! Each subcommand is one call of the extension's admin SQL functions (the same
+//! ones psql users call), made as the `vigil_admin` role, which may call those
+//! and nothing else. A new key is printed once, alone on stdout, so it can be
+//! captured (`KEY=$(vigil-sidecar keys create --name shop)`); what it is goes to
+//! stderr. `--json` prints records instead.
+
+mod output;
+
+use std::time::{Duration, SystemTime};
+
+use clap::{Args, Subcommand};
+use ipnet::IpNet;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls};
+
+use output::{print_created, print_listing};
+
+type BoxError = Box<dyn std::error::Error>;
+
+#[derive(Subcommand, Debug)]
+pub enum AdminCommand {
+    /// API keys: create and list them; status, rotate and revoke take the
+    /// prefix of any key, API (`vk_`) or user (`vu_`).
+    Keys {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        action: KeysAction,
+    },
+    /// Vector accounts: the owners of user keys and vector databases.
+    Accounts {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        action: AccountsAction,
+    },
+    /// User keys of vector accounts (rotate and revoke them with `keys`).
+    UserKeys {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        action: UserKeysAction,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct Connection {
+    /// PostgreSQL URL of a role allowed the admin functions (`vigil_admin`).
+    #[arg(
+        long,
+        env = "VIGIL_ADMIN_DATABASE_URL",
+        hide_env_values = true,
+        global = true
+    )]
+    database_url: Option<String>,
+}
+
+/// When a new key stops working; neither flag: never.
+#[derive(Args, Debug)]
+pub struct Expiry {
+    /// Lifetime from now, e.g. `90d`, `12h`.
+    #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "expires_at")]
+    expires_in: Option<Duration>,
+    /// Absolute expiry, e.g. `2027-01-31T00:00:00Z`.
+    #[arg(long)]
+    expires_at: Option<String>,
+}
+
+impl Expiry {
+    /// A timestamp PostgreSQL reads, or None for never.
+    fn timestamp(&self) -> Result<Option<String>, BoxError> {
+        if let Some(lifetime) = self.expires_in {
+            let at = SystemTime::now()
+                .checked_add(lifetime)
+                .ok_or("--expires-in is too far in the future")?;
+            return Ok(Some(humantime::format_rfc3339(at).to_string()));
+        }
+        Ok(self.expires_at.clone())
+    }
+}
+
+/// A key's own rate limit in the sidecar; unset: the sidecar's defaults.
+#[derive(Args, Debug)]
+pub struct RateLimit {
+    /// Requests per second this key may sustain.
+    #[arg(long)]
+    rate_per_second: Option<f32>,
+    /// Requests this key may make at once above its rate.
+    #[arg(long)]
+    burst: Option<i32>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KeysAction {
+    /// Create an API key and print it (once).
+    Create {
+        #[arg(long)]
+        name: String,
+        /// What the key may call; repeat for several. Default: all.
+        #[arg(long = "scope", value_parser = ["transaction", "identity"])]
+        scopes: Vec<String>,
+        /// Client networks the key may be used from (CIDR); repeat for several.
+        #[arg(long = "allow-ip")]
+        allowed_ips: Vec<IpNet>,
+        #[command(flatten)]
+        expiry: Expiry,
+        #[command(flatten)]
+        rate: RateLimit,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List API keys (never their secrets).
+    List {
+        /// Include revoked and expired keys.
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print `active`, `expired` or `revoked`; exit status 1 if no such key.
+    Status { prefix: String },
+    /// Issue a new key like the old one; the old one keeps working for a while.
+    Rotate {
+        prefix: String,
+        /// How long the old key keeps working, e.g. `24h`, `0s`.
+        #[arg(long, default_value = "24h", value_parser = humantime::parse_duration)]
+        old_key_lives: Duration,
+        #[command(flatten)]
+        expiry: Expiry,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a key now.
+    Revoke { prefix: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AccountsAction {
+    /// Create an account (an e-mail-like identifier); no-op if it exists.
+    Create { account: String },
+    /// List accounts with their active user keys and databases.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete an account with its user keys and vector databases.
+    Delete { account: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum UserKeysAction {
+    /// Create a user key of an account and print it (once).
+    Create {
+        account: String,
+        #[arg(long, default_value = "default")]
+        name: String,
+        /// Databases the key may use; repeat for several. Default: all of the account's.
+        #[arg(long = "database")]
+        databases: Vec<String>,
+        #[command(flatten)]
+        expiry: Expiry,
+        #[command(flatten)]
+        rate: RateLimit,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List user keys (never their secrets).
+    List {
+        /// Only this account's.
+        #[arg(long)]
+        account: Option<String>,
+        /// Include revoked and expired keys.
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub async fn run(command: AdminCommand) -> Result<(), BoxError> {
+    match command {
+        AdminCommand::Keys { connection, action } => {
+            keys(&connect(connection).await?, action).await
+        }
+        AdminCommand::Accounts { connection, action } => {
+            accounts(&connect(connection).await?, action).await
+        }
+        AdminCommand::UserKeys { connection, action } => {
+            user_keys(&connect(connection).await?, action).await
+        }
+    }
+}
+
+async fn connect(connection: Connection) -> Result<Client, BoxError> {
+    let url = connection
+        .database_url
+        .ok_or("set VIGIL_ADMIN_DATABASE_URL or --database-url (a role with the admin functions, e.g. vigil_admin)")?;
+    let mut config: tokio_postgres::Config = url
+        .parse()
+        .map_err(|e| format!("the admin database URL is not valid: {e}"))?;
+    config.application_name("vigil-sidecar admin");
+    config.options("-c TimeZone=UTC");
+    let (client, conn) = config
+        .connect(NoTls)
+        .await
+        .map_err(|e| format!("cannot connect to the database: {}", db_message(&e)))?;
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            eprintln!("vigil-sidecar: database connection: {e}");
+        }
+    });
+    Ok(client)
+}
+
+/// The server's own message when there is one (it names the problem).
+fn db_message(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => match db.hint() {
+            Some(hint) => format!("{} (hint: {hint})", db.message()),
+            None => db.message().to_owned(),
+        },
+        None => e.to_string(),
+    }
+}
+
+async fn call(
+    db: &Client,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<Vec<tokio_postgres::Row>, BoxError> {
+    db.query(sql, params)
+        .await
+        .map_err(|e| db_message(&e).into())
+}
+
+/// Runs a function of one argument that returns whether it found its target.
+async fn call_found(
+    db: &Client,
+    sql: &str,
+    argument: &str,
+    done: String,
+    not_found: String,
+) -> Result<(), BoxError> {
+    let rows = call(db, sql, &[&argument]).await?;
+    if rows.first().is_some_and(|r| r.get::<_, bool>(0)) {
+        eprintln!("{done}");
+        Ok(())
+    } else {
+        Err(not_found.into())
+    }
+}
+
+/// A repeatable flag given no times means NULL (the function's default).
+fn unless_empty<T>(values: Vec<T>) -> Option<Vec<T>> {
+    if values.is_empty() {
+        None
+    } else {
+        Some(values)
+    }
+}
+
+async fn keys(db: &Client, action: KeysAction) -> Result<(), BoxError> {
+    match action {
+        KeysAction::Create {
+            name,
+            scopes,
+            allowed_ips,
+            expiry,
+            rate,
+            json,
+        } => {
+            let scopes = unless_empty(scopes);
+            let ips = unless_empty(allowed_ips.iter().map(ToString::to_string).collect());
+            let rows = call(
+                db,
+                "SELECT id, key, prefix FROM vigil.create_api_key(
+                     $1, coalesce($2, ARRAY['transaction', 'identity']), $3::text::timestamptz,
+                     $4::text[]::cidr[], $5, $6)",
+                &[
+                    &name,
+                    &scopes,
+                    &expiry.timestamp()?,
+                    &ips,
+                    &rate.rate_per_second,
+                    &rate.burst,
+                ],
+            )
+            .await?;
+            print_created("API key", &rows, json)
+        }
+        KeysAction::List { all, json } => {
+            let rows = call(
+                db,
+                "SELECT prefix, name, array_to_string(scopes, ',') AS scopes, status,
+                        coalesce(array_to_string(allowed_ips, ','), 'any') AS allowed_ips,
+                        to_char(created_at, 'YYYY-MM-DD HH24:MI') AS created,
+                        coalesce(to_char(expires_at, 'YYYY-MM-DD HH24:MI'), 'never') AS expires,
+                        coalesce(to_char(last_used_at, 'YYYY-MM-DD HH24:MI'), '-') AS last_used,
+                        coalesce(rate_per_second::text, 'default') AS rate_per_second,
+                        coalesce(burst::text, 'default') AS burst
+                 FROM vigil.api_key_list WHERE $1 OR status = 'active' ORDER BY id",
+                &[&all],
+            )
+            .await?;
+            print_listing(&rows, json)
+        }
+        KeysAction::Status { prefix } => {
+            let rows = call(db, "SELECT vigil.key_status($1)", &[&prefix]).await?;
+            match rows.first().and_then(|r| r.get::<_, Option<String>>(0)) {
+                Some(status) => {
+                    println!("{status}");
+                    Ok(())
+                }
+                None => Err(format!("no key with prefix {prefix}").into()),
+            }
+        }
+        KeysAction::Rotate {
+            prefix,
+            old_key_lives,
+            expiry,
+            json,
+        } => {
+            let rows = call(
+                db,
+                "SELECT id, key, prefix FROM vigil.rotate_key(
+                     $1, make_interval(secs => $2), $3::text::timestamptz)",
+                &[&prefix, &old_key_lives.as_secs_f64(), &expiry.timestamp()?],
+            )
+            .await?;
+            print_created("rotated key", &rows, json)?;
+            eprintln!(
+                "the old key {prefix} keeps working for {}",
+                humantime::format_duration(old_key_lives)
+            );
+            Ok(())
+        }
+        KeysAction::Revoke { prefix } => {
+            call_found(
+                db,
+                "SELECT vigil.revoke_key($1)",
+                &prefix,
+                format!("revoked {prefix}"),
+                format!("no live key with prefix {prefix}"),
+            )
+            .await
+        }
+    }
+}
+
+async fn accounts(db: &Client, action: AccountsAction) -> Result<(), BoxError> {
+    match action {
+        AccountsAction::Create { account } => {
+            call(db, "SELECT vigil.create_account($1)", &[&account]).await?;
+            eprintln!("account {account} exists");
+            Ok(())
+        }
+        AccountsAction::List { json } => {
+            let rows = call(
+                db,
+                "SELECT account, to_char(created_at, 'YYYY-MM-DD HH24:MI') AS created,
+                        active_user_keys::text AS active_user_keys,
+                        array_to_string(databases, ',') AS databases
+                 FROM vigil.account_list ORDER BY account",
+                &[],
+            )
+            .await?;
+            print_listing(&rows, json)
+        }
+        AccountsAction::Delete { account } => {
+            call_found(
+                db,
+                "SELECT vigil.delete_account($1)",
+                &account,
+                format!("deleted {account}, its user keys and its databases"),
+                format!("no account {account}"),
+            )
+            .await
+        }
+    }
+}
+
+async fn user_keys(db: &Client, action: UserKeysAction) -> Result<(), BoxError> {
+    match action {
+        UserKeysAction::Create {
+            account,
+            name,
+            databases,
+            expiry,
+            rate,
+            json,
+        } => {
+            let databases = unless_empty(databases);
+            let rows = call(
+                db,
+                "SELECT id, key, prefix FROM vigil.create_user_key(
+                     $1, $2, $3, $4::text::timestamptz, $5, $6)",
+                &[
+                    &account,
+                    &name,
+                    &databases,
+                    &expiry.timestamp()?,
+                    &rate.rate_per_second,
+                    &rate.burst,
+                ],
+            )
+            .await?;
+            print_created("user key", &rows, json)
+        }
+        UserKeysAction::List { account, all, json } => {
+            let rows = call(
+                db,
+                "SELECT prefix, account, name, coalesce(array_to_string(databases, ','), 'all') AS databases,
+                        status, to_char(created_at, 'YYYY-MM-DD HH24:MI') AS created,
+                        coalesce(to_char(expires_at, 'YYYY-MM-DD HH24:MI'), 'never') AS expires,
+                        coalesce(to_char(last_used_at, 'YYYY-MM-DD HH24:MI'), '-') AS last_used
+                 FROM vigil.user_key_list
+                 WHERE ($1::text IS NULL OR account = $1) AND ($2 OR status = 'active') ORDER BY id",
+                &[&account, &all],
+            )
+            .await?;
+            print_listing(&rows, json)
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! Who is calling, and may they.
+//!
+//! Two kinds of credentials (SPEC, Authentication): an API key in the
+//! `x-api-key` header for the transaction and identity endpoints, and a user key
+//! with its `account` in the body for the vector endpoints. The checks
+//! themselves are the extension's SECURITY DEFINER functions
+//! `vigil.authenticate_api_key` and `vigil.enter_account`: the keys' hashes never
+//! leave the database. This module reads the credentials, turns each outcome
+//! into its status (401 missing or unknown, 403 not allowed here), and applies
+//! the rate limits: a token bucket per key, and one per client address that
+//! only failed attempts drain, so guessing keys is slow.
+//!
+//! Keys are never logged or echoed: errors name the field, never its value, and
+//! [`AccountCredentials`] redacts itself in `Debug`.
+
+pub mod client_ip;
+pub mod rate;
+mod whoami;
+
+use std::fmt;
+use std::net::IpAddr;
+use std::time::Instant;
+
+use axum::http::{HeaderMap, StatusCode};
+use deadpool_postgres::GenericClient;
+use serde::Deserialize;
+
+use crate::config::LimitArgs;
+use crate::error::ApiError;
+use rate::{retry_after_secs, Buckets, Quota};
+
+pub use whoami::whoami;
+
+/// The header that carries API keys.
+pub const API_KEY_HEADER: &str = "x-api-key";
+
+/// Rate-limit state shared by all requests.
+pub struct Limits {
+    per_key: Buckets<KeyRef>,
+    failures: Buckets<IpAddr>,
+    key_default: Quota,
+    failure: Quota,
+}
+
+/// A bucket's key: API and user keys have separate id spaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum KeyRef {
+    Api(i64),
+    User(i64),
+}
+
+impl Limits {
+    pub fn new(args: &LimitArgs) -> Result<Limits, String> {
+        Ok(Limits {
+            per_key: Buckets::new(10_000),
+            failures: Buckets::new(100_000),
+            key_default: Quota::new(args.rate_per_second, args.rate_burst)?,
+            failure: Quota::new(
+                args.auth_failures_per_minute / 60.0,
+                args.auth_failure_burst,
+            )?,
+        })
+    }
+
+    /// 429 if this address has used up its failed attempts.
+    fn refuse_locked_out(&self, ip: IpAddr) -> Result<(), ApiError> {
+        self.failures
+            .check(&ip, self.failure, Instant::now())
+            .map_err(|wait| {
+                ApiError::too_many(
+                    "too_many_failures",
+                    "too many failed authentication attempts from this address",
+                    retry_after_secs(wait),
+                )
+            })
+    }
+
+    /// Counts a failed attempt against the address, and passes the error on.
+    fn failed(&self, ip: IpAddr, error: ApiError) -> ApiError {
+        self.failures.charge(&ip, self.failure, Instant::now());
+        error
+    }
+
+    /// A key's own limits from the database, else the defaults.
+    fn quota_of(&self, per_second: Option<f32>, burst: Option<i32>) -> Quota {
+        Quota::new(
+            per_second.map_or(self.key_default.per_second, f64::from),
+            burst
+                .and_then(|b| u32::try_from(b).ok())
+                .unwrap_or(self.key_default.burst),
+        )
+        .unwrap_or(self.key_default)
+    }
+
+    /// Takes a token from the key's bucket.
+    fn take(&self, key: KeyRef, quota: Quota) -> Result<(), ApiError> {
+        self.per_key
+            .take(&key, quota, Instant::now())
+            .map_err(|wait| {
+                ApiError::too_many(
+                    "rate_limited",
+                    "this key has made too many requests; slow down",
+                    retry_after_secs(wait),
+                )
+            })
+    }
+}
+
+/// An API key that passed: what the handlers and the records need of it.
+#[derive(Debug, Clone)]
+pub struct ApiCaller {
+    pub name: String,
+    pub prefix: String,
+    pub scopes: Vec<String>,
+    /// ISO 8601, or None for a key that does not expire.
+    pub expires_at: Option<String>,
+    pub quota: Quota,
+}
+
+/// Checks the `x-api-key` header for `scope` (None: any scope) from `ip`, on
+/// the request's database connection.
+pub async fn check_api_key(
+    limits: &Limits,
+    db: &impl GenericClient,
+    headers: &HeaderMap,
+    ip: IpAddr,
+    scope: Option<&str>,
+) -> Result<ApiCaller, ApiError> {
+    limits.refuse_locked_out(ip)?;
+    // A header that is not text cannot be a key; it is checked like any unknown one.
+    let key = match headers.get(API_KEY_HEADER) {
+        None => "",
+        Some(v) => v.to_str().unwrap_or("\u{0}"),
+    };
+    if key.is_empty() {
+        return Err(limits.failed(ip, refusal("missing", Credential::ApiKey)));
+    }
+    let statement = db
+        .prepare_cached(
+            "SELECT key_id, outcome, name, prefix, scopes, to_json(expires_at) #>> '{}', \
+             rate_per_second, burst FROM vigil.authenticate_api_key($1, $2, $3)",
+        )
+        .await?;
+    let row = db.query_one(&statement, &[&key, &scope, &ip]).await?;
+    let outcome: String = row.try_get(1)?;
+    if outcome != "ok" {
+        return Err(limits.failed(ip, refusal(&outcome, Credential::ApiKey)));
+    }
+    let key_id: i64 = row.try_get(0)?;
+    tracing::Span::current().record("key", format!("api:{key_id}"));
+    let quota = limits.quota_of(row.try_get(6)?, row.try_get(7)?);
+    limits.take(KeyRef::Api(key_id), quota)?;
+    Ok(ApiCaller {
+        name: row.try_get(2)?,
+        prefix: row.try_get(3)?,
+        scopes: row.try_get(4)?,
+        expires_at: row.try_get(5)?,
+        quota,
+    })
+}
+
+/// The body credentials of the vector endpoints; flattened into each request.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountCredentials {
+    pub user_key: Option<String>,
+    pub account: Option<String>,
+}
+
+impl fmt::Debug for AccountCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AccountCredentials")
+            .field("user_key", &self.user_key.as_ref().map(|_| "<redacted>"))
+            .field("account", &self.account)
+            .finish()
+    }
+}
+
+/// Checks the body credentials for database `db` inside the request's
+/// transaction; on success the rest of that transaction acts for the account
+/// (the database's row-level security keys on it). Returns the user key's id.
+pub async fn enter_account(
+    limits: &Limits,
+    tx: &impl GenericClient,
+    credentials: &AccountCredentials,
+    db: Option<&str>,
+    ip: IpAddr,
+) -> Result<i64, ApiError> {
+    limits.refuse_locked_out(ip)?;
+    let user_key = credentials.user_key.as_deref().unwrap_or("");
+    if user_key.is_empty() {
+        return Err(limits.failed(ip, refusal("missing", Credential::UserKey)));
+    }
+    let Some(account) = credentials.account.as_deref().filter(|a| !a.is_empty()) else {
+        return Err(limits.failed(ip, refusal("missing", Credential::Account)));
+    };
+    let statement = tx
+        .prepare_cached(
+            "SELECT key_id, outcome, rate_per_second, burst \
+             FROM vigil.enter_account($1, $2, $3)",
+        )
+        .await?;
+    let row = tx
+        .query_one(&statement, &[&account, &user_key, &db])
+        .await?;
+    let outcome: String = row.try_get(1)?;
+    if outcome != "ok" {
+        return Err(limits.failed(ip, refusal(&outcome, Credential::UserKey)));
+    }
+    let key_id: i64 = row.try_get(0)?;
+    tracing::Span::current().record("key", format!("user:{key_id}"));
+    limits.take(
+        KeyRef::User(key_id),
+        limits.quota_of(row.try_get(2)?, row.try_get(3)?),
+    )?;
+    Ok(key_id)
+}
+
+#[derive(Clone, Copy)]
+enum Credential {
+    ApiKey,
+    UserKey,
+    Account,
+}
+
+impl Credential {
+    fn field(self) -> &'static str {
+        match self {
+            Credential::ApiKey => API_KEY_HEADER,
+            Credential::UserKey => "userKey",
+            Credential::Account => "account",
+        }
+    }
+
+    fn noun(self) -> &'static str {
+        match self {
+            Credential::ApiKey => "API key",
+            Credential::UserKey => "user key",
+            Credential::Account => "account",
+        }
+    }
+}
+
+/// The error of a check's outcome. Statuses as DESIGN.md fixes them: 401 when
+/// the caller is not identified, 403 when identified but not allowed here.
+fn refusal(outcome: &str, credential: Credential) -> ApiError {
+    let noun = credential.noun();
+    let (status, code, message, field) = match outcome {
+        "missing" => (
+            StatusCode::UNAUTHORIZED,
+            "missing_credentials",
+            match credential {
+                Credential::ApiKey => "an API key is required in the x-api-key header".to_owned(),
+                _ => format!("{} is required", credential.field()),
+            },
+            credential.field(),
+        ),
+        "unknown" => (
+            StatusCode::UNAUTHORIZED,
+            "unknown_key",
+            format!("the {noun} is not recognised"),
+            credential.field(),
+        ),
+        "revoked" => (
+            StatusCode::FORBIDDEN,
+            "key_revoked",
+            format!("the {noun} has been revoked"),
+            credential.field(),
+        ),
+        "expired" => (
+            StatusCode::FORBIDDEN,
+            "key_expired",
+            format!("the {noun} has expired"),
+            credential.field(),
+        ),
+        "scope" => (
+            StatusCode::FORBIDDEN,
+            "key_scope",
+            format!("the {noun} is not allowed to use this endpoint"),
+            credential.field(),
+        ),
+        "ip" => (
+            StatusCode::FORBIDDEN,
+            "ip_not_allowed",
+            format!("the {noun} may not be used from this address"),
+            credential.field(),
+        ),
+        "account" => (
+            StatusCode::FORBIDDEN,
+            "wrong_account",
+            "the user key does not belong to this account".to_owned(),
+            "account",
+        ),
+        "database" => (
+            StatusCode::FORBIDDEN,
+            "database_not_granted",
+            "the user key may not use this database".to_owned(),
+            "dbName",
+        ),
+        other => {
+            return ApiError::internal(&format!("unexpected authentication outcome {other:?}"))
+        }
+    };
+    ApiError::new(status, code, message).with_field(field)
+}
