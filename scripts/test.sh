@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$VIGIL_ROOT"
 
 step "unit tests of the pure crates and the sidecar"
-cargo test --locked --release -p vigil-auth -p vigil-embed -p vigil-sidecar
+cargo test --locked --release -p vigil-auth -p vigil-embed -p vigil-hnsw -p vigil-sidecar
 
 step "extension tests in PostgreSQL 15 (cargo pgrx test)"
 if is_root; then

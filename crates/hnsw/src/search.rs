@@ -1,0 +1,381 @@
+//! Searching the graph: the per-layer beam search shared with insert, top-k
+//! [`search`], and the resumable [`IterativeScan`].
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+use crate::store::{ElementMeta, EntryPoint, GraphStore};
+use crate::{IdSet, Metric, Params, StoreError};
+
+/// An element with its distance to the query. Ordered by distance, then id,
+/// so every heap and sort in the crate is deterministic.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Scored<I> {
+    pub dist: f32,
+    pub id: I,
+    pub deleted: bool,
+}
+
+impl<I: Ord> Ord for Scored<I> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.dist
+            .total_cmp(&other.dist)
+            .then_with(|| self.id.cmp(&other.id))
+    }
+}
+
+impl<I: Ord> PartialOrd for Scored<I> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<I: Ord> PartialEq for Scored<I> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl<I: Ord> Eq for Scored<I> {}
+
+/// Distance from `query` to element `id`, with its metadata. A stored vector
+/// of the wrong length is reported, not silently compared.
+pub(crate) fn score<S: GraphStore>(
+    store: &S,
+    metric: Metric,
+    query: &[f32],
+    id: S::Id,
+) -> Result<(Scored<S::Id>, ElementMeta), StoreError<S>> {
+    let r = store
+        .with_element(id, |meta, v| {
+            (v.len() == query.len()).then(|| (metric.distance(query, v), meta))
+        })
+        .map_err(StoreError::<S>::Storage)?;
+    match r {
+        Some((dist, meta)) => Ok((
+            Scored {
+                dist,
+                id,
+                deleted: meta.deleted,
+            },
+            meta,
+        )),
+        None => Err(vector_length_error::<S>(store, id, query.len())),
+    }
+}
+
+/// Builds the corruption error for a stored vector of the wrong length.
+fn vector_length_error<S: GraphStore>(store: &S, id: S::Id, expected: usize) -> StoreError<S> {
+    match store.with_element(id, |_, v| v.len()) {
+        Ok(len) => StoreError::<S>::Corrupt(crate::Corruption {
+            element: Some(id),
+            layer: None,
+            kind: crate::CorruptionKind::VectorLength { len, expected },
+        }),
+        Err(e) => StoreError::<S>::Storage(e),
+    }
+}
+
+/// Beam search on one layer (algorithm 2 of the paper).
+///
+/// Starts from `entries`, keeps the `ef` closest elements found and returns
+/// them sorted ascending. With `live_only`, deleted elements are expanded
+/// (they still connect the graph) but not kept as results, so they neither
+/// take result slots nor tighten the stopping bound.
+pub(crate) fn search_layer<S: GraphStore>(
+    store: &S,
+    metric: Metric,
+    query: &[f32],
+    entries: &[Scored<S::Id>],
+    ef: usize,
+    layer: usize,
+    live_only: bool,
+) -> Result<Vec<Scored<S::Id>>, StoreError<S>> {
+    let ef = ef.max(1);
+    let mut visited: IdSet<S::Id> = IdSet::default();
+    let mut candidates: BinaryHeap<Reverse<Scored<S::Id>>> = BinaryHeap::new();
+    let mut results: BinaryHeap<Scored<S::Id>> = BinaryHeap::new();
+    for e in entries {
+        if visited.insert(e.id) {
+            candidates.push(Reverse(*e));
+            if !(live_only && e.deleted) {
+                results.push(*e);
+            }
+        }
+    }
+    while results.len() > ef {
+        results.pop();
+    }
+    let mut buf = Vec::new();
+    while let Some(Reverse(c)) = candidates.pop() {
+        if results.len() >= ef && results.peek().is_some_and(|f| c.dist > f.dist) {
+            break;
+        }
+        store
+            .neighbours(c.id, layer, &mut buf)
+            .map_err(StoreError::<S>::Storage)?;
+        for &n in &buf {
+            if !visited.insert(n) {
+                continue;
+            }
+            let (s, _) = score(store, metric, query, n)?;
+            let admit = results.len() < ef || results.peek().is_some_and(|f| s.dist < f.dist);
+            if admit {
+                candidates.push(Reverse(s));
+                if !(live_only && s.deleted) {
+                    results.push(s);
+                    if results.len() > ef {
+                        results.pop();
+                    }
+                }
+            }
+        }
+    }
+    Ok(results.into_sorted_vec())
+}
+
+/// Greedy descent (`ef = 1`) from the entry point through the layers above
+/// `down_to`; returns the entry set for layer `down_to`.
+pub(crate) fn descend<S: GraphStore>(
+    store: &S,
+    metric: Metric,
+    query: &[f32],
+    entry: EntryPoint<S::Id>,
+    down_to: usize,
+) -> Result<Vec<Scored<S::Id>>, StoreError<S>> {
+    let (start, _) = score(store, metric, query, entry.id)?;
+    let mut cur = vec![start];
+    let mut layer = entry.level;
+    while layer > down_to {
+        let next = search_layer(store, metric, query, &cur, 1, layer, false)?;
+        if !next.is_empty() {
+            cur = next;
+        }
+        layer -= 1;
+    }
+    Ok(cur)
+}
+
+/// The `k` nearest live elements to `query`, as `(distance, id)` sorted
+/// ascending. `ef` is the beam width on layer 0 (raised to `k` if smaller).
+pub fn search<S: GraphStore>(
+    store: &S,
+    params: &Params,
+    query: &[f32],
+    k: usize,
+    ef: usize,
+) -> Result<Vec<(f32, S::Id)>, StoreError<S>> {
+    params.validate().map_err(StoreError::<S>::InvalidParams)?;
+    params.validate_vector::<S::Id, S::Error>(query)?;
+    if k == 0 {
+        return Ok(Vec::new());
+    }
+    let Some(entry) = store.entry_point().map_err(StoreError::<S>::Storage)? else {
+        return Ok(Vec::new());
+    };
+    let entries = descend(store, params.metric, query, entry, 0)?;
+    let found = search_layer(store, params.metric, query, &entries, ef.max(k), 0, true)?;
+    Ok(found.into_iter().take(k).map(|s| (s.dist, s.id)).collect())
+}
+
+/// A distance ordered by `total_cmp`, for max-heaps of bounds.
+#[derive(Debug, Clone, Copy)]
+struct Dist(f32);
+
+impl Ord for Dist {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+impl PartialOrd for Dist {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Dist {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Dist {}
+
+/// What an [`IterativeScan`] does with an element discovered only after a
+/// farther one was already returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ScanOrder {
+    /// Skip it, so results are never out of order (what `ORDER BY ... LIMIT`
+    /// needs). Skipped elements are counted in [`IterativeScan::skipped`].
+    #[default]
+    Strict,
+    /// Return it as soon as it is found: no element is lost, but the order
+    /// may be slightly off (the caller re-sorts if it cares).
+    Relaxed,
+}
+
+/// A resumable layer-0 search, for scans with a selective filter (SQL
+/// `WHERE` clauses are applied after the index, so a scan may need many
+/// more than `ef` rows to produce `k` that pass).
+///
+/// Rounds: round `r` runs the ordinary beam-search expansion with a bound of
+/// `t = 2 * ef * 2^r` (stop when the closest unexpanded element is farther
+/// than the `t`-th best live element found) and then returns results up to
+/// rank `t / 2`. Expanding twice as far as it returns is what makes late
+/// discoveries rare: the first `ef` results are exactly the top `ef` of
+/// [`search`] with `2 * ef`. Nothing is forgotten between rounds: the
+/// visited set, the frontier of discovered but unexpanded elements
+/// (including those an ordinary search would discard) and the discovered but
+/// unreturned live elements are all kept, so each round continues where the
+/// last one stopped.
+///
+/// Guarantee: each live element is returned at most once and deleted ones
+/// never; under [`ScanOrder::Strict`] distances are non-decreasing; the scan
+/// ends (`None`) only when every element reachable on layer 0 from where
+/// the descent landed has been expanded. By then every reachable live
+/// element has been returned (Relaxed) or returned or skipped (Strict).
+/// A skip happens only when a later round uncovers an element closer than
+/// one already returned, which the graph cannot rule out (a greedy route
+/// can pass through a farther element); in the tests it never happens with
+/// L2 or cosine and for under 1% of elements with inner product.
+pub struct IterativeScan<I> {
+    query: Vec<f32>,
+    metric: Metric,
+    order: ScanOrder,
+    /// The current round's expansion rank; it returns up to `target / 2`.
+    target: usize,
+    visited: IdSet<I>,
+    /// Discovered, not yet expanded.
+    frontier: BinaryHeap<Reverse<Scored<I>>>,
+    /// Discovered live elements not yet returned.
+    pending: BinaryHeap<Reverse<Scored<I>>>,
+    /// The `target` smallest distances among all discovered live elements
+    /// (returned or not): its max is the round's stopping bound.
+    best: BinaryHeap<Dist>,
+    returned_dists: Vec<f32>,
+    last: Option<f32>,
+    skipped: usize,
+    buf: Vec<I>,
+}
+
+impl<I: crate::ElementId> IterativeScan<I> {
+    /// Starts a scan: validates the query and descends to layer 0.
+    pub fn new<S: GraphStore<Id = I>>(
+        store: &S,
+        params: &Params,
+        query: &[f32],
+        ef: usize,
+        order: ScanOrder,
+    ) -> Result<Self, StoreError<S>> {
+        params.validate().map_err(StoreError::<S>::InvalidParams)?;
+        params.validate_vector::<S::Id, S::Error>(query)?;
+        let mut scan = IterativeScan {
+            query: query.to_vec(),
+            metric: params.metric,
+            order,
+            target: 2 * ef.max(1),
+            visited: IdSet::default(),
+            frontier: BinaryHeap::new(),
+            pending: BinaryHeap::new(),
+            best: BinaryHeap::new(),
+            returned_dists: Vec::new(),
+            last: None,
+            skipped: 0,
+            buf: Vec::new(),
+        };
+        if let Some(entry) = store.entry_point().map_err(StoreError::<S>::Storage)? {
+            for s in descend(store, params.metric, query, entry, 0)? {
+                scan.discover(s);
+            }
+        }
+        Ok(scan)
+    }
+
+    /// Elements visited so far (distance computed); lets the caller cap work,
+    /// like pgvector's `hnsw.max_scan_tuples`.
+    pub fn visited(&self) -> usize {
+        self.visited.len()
+    }
+
+    /// Elements skipped to keep strict order.
+    pub fn skipped(&self) -> usize {
+        self.skipped
+    }
+
+    fn discover(&mut self, s: Scored<I>) {
+        if !self.visited.insert(s.id) {
+            return;
+        }
+        self.frontier.push(Reverse(s));
+        if !s.deleted {
+            self.pending.push(Reverse(s));
+            self.best.push(Dist(s.dist));
+            if self.best.len() > self.target {
+                self.best.pop();
+            }
+        }
+    }
+
+    /// Expands the frontier until the round's stopping rule holds: the
+    /// closest unexpanded element is farther than the `target`-th best.
+    fn expand<S: GraphStore<Id = I>>(&mut self, store: &S) -> Result<(), StoreError<S>> {
+        while let Some(Reverse(c)) = self.frontier.peek().copied() {
+            if self.best.len() >= self.target && self.best.peek().is_some_and(|f| c.dist > f.0) {
+                return Ok(());
+            }
+            self.frontier.pop();
+            let mut buf = std::mem::take(&mut self.buf);
+            store
+                .neighbours(c.id, 0, &mut buf)
+                .map_err(StoreError::<S>::Storage)?;
+            for &n in &buf {
+                if !self.visited.contains(&n) {
+                    let (s, _) = score(store, self.metric, &self.query, n)?;
+                    self.discover(s);
+                }
+            }
+            self.buf = buf;
+        }
+        Ok(())
+    }
+
+    /// Starts the next round: doubles the target and recomputes the bound
+    /// from every live element discovered so far, returned or not.
+    fn grow(&mut self) {
+        self.target = self.target.saturating_mul(2);
+        let mut dists: Vec<f32> = self.returned_dists.clone();
+        dists.extend(self.pending.iter().map(|r| r.0.dist));
+        dists.sort_unstable_by(f32::total_cmp);
+        dists.truncate(self.target);
+        self.best = dists.into_iter().map(Dist).collect();
+    }
+
+    /// The next result, or `None` when the reachable graph is exhausted.
+    pub fn next<S: GraphStore<Id = I>>(
+        &mut self,
+        store: &S,
+    ) -> Result<Option<(f32, I)>, StoreError<S>> {
+        loop {
+            self.expand(store)?;
+            while self.returned_dists.len() < self.target / 2 {
+                let Some(Reverse(s)) = self.pending.pop() else {
+                    break;
+                };
+                if self.order == ScanOrder::Strict && self.last.is_some_and(|l| s.dist < l) {
+                    self.skipped += 1;
+                    // Count it as consumed so rounds still make progress.
+                    self.returned_dists.push(s.dist);
+                    continue;
+                }
+                self.returned_dists.push(s.dist);
+                self.last = Some(self.last.map_or(s.dist, |l| l.max(s.dist)));
+                return Ok(Some((s.dist, s.id)));
+            }
+            if self.frontier.is_empty() && self.pending.is_empty() {
+                return Ok(None);
+            }
+            self.grow();
+        }
+    }
+}

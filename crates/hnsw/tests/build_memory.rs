@@ -1,0 +1,64 @@
+//! `estimate_build_memory` against the real heap peak of a build, measured
+//! with a counting allocator (its own test binary, one test, so nothing else
+//! allocates meanwhile).
+
+#[path = "hnsw/common.rs"]
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::*;
+use vigil_hnsw::build::{build, estimate_build_memory};
+use vigil_hnsw::{Metric, Params};
+
+struct Counting;
+
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+#[test]
+fn estimate_covers_the_peak() {
+    for (n, dims) in [(5000usize, 32usize), (2000, 384)] {
+        let (data, _) = clustered(51, n, 0, dims, 20);
+        let items: Vec<(u64, Vec<f32>)> = data
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (id_of(i), v))
+            .collect();
+        let params = Params::new(dims, Metric::L2);
+        let base = CURRENT.load(Ordering::Relaxed);
+        // The input is part of what the estimate covers.
+        let input = n * (dims * 4 + 32);
+        PEAK.store(base, Ordering::Relaxed);
+        let g = build(&params, items, 2).unwrap();
+        let peak = PEAK.load(Ordering::Relaxed) - base + input;
+        let est = estimate_build_memory(n, dims, params.m);
+        println!(
+            "n {n} dims {dims}: measured peak {peak} bytes, estimate {est} ({:.2}x)",
+            est as f64 / peak as f64
+        );
+        assert!(est >= peak, "estimate {est} below peak {peak}");
+        assert!(est <= 3 * peak, "estimate {est} far above peak {peak}");
+        drop(g);
+    }
+}

@@ -1,0 +1,86 @@
+//! The hnsw_rs bulk build: edge cases and structure (recall is in recall.rs).
+
+use crate::common::*;
+use vigil_hnsw::build::build;
+use vigil_hnsw::{check, search, CheckOptions, Error, GraphStore, MemStore, Metric, Params};
+
+const STRICT: CheckOptions = CheckOptions {
+    require_live_links: true,
+    check_vectors: true,
+};
+
+#[test]
+fn empty_single_and_tiny() {
+    let params = Params::new(4, Metric::L2);
+    let g = build::<u64>(&params, Vec::new(), 2).unwrap();
+    assert!(g.is_empty());
+    assert_eq!(g.entry, None);
+
+    let g = build(&params, vec![(7u64, vec![1.0, 2.0, 3.0, 4.0])], 2).unwrap();
+    assert_eq!(g.entry.unwrap().id, 7);
+    assert_eq!(g.elements[0].neighbours.len(), g.elements[0].level + 1);
+
+    let items: Vec<(u64, Vec<f32>)> = (0..5)
+        .map(|i| (id_of(i), vec![i as f32, 1.0, 0.0, 2.0]))
+        .collect();
+    let g = build(&params, items, 2).unwrap();
+    let mut s = MemStore::new();
+    g.load_into(&mut s).unwrap();
+    check(&s, &params, STRICT).unwrap();
+    let r = search(&s, &params, &[2.1, 1.0, 0.0, 2.0], 5, 10).unwrap();
+    assert_eq!(r.len(), 5);
+    assert_eq!(r[0].1, id_of(2));
+}
+
+#[test]
+fn rejects_bad_input() {
+    let params = Params::new(4, Metric::Cosine);
+    let r = build(&params, vec![(1u64, vec![1.0; 4]), (1u64, vec![2.0; 4])], 2);
+    assert!(matches!(r, Err(Error::Build(_))));
+    let r = build(&params, vec![(1u64, vec![1.0; 3])], 2);
+    assert!(matches!(
+        r,
+        Err(Error::Dimensions {
+            expected: 4,
+            got: 3
+        })
+    ));
+    let r = build(&params, vec![(1u64, vec![0.0; 4])], 2);
+    assert!(matches!(r, Err(Error::InvalidVector(_))));
+    let bad = Params { m: 200, ..params };
+    assert!(matches!(
+        build(&bad, vec![(1u64, vec![1.0; 4])], 2),
+        Err(Error::InvalidParams(_))
+    ));
+}
+
+#[test]
+fn structure_and_capacities() {
+    let (data, _) = clustered(41, 3000, 0, 16, 10);
+    for metric in [Metric::L2, Metric::Cosine, Metric::InnerProduct] {
+        let params = Params {
+            m: 8,
+            ef_construction: 32,
+            ..Params::new(16, metric)
+        };
+        let items: Vec<(u64, Vec<f32>)> = data
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (id_of(i), v.clone()))
+            .collect();
+        let g = build(&params, items, 2).unwrap();
+        assert_eq!(g.len(), 3000);
+        let top = g.elements.iter().map(|e| e.level).max().unwrap();
+        assert_eq!(g.entry.unwrap().level, top);
+        for e in &g.elements {
+            assert_eq!(e.neighbours.len(), e.level + 1);
+            for (l, list) in e.neighbours.iter().enumerate() {
+                assert!(list.len() <= params.capacity(l));
+            }
+        }
+        let mut s = MemStore::new();
+        g.load_into(&mut s).unwrap();
+        check(&s, &params, STRICT).unwrap();
+        assert_eq!(s.entry_point().unwrap(), g.entry);
+    }
+}

@@ -1,0 +1,115 @@
+//! Shared test fixtures: clustered data, brute force, recall.
+#![allow(dead_code)]
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use vigil_hnsw::{insert, LevelRng, MemStore, Metric, Params};
+
+/// Deterministic splitmix64 stream with Gaussian samples (Box-Muller).
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in (0, 1].
+    pub fn unit(&mut self) -> f64 {
+        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
+    }
+
+    pub fn gauss(&mut self) -> f32 {
+        let (u, v) = (self.unit(), self.unit());
+        ((-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()) as f32
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+}
+
+pub const DIMS: usize = 64;
+pub const N: usize = 10_000;
+pub const QUERIES: usize = 200;
+
+/// `n` points around `clusters` Gaussian centres, plus `q` queries drawn
+/// from the same mixture (not in the set).
+pub fn clustered(
+    seed: u64,
+    n: usize,
+    q: usize,
+    dims: usize,
+    clusters: usize,
+) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
+    let mut rng = Rng::new(seed);
+    let centres: Vec<Vec<f32>> = (0..clusters)
+        .map(|_| (0..dims).map(|_| rng.gauss()).collect())
+        .collect();
+    let point = |rng: &mut Rng| -> Vec<f32> {
+        let c = &centres[rng.below(clusters)];
+        c.iter().map(|x| x + 0.35 * rng.gauss()).collect()
+    };
+    let data = (0..n).map(|_| point(&mut rng)).collect();
+    let queries = (0..q).map(|_| point(&mut rng)).collect();
+    (data, queries)
+}
+
+/// Sparse, non-dense ids, as slot addresses would be.
+pub fn id_of(i: usize) -> u64 {
+    ((i as u64 / 100) << 16) | (i as u64 % 100 + 1)
+}
+
+/// Exact top-k ids by brute force among `keep` elements.
+pub fn brute_force(
+    metric: Metric,
+    data: &[Vec<f32>],
+    query: &[f32],
+    k: usize,
+    keep: impl Fn(usize) -> bool,
+) -> Vec<u64> {
+    let mut all: Vec<(f32, usize)> = data
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| keep(*i))
+        .map(|(i, v)| (metric.distance(query, v), i))
+        .collect();
+    all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    all.into_iter().take(k).map(|(_, i)| id_of(i)).collect()
+}
+
+/// Mean recall@k of `found` against `truth`.
+pub fn recall(truth: &[Vec<u64>], found: &[Vec<u64>]) -> f64 {
+    let mut hits = 0usize;
+    let mut total = 0usize;
+    for (t, f) in truth.iter().zip(found) {
+        let f: HashSet<u64> = f.iter().copied().collect();
+        hits += t.iter().filter(|x| f.contains(x)).count();
+        total += t.len();
+    }
+    hits as f64 / total as f64
+}
+
+/// Builds a store with our own insert path; returns it and seconds taken.
+pub fn build_by_insert(params: &Params, data: &[Vec<f32>], seed: u64) -> (MemStore<u64>, f64) {
+    let t = Instant::now();
+    let mut store = MemStore::new();
+    let mut rng = LevelRng::new(seed);
+    for (i, v) in data.iter().enumerate() {
+        insert(&mut store, params, id_of(i), v, &mut rng).expect("insert");
+    }
+    (store, t.elapsed().as_secs_f64())
+}
+
+/// Inverse of [`id_of`].
+pub fn idx_of(id: u64) -> usize {
+    (id >> 16) as usize * 100 + (id & 0xffff) as usize - 1
+}

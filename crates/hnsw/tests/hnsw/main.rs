@@ -1,0 +1,10 @@
+//! Integration tests, in one binary to keep link time down (release builds
+//! use thin LTO). Run: `cargo test --release -p vigil-hnsw -- --nocapture`
+//! to see the recall and timing figures.
+
+mod build;
+mod check;
+mod common;
+mod delete_repair;
+mod iterative;
+mod recall;

@@ -1,0 +1,99 @@
+//! Recall@10 at default settings (m=16, ef_construction=64, ef_search=40) on
+//! 10,000 clustered vectors (50 Gaussian clusters, dim 64), 200 queries not
+//! in the set, against brute force: own insert path and hnsw_rs build path,
+//! each metric. Run with `--nocapture` to see the figures.
+
+use std::time::Instant;
+
+use crate::common::*;
+use vigil_hnsw::build::build;
+use vigil_hnsw::{check, search, CheckOptions, MemStore, Metric, Params, DEFAULT_EF_SEARCH};
+
+fn measure(
+    store: &MemStore<u64>,
+    params: &Params,
+    data: &[Vec<f32>],
+    queries: &[Vec<f32>],
+) -> (f64, f64) {
+    let truth: Vec<Vec<u64>> = queries
+        .iter()
+        .map(|q| brute_force(params.metric, data, q, 10, |_| true))
+        .collect();
+    let t = Instant::now();
+    let found: Vec<Vec<u64>> = queries
+        .iter()
+        .map(|q| {
+            let r = search(store, params, q, 10, DEFAULT_EF_SEARCH).expect("search");
+            assert!(r.windows(2).all(|w| w[0].0 <= w[1].0), "sorted");
+            r.into_iter().map(|(_, id)| id).collect()
+        })
+        .collect();
+    let per_query_us = t.elapsed().as_secs_f64() * 1e6 / queries.len() as f64;
+    (recall(&truth, &found), per_query_us)
+}
+
+fn own_insert(metric: Metric, seed: u64) {
+    let (data, queries) = clustered(seed, N, QUERIES, DIMS, 50);
+    let params = Params::new(DIMS, metric);
+    let (store, secs) = build_by_insert(&params, &data, seed);
+    check(&store, &params, CheckOptions::default()).expect("check");
+    let (r, us) = measure(&store, &params, &data, &queries);
+    println!(
+        "own insert  {:<13} recall@10 {r:.4}  build {secs:.2}s  search {us:.0}us/query",
+        metric.name()
+    );
+    assert!(r >= 0.95, "recall {r} for {metric:?}");
+}
+
+fn hnsw_rs_build(metric: Metric, seed: u64) {
+    let (data, queries) = clustered(seed, N, QUERIES, DIMS, 50);
+    let params = Params::new(DIMS, metric);
+    let items: Vec<(u64, Vec<f32>)> = data
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (id_of(i), v.clone()))
+        .collect();
+    let t = Instant::now();
+    let graph = build(&params, items, 2).expect("build");
+    let secs = t.elapsed().as_secs_f64();
+    let mut store = MemStore::new();
+    graph.load_into(&mut store).expect("load");
+    let report = check(&store, &params, CheckOptions::default()).expect("check");
+    let (r, us) = measure(&store, &params, &data, &queries);
+    println!(
+        "hnsw_rs     {:<13} recall@10 {r:.4}  build {secs:.2}s (2 threads)  search {us:.0}us/query  levels {:?}",
+        metric.name(),
+        report.levels
+    );
+    assert!(r >= 0.95, "recall {r} for {metric:?}");
+}
+
+#[test]
+fn recall_own_insert_cosine() {
+    own_insert(Metric::Cosine, 1);
+}
+
+#[test]
+fn recall_own_insert_l2() {
+    own_insert(Metric::L2, 2);
+}
+
+#[test]
+fn recall_own_insert_inner_product() {
+    own_insert(Metric::InnerProduct, 3);
+}
+
+#[test]
+fn recall_hnsw_rs_cosine() {
+    hnsw_rs_build(Metric::Cosine, 1);
+}
+
+#[test]
+fn recall_hnsw_rs_l2() {
+    hnsw_rs_build(Metric::L2, 2);
+}
+
+#[test]
+fn recall_hnsw_rs_inner_product() {
+    hnsw_rs_build(Metric::InnerProduct, 3);
+}
