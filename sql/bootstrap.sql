@@ -13,7 +13,9 @@ GRANT USAGE ON SCHEMA vigil TO vigil_app;
 -- Exactly what the sidecar calls: the two checks, and the account-scoped tables
 -- (row-level security decides which rows). Admin functions stay with the owner.
 GRANT EXECUTE ON FUNCTION vigil.authenticate_api_key(text, text, inet),
-                          vigil.enter_account(text, text, text) TO vigil_app;
+                          vigil.enter_account(text, text, text),
+                          vigil.risk_score(jsonb, bigint),
+                          vigil.transaction_feedback(uuid, text, text) TO vigil_app;
 GRANT SELECT, INSERT, DELETE ON vigil.vector_databases TO vigil_app;
 ALTER ROLE vigil_app IN DATABASE vigil SET search_path = vigil, public;
 
@@ -29,6 +31,8 @@ GRANT EXECUTE ON FUNCTION
     vigil.create_api_key(text, text[], timestamptz, cidr[], real, integer),
     vigil.create_account(text), vigil.delete_account(text),
     vigil.create_user_key(text, text, text[], timestamptz, real, integer),
-    vigil.key_status(text), vigil.rotate_key(text, interval, timestamptz), vigil.revoke_key(text)
+    vigil.key_status(text), vigil.rotate_key(text, interval, timestamptz), vigil.revoke_key(text),
+    vigil.blocklist_add(text, text, text, timestamptz), vigil.blocklist_remove(text, text)
 TO vigil_admin;
+GRANT SELECT ON vigil.blocklist TO vigil_admin;
 GRANT SELECT ON vigil.api_key_list, vigil.user_key_list, vigil.account_list TO vigil_admin;

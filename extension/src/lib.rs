@@ -8,11 +8,14 @@
 //! - [`keys`]: accounts, API keys and user keys, and the per-account isolation
 //!   (row-level security) of vector data.
 //! - [`vectordb`]: named vector databases per account.
+//! - [`risk`]: `vigil.risk_score(jsonb)`, the transaction risk engine's edge:
+//!   history, recording, feedback and the blocklist.
 
 use pgrx::prelude::*;
 
 pub mod embed;
 pub mod keys;
+pub mod risk;
 pub mod vectordb;
 
 ::pgrx::pg_module_magic!(name, version);
@@ -21,6 +24,7 @@ pub mod vectordb;
 pub extern "C-unwind" fn _PG_init() {
     embed::settings::register();
     keys::register_settings();
+    risk::register_settings();
 }
 
 /// Hooks for `cargo pgrx test`.

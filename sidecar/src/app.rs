@@ -23,7 +23,7 @@ use tracing::Level;
 use crate::auth::{self, Limits};
 use crate::config::ServeArgs;
 use crate::error::{render_foreign_errors, ApiError};
-use crate::{health, vectordb};
+use crate::{health, transaction, vectordb};
 
 #[derive(Clone)]
 pub struct AppState {
@@ -44,6 +44,11 @@ pub fn router(state: AppState, args: &ServeArgs) -> Router {
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/api/key", get(auth::whoami))
+        .route("/api/transaction", post(transaction::assess))
+        .route(
+            "/api/transaction/{transaction_id}/feedback",
+            post(transaction::feedback),
+        )
         .route("/createDatabase", post(vectordb::create_database))
         .fallback(|| async { ApiError::from_status(StatusCode::NOT_FOUND) })
         .method_not_allowed_fallback(|| async {

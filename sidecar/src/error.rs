@@ -141,15 +141,24 @@ impl From<tokio_postgres::Error> for ApiError {
             return ApiError::unavailable("the database is unreachable");
         };
         let code = db.code().code();
+        // The extension names the input field at fault in the error's COLUMN.
+        let named = |e: ApiError| match db.column() {
+            Some(field) => e.with_field(field),
+            None => e,
+        };
         match code {
             // data_exception (22xxx): input the extension refused, naming the field.
-            c if c.starts_with("22") => {
-                let e = ApiError::new(StatusCode::BAD_REQUEST, "invalid_field", db.message());
-                match db.column() {
-                    Some(field) => e.with_field(field),
-                    None => e,
-                }
-            }
+            c if c.starts_with("22") => named(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_field",
+                db.message(),
+            )),
+            // no_data_found: the thing the request names does not exist.
+            "P0002" => named(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                db.message(),
+            )),
             // query_canceled: the statement timeout, which equals the request timeout.
             "57014" => ApiError::timeout(),
             c if c.starts_with("08") || c.starts_with("57P") => {

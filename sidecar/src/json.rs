@@ -8,7 +8,7 @@
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
@@ -19,13 +19,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        if !is_json(&req) {
-            return Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
-                "the body must be JSON (Content-Type: application/json)",
-            ));
-        }
+        require_json(req.headers())?;
         let bytes = Bytes::from_request(req, state)
             .await
             .map_err(|rejection| ApiError::from_status(rejection.status()))?;
@@ -33,17 +27,25 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
     }
 }
 
-fn is_json(req: &Request) -> bool {
-    let Some(mime) = req
-        .headers()
+/// 415 unless the request says its body is JSON.
+pub fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
+    let essence = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-    else {
-        return false;
-    };
-    let essence = mime.split(';').next().unwrap_or("").trim();
-    essence.eq_ignore_ascii_case("application/json")
-        || (essence.starts_with("application/") && essence.ends_with("+json"))
+        .and_then(|mime| mime.split(';').next())
+        .map(str::trim)
+        .unwrap_or("");
+    let json = essence.eq_ignore_ascii_case("application/json")
+        || (essence.starts_with("application/") && essence.ends_with("+json"));
+    if json {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "the body must be JSON (Content-Type: application/json)",
+        ))
+    }
 }
 
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
@@ -58,11 +60,13 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let error = invalid(e.inner().to_string());
-        // "." is the whole body, "?" a place serde could not name.
-        if path == "." || path.contains('?') {
+        // The body's own field ("metadata" of "metadata.a[3]"); "." is the whole
+        // body, "?" a place serde could not name.
+        let field = path.split(['.', '[']).next().unwrap_or("");
+        if field.is_empty() || path == "." || path.contains('?') {
             error
         } else {
-            error.with_field(&path)
+            error.with_field(field)
         }
     })?;
     de.end().map_err(|e| invalid(e.to_string()))?;

@@ -14,6 +14,7 @@ mod error;
 mod health;
 mod json;
 mod serve;
+mod transaction;
 mod vectordb;
 
 use clap::Parser;

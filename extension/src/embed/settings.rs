@@ -49,7 +49,7 @@ pub fn register() {
     );
 }
 
-fn non_empty(setting: &GucSetting<Option<CString>>) -> Option<PathBuf> {
+pub(crate) fn non_empty(setting: &GucSetting<Option<CString>>) -> Option<PathBuf> {
     setting
         .get()
         .map(|s| PathBuf::from(s.to_string_lossy().into_owned()))
@@ -69,7 +69,7 @@ pub fn threads() -> usize {
 }
 
 /// `$sharedir` of the running server, found the way Postgres finds it.
-fn share_dir() -> PathBuf {
+pub(crate) fn share_dir() -> PathBuf {
     let mut buf = [0 as std::ffi::c_char; pg_sys::MAXPGPATH as usize];
     // SAFETY: my_exec_path is a NUL-terminated global set at startup; buf has the
     // MAXPGPATH bytes get_share_path writes at most.

@@ -1,4 +1,4 @@
-//! The admin command: `keys`, `accounts` and `user-keys`.
+//! The admin command: `keys`, `accounts`, `user-keys` and `blocklist`.
 //!
 //! Each subcommand is one call of the extension's admin SQL functions (the same
 //! ones psql users call), made as the `vigil_admin` role, which may call those
@@ -42,6 +42,38 @@ pub enum AdminCommand {
         connection: Connection,
         #[command(subcommand)]
         action: UserKeysAction,
+    },
+    /// E-mails, devices, IPs and cards whose transactions always fail (level 2).
+    Blocklist {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        action: BlocklistAction,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BlocklistAction {
+    /// Block an identity (normalised as transactions record it); updates an existing entry.
+    Add {
+        #[arg(value_parser = ["email", "device", "ip", "card"])]
+        kind: String,
+        value: String,
+        #[arg(long)]
+        reason: Option<String>,
+        #[command(flatten)]
+        expiry: Expiry,
+    },
+    /// List the entries.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove an entry.
+    Remove {
+        #[arg(value_parser = ["email", "device", "ip", "card"])]
+        kind: String,
+        value: String,
     },
 }
 
@@ -190,6 +222,9 @@ pub async fn run(command: AdminCommand) -> Result<(), BoxError> {
         AdminCommand::UserKeys { connection, action } => {
             user_keys(&connect(connection).await?, action).await
         }
+        AdminCommand::Blocklist { connection, action } => {
+            blocklist(&connect(connection).await?, action).await
+        }
     }
 }
 
@@ -235,15 +270,15 @@ async fn call(
         .map_err(|e| db_message(&e).into())
 }
 
-/// Runs a function of one argument that returns whether it found its target.
+/// Runs a function that returns whether it found its target.
 async fn call_found(
     db: &Client,
     sql: &str,
-    argument: &str,
+    params: &[&(dyn ToSql + Sync)],
     done: String,
     not_found: String,
 ) -> Result<(), BoxError> {
-    let rows = call(db, sql, &[&argument]).await?;
+    let rows = call(db, sql, params).await?;
     if rows.first().is_some_and(|r| r.get::<_, bool>(0)) {
         eprintln!("{done}");
         Ok(())
@@ -340,7 +375,7 @@ async fn keys(db: &Client, action: KeysAction) -> Result<(), BoxError> {
             call_found(
                 db,
                 "SELECT vigil.revoke_key($1)",
-                &prefix,
+                &[&prefix],
                 format!("revoked {prefix}"),
                 format!("no live key with prefix {prefix}"),
             )
@@ -372,7 +407,7 @@ async fn accounts(db: &Client, action: AccountsAction) -> Result<(), BoxError> {
             call_found(
                 db,
                 "SELECT vigil.delete_account($1)",
-                &account,
+                &[&account],
                 format!("deleted {account}, its user keys and its databases"),
                 format!("no account {account}"),
             )
@@ -421,6 +456,49 @@ async fn user_keys(db: &Client, action: UserKeysAction) -> Result<(), BoxError> 
             )
             .await?;
             print_listing(&rows, json)
+        }
+    }
+}
+
+async fn blocklist(db: &Client, action: BlocklistAction) -> Result<(), BoxError> {
+    match action {
+        BlocklistAction::Add {
+            kind,
+            value,
+            reason,
+            expiry,
+        } => {
+            let rows = call(
+                db,
+                "SELECT vigil.blocklist_add($1, $2, $3, $4::text::timestamptz)",
+                &[&kind, &value, &reason, &expiry.timestamp()?],
+            )
+            .await?;
+            let normalised: String = rows.first().ok_or("no answer")?.try_get(0)?;
+            eprintln!("blocked {kind} {normalised}");
+            Ok(())
+        }
+        BlocklistAction::List { json } => {
+            let rows = call(
+                db,
+                "SELECT kind, value, coalesce(reason, '') AS reason,
+                        to_char(created_at, 'YYYY-MM-DD HH24:MI') AS created,
+                        coalesce(to_char(expires_at, 'YYYY-MM-DD HH24:MI'), 'never') AS expires
+                 FROM vigil.blocklist ORDER BY kind, value",
+                &[],
+            )
+            .await?;
+            print_listing(&rows, json)
+        }
+        BlocklistAction::Remove { kind, value } => {
+            call_found(
+                db,
+                "SELECT vigil.blocklist_remove($1, $2)",
+                &[&kind, &value],
+                format!("unblocked {kind} {value}"),
+                format!("no blocklist entry for {kind} {value}"),
+            )
+            .await
         }
     }
 }

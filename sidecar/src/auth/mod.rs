@@ -109,6 +109,8 @@ impl Limits {
 /// An API key that passed: what the handlers and the records need of it.
 #[derive(Debug, Clone)]
 pub struct ApiCaller {
+    /// The key's database id, recorded with what it does.
+    pub key_id: i64,
     pub name: String,
     pub prefix: String,
     pub scopes: Vec<String>,
@@ -151,6 +153,7 @@ pub async fn check_api_key(
     let quota = limits.quota_of(row.try_get(6)?, row.try_get(7)?);
     limits.take(KeyRef::Api(key_id), quota)?;
     Ok(ApiCaller {
+        key_id,
         name: row.try_get(2)?,
         prefix: row.try_get(3)?,
         scopes: row.try_get(4)?,

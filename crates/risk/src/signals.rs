@@ -1,0 +1,714 @@
+//! The risk signals: each is a reason code with points, fired by one fact of the
+//! request or its history, and listed in [`SIGNALS`] for the README.
+//!
+//! A signal's points come only from its [`SignalInfo`] entry (one value per grade,
+//! mildest first), so the table the README prints is the table the engine uses. Grades
+//! are monotone: more of the risky input (a higher amount, more velocity, a newer
+//! account) never gives fewer points. Weak signals are scaled by strictness (see
+//! [`crate::score`]); strong signals, mitigations and hard rules are not.
+//!
+//! Every reason's detail is one short sentence with the numbers that fired it; it never
+//! repeats the e-mail, fingerprint, IP or card values, only the identity's kind.
+
+use std::sync::OnceLock;
+
+use serde::Serialize;
+
+use crate::geo::address_country;
+use crate::history::{HardRuleSource, History};
+use crate::input::{normalized_chars, Request};
+
+/// How a signal's points combine with strictness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum SignalKind {
+    /// Points are fixed.
+    Strong,
+    /// Points are multiplied by `0.5 + strictness/100` (1.0 at the default 50).
+    Weak,
+    /// Negative points, never scaled: evidence the transaction is genuine.
+    Mitigation,
+    /// Blocklist or confirmed fraud: fixed points and level 2 (Failed).
+    HardRule,
+}
+
+impl SignalKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignalKind::Strong => "strong",
+            SignalKind::Weak => "weak",
+            SignalKind::Mitigation => "mitigation",
+            SignalKind::HardRule => "hard rule",
+        }
+    }
+}
+
+/// One row of the signal table.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SignalInfo {
+    pub code: &'static str,
+    pub kind: SignalKind,
+    /// Points at strictness 50, one per grade, mildest first.
+    pub points: &'static [f64],
+    /// One line: what fires it, with its thresholds.
+    pub description: &'static str,
+}
+
+/// Why one signal fired, for the response.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reason {
+    pub code: &'static str,
+    /// Points after strictness scaling, rounded to 2 decimals.
+    pub points: f64,
+    pub detail: String,
+}
+
+pub const VPN_OR_PROXY: SignalInfo = SignalInfo {
+    code: "VPN_OR_PROXY",
+    kind: SignalKind::Strong,
+    points: &[15.0, 18.0],
+    description: "isVPN or proxyOrVPN is true (18 when both say so)",
+};
+pub const IP_COUNTRY_MISMATCH: SignalInfo = SignalInfo {
+    code: "IP_COUNTRY_MISMATCH",
+    kind: SignalKind::Strong,
+    points: &[15.0],
+    description:
+        "the IP address's country differs from the billing (else shipping) address's country",
+};
+pub const DISPOSABLE_EMAIL: SignalInfo = SignalInfo {
+    code: "DISPOSABLE_EMAIL",
+    kind: SignalKind::Strong,
+    points: &[20.0],
+    description: "the e-mail's domain is a disposable-address service (mailchecker list)",
+};
+pub const NEW_ACCOUNT: SignalInfo = SignalInfo {
+    code: "NEW_ACCOUNT",
+    kind: SignalKind::Strong,
+    points: &[8.0, 15.0, 25.0],
+    description: "accountAge under 30 days (8), under 7 (15), under 1 (25)",
+};
+pub const HIGH_AMOUNT: SignalInfo = SignalInfo {
+    code: "HIGH_AMOUNT",
+    kind: SignalKind::Strong,
+    points: &[5.0, 12.0, 20.0, 30.0],
+    description: "amount at least 1,000 (5), 5,000 (12), 10,000 (20), 50,000 (30)",
+};
+pub const AMOUNT_ABOVE_HISTORY: SignalInfo = SignalInfo {
+    code: "AMOUNT_ABOVE_HISTORY",
+    kind: SignalKind::Strong,
+    points: &[8.0, 15.0, 25.0],
+    description: "with 3+ earlier amounts: above the customer's maximum, z-score at least 2 (when they vary), and at least 2x (8), 5x (15), 10x (25) their mean",
+};
+pub const EMAIL_VELOCITY: SignalInfo = SignalInfo {
+    code: "EMAIL_VELOCITY",
+    kind: SignalKind::Strong,
+    points: &[8.0, 15.0, 25.0],
+    description:
+        "earlier transactions with this e-mail: 3/5/10 in the last hour or 10/20/50 in the last day",
+};
+pub const DEVICE_VELOCITY: SignalInfo = SignalInfo {
+    code: "DEVICE_VELOCITY",
+    kind: SignalKind::Strong,
+    points: &[8.0, 15.0, 25.0],
+    description:
+        "earlier transactions with this device: 3/5/10 in the last hour or 10/20/50 in the last day",
+};
+pub const IP_VELOCITY: SignalInfo = SignalInfo {
+    code: "IP_VELOCITY",
+    kind: SignalKind::Strong,
+    points: &[6.0, 12.0, 20.0],
+    description: "earlier transactions from this IP address: 5/10/20 in the last hour or 20/50/100 in the last day",
+};
+pub const CARD_VELOCITY: SignalInfo = SignalInfo {
+    code: "CARD_VELOCITY",
+    kind: SignalKind::Strong,
+    points: &[10.0, 18.0, 28.0],
+    description: "earlier transactions with this card identity: 3/5/10 in the last hour or 6/12/25 in the last day",
+};
+pub const DEVICE_SHARED: SignalInfo = SignalInfo {
+    code: "DEVICE_SHARED",
+    kind: SignalKind::Strong,
+    points: &[8.0, 16.0, 25.0],
+    description: "other e-mails seen on this device in the last 24 h: 2 (8), 4 (16), 10 (25)",
+};
+pub const IP_SHARED: SignalInfo = SignalInfo {
+    code: "IP_SHARED",
+    kind: SignalKind::Strong,
+    points: &[5.0, 12.0, 20.0],
+    description:
+        "other e-mails seen from this IP address in the last 24 h: 3 (5), 10 (12), 30 (20)",
+};
+pub const ADDRESS_MISMATCH: SignalInfo = SignalInfo {
+    code: "ADDRESS_MISMATCH",
+    kind: SignalKind::Weak,
+    points: &[10.0],
+    description: "addressMismatch is true, or billing and shipping addresses differ (ignoring case, spacing, punctuation)",
+};
+pub const EMAIL_DOMAIN_MISMATCH: SignalInfo = SignalInfo {
+    code: "EMAIL_DOMAIN_MISMATCH",
+    kind: SignalKind::Weak,
+    points: &[8.0],
+    description: "emailDomain is neither the e-mail's domain nor a parent of it",
+};
+pub const EMAIL_MISMATCH: SignalInfo = SignalInfo {
+    code: "EMAIL_MISMATCH",
+    kind: SignalKind::Weak,
+    points: &[6.0],
+    description: "customerEmail differs from the registered email (form A)",
+};
+pub const HIGH_FREQUENCY: SignalInfo = SignalInfo {
+    code: "HIGH_FREQUENCY",
+    kind: SignalKind::Weak,
+    points: &[5.0, 10.0, 15.0],
+    description:
+        "transactionFrequency (as reported by the client) at least 5 (5), 10 (10), 20 (15)",
+};
+pub const UNUSUAL_QUANTITY: SignalInfo = SignalInfo {
+    code: "UNUSUAL_QUANTITY",
+    kind: SignalKind::Weak,
+    points: &[4.0, 8.0, 12.0],
+    description: "orderQuantity at least 10 (4), 50 (8), 200 (12)",
+};
+pub const NIGHT_TIME: SignalInfo = SignalInfo {
+    code: "NIGHT_TIME",
+    kind: SignalKind::Weak,
+    points: &[5.0],
+    description: "time between 00:00 and 05:59 as written (form A: local; Z: UTC; offset: that offset's clock)",
+};
+pub const TWO_FACTOR_AUTH: SignalInfo = SignalInfo {
+    code: "TWO_FACTOR_AUTH",
+    kind: SignalKind::Mitigation,
+    points: &[-10.0],
+    description: "twoFactorAuth is true",
+};
+pub const ESTABLISHED_ACCOUNT: SignalInfo = SignalInfo {
+    code: "ESTABLISHED_ACCOUNT",
+    kind: SignalKind::Mitigation,
+    points: &[-10.0],
+    description: "accountAge at least 365 days",
+};
+pub const BLOCKLISTED: SignalInfo = SignalInfo {
+    code: "BLOCKLISTED",
+    kind: SignalKind::HardRule,
+    points: &[100.0],
+    description:
+        "an e-mail, device, IP address or card identity of the request is on the blocklist",
+};
+pub const CONFIRMED_FRAUD: SignalInfo = SignalInfo {
+    code: "CONFIRMED_FRAUD",
+    kind: SignalKind::HardRule,
+    points: &[100.0],
+    description: "an identity of the request was in a transaction confirmed as fraud",
+};
+
+/// Every reason code, strongest kinds first.
+pub const SIGNALS: &[SignalInfo] = &[
+    BLOCKLISTED,
+    CONFIRMED_FRAUD,
+    VPN_OR_PROXY,
+    IP_COUNTRY_MISMATCH,
+    DISPOSABLE_EMAIL,
+    NEW_ACCOUNT,
+    HIGH_AMOUNT,
+    AMOUNT_ABOVE_HISTORY,
+    EMAIL_VELOCITY,
+    DEVICE_VELOCITY,
+    IP_VELOCITY,
+    CARD_VELOCITY,
+    DEVICE_SHARED,
+    IP_SHARED,
+    ADDRESS_MISMATCH,
+    EMAIL_DOMAIN_MISMATCH,
+    EMAIL_MISMATCH,
+    HIGH_FREQUENCY,
+    UNUSUAL_QUANTITY,
+    NIGHT_TIME,
+    TWO_FACTOR_AUTH,
+    ESTABLISHED_ACCOUNT,
+];
+
+/// [`SIGNALS`] as a Markdown table (code, points at strictness 50, kind, description),
+/// for the README.
+pub fn signals_markdown() -> String {
+    let mut out = String::from(
+        "| code | points at strictness 50 | kind | description |\n|---|---|---|---|\n",
+    );
+    for s in SIGNALS {
+        let points: Vec<String> = s.points.iter().map(|p| format!("{p}")).collect();
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            s.code,
+            points.join(" / "),
+            s.kind.as_str(),
+            s.description
+        ));
+    }
+    out
+}
+
+/// Looks up a signal by code.
+pub fn signal(code: &str) -> Option<&'static SignalInfo> {
+    SIGNALS.iter().find(|s| s.code == code)
+}
+
+/// Thresholds, mildest first, matching each signal's `points` grades.
+const HIGH_AMOUNT_AT: [f64; 4] = [1_000.0, 5_000.0, 10_000.0, 50_000.0];
+const HISTORY_RATIO_AT: [f64; 3] = [2.0, 5.0, 10.0];
+const HISTORY_MIN_COUNT: u32 = 3;
+const HISTORY_MIN_Z: f64 = 2.0;
+/// `accountAge` below these many days.
+const NEW_ACCOUNT_BELOW: [f64; 3] = [30.0, 7.0, 1.0];
+const ESTABLISHED_DAYS: u32 = 365;
+const FREQUENCY_AT: [f64; 3] = [5.0, 10.0, 20.0];
+const QUANTITY_AT: [f64; 3] = [10.0, 50.0, 200.0];
+const NIGHT_END_HOUR: u8 = 6;
+/// A velocity signal: its thresholds on the last-hour and last-day counts.
+struct Velocity {
+    info: &'static SignalInfo,
+    hour_at: [f64; 3],
+    day_at: [f64; 3],
+    /// "... in the last hour" phrase.
+    what: &'static str,
+}
+const VELOCITIES: [Velocity; 4] = [
+    Velocity {
+        info: &EMAIL_VELOCITY,
+        hour_at: [3.0, 5.0, 10.0],
+        day_at: [10.0, 20.0, 50.0],
+        what: "with this e-mail",
+    },
+    Velocity {
+        info: &DEVICE_VELOCITY,
+        hour_at: [3.0, 5.0, 10.0],
+        day_at: [10.0, 20.0, 50.0],
+        what: "from this device",
+    },
+    Velocity {
+        info: &IP_VELOCITY,
+        hour_at: [5.0, 10.0, 20.0],
+        day_at: [20.0, 50.0, 100.0],
+        what: "from this IP address",
+    },
+    Velocity {
+        info: &CARD_VELOCITY,
+        hour_at: [3.0, 5.0, 10.0],
+        day_at: [6.0, 12.0, 25.0],
+        what: "with this card",
+    },
+];
+const DEVICE_SHARED_AT: [f64; 3] = [2.0, 4.0, 10.0];
+const IP_SHARED_AT: [f64; 3] = [3.0, 10.0, 30.0];
+
+/// Highest grade whose threshold `v` reaches (`at` ascending).
+fn grade_at_least(v: f64, at: &[f64]) -> Option<usize> {
+    at.iter().rposition(|t| v >= *t)
+}
+
+/// Highest grade whose threshold `v` is under (`at` descending).
+fn grade_below(v: f64, at: &[f64]) -> Option<usize> {
+    at.iter().rposition(|t| v < *t)
+}
+
+/// Disposable-address domains from `mailchecker`, sorted once for binary search.
+///
+/// Why not `mailchecker::is_valid`: it scans its ~56,000-entry list linearly for every
+/// suffix and allocates per call (hundreds of microseconds, our whole budget is 50), and
+/// it also says "invalid" for e-mails its strict syntax check dislikes, which are not
+/// disposable. The list is the same.
+fn disposable_domains() -> &'static [&'static str] {
+    static LIST: OnceLock<Vec<&'static str>> = OnceLock::new();
+    LIST.get_or_init(|| {
+        let mut v = mailchecker::blacklist();
+        v.sort_unstable();
+        v.dedup();
+        v
+    })
+}
+
+/// Whether the domain of `email`, or any parent domain below the TLD, is disposable.
+pub fn is_disposable_email(email: &str) -> bool {
+    let Some((_, domain)) = email.rsplit_once('@') else {
+        return false;
+    };
+    let list = disposable_domains();
+    let mut candidate = domain;
+    // "a.b.example.com", "b.example.com", "example.com"; never the bare TLD.
+    while let Some((_, parent)) = candidate.split_once('.') {
+        if list.binary_search(&candidate).is_ok() {
+            return true;
+        }
+        candidate = parent;
+    }
+    false
+}
+
+/// Whether `domain` is `given` or a subdomain of it.
+fn domain_matches(domain: &str, given: &str) -> bool {
+    domain == given
+        || (domain.len() > given.len()
+            && domain.ends_with(given)
+            && domain.as_bytes().get(domain.len() - given.len() - 1) == Some(&b'.'))
+}
+
+/// `1234.5` → `"1,234.50"`.
+pub(crate) fn money(v: f64) -> String {
+    if !v.is_finite() || v < 0.0 {
+        return format!("{v:.2}");
+    }
+    let cents = (v * 100.0).round() as u64;
+    let whole = (cents / 100).to_string();
+    let mut out = String::with_capacity(whole.len() + whole.len() / 3 + 3);
+    for (i, c) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out.push_str(&format!(".{:02}", cents % 100));
+    out
+}
+
+fn plural(n: u32, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+/// Reasons fired so far and their total, with strictness applied.
+pub(crate) struct Collector {
+    /// `0.5 + strictness/100`.
+    pub weak_weight: f64,
+    pub total: f64,
+    pub reasons: Vec<Reason>,
+}
+
+impl Collector {
+    pub fn new(weak_weight: f64) -> Self {
+        Collector {
+            weak_weight,
+            total: 0.0,
+            reasons: Vec::with_capacity(8),
+        }
+    }
+
+    fn fire(&mut self, info: &'static SignalInfo, grade: usize, detail: String) {
+        let Some(base) = info.points.get(grade).or(info.points.last()).copied() else {
+            return;
+        };
+        let points = match info.kind {
+            SignalKind::Weak => base * self.weak_weight,
+            SignalKind::Strong | SignalKind::Mitigation | SignalKind::HardRule => base,
+        };
+        self.total += points;
+        self.reasons.push(Reason {
+            code: info.code,
+            points: (points * 100.0).round() / 100.0,
+            detail,
+        });
+    }
+}
+
+/// Intermediate values worth recording with the assessment.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Features {
+    pub address_country: Option<[u8; 2]>,
+    pub addresses_differ: Option<bool>,
+    pub disposable_email: Option<bool>,
+    pub email_domain_matches: Option<bool>,
+    pub hour: Option<u8>,
+    pub amount_ratio_to_mean: Option<f64>,
+    pub amount_z: Option<f64>,
+}
+
+/// Runs every signal over the request and its history.
+pub(crate) fn evaluate(
+    req: &Request,
+    hist: &History,
+    ip_country: Option<[u8; 2]>,
+    out: &mut Collector,
+) -> Features {
+    let mut f = Features::default();
+    hard_rules(hist, out);
+    vpn(req, out);
+    f.address_country = ip_mismatch(req, ip_country, out);
+    email(req, out, &mut f);
+    account(req, out);
+    amount(req, hist, out, &mut f);
+    velocity(hist, out);
+    addresses(req, out, &mut f);
+    client_counts(req, out);
+    night(req, out, &mut f);
+    if req.two_factor_auth == Some(true) {
+        out.fire(
+            &TWO_FACTOR_AUTH,
+            0,
+            "two-factor authentication was used".into(),
+        );
+    }
+    f
+}
+
+fn hard_rules(hist: &History, out: &mut Collector) {
+    for (source, info, what) in [
+        (HardRuleSource::Blocklist, &BLOCKLISTED, "on the blocklist"),
+        (
+            HardRuleSource::ConfirmedFraud,
+            &CONFIRMED_FRAUD,
+            "linked to confirmed fraud",
+        ),
+    ] {
+        let mut detail = String::new();
+        for rule in hist.hard_rules.iter().filter(|r| r.source == source) {
+            if !detail.is_empty() {
+                detail.push_str("; ");
+            }
+            detail.push_str("the ");
+            detail.push_str(rule.identity.describe());
+            detail.push_str(" is ");
+            detail.push_str(what);
+            if !rule.detail.is_empty() {
+                detail.push_str(" (");
+                detail.push_str(&rule.detail);
+                detail.push(')');
+            }
+        }
+        if !detail.is_empty() {
+            out.fire(info, 0, detail);
+        }
+    }
+}
+
+fn vpn(req: &Request, out: &mut Collector) {
+    match (req.is_vpn == Some(true), req.proxy_or_vpn == Some(true)) {
+        (true, true) => out.fire(
+            &VPN_OR_PROXY,
+            1,
+            "both isVPN and proxyOrVPN report a VPN or proxy".into(),
+        ),
+        (true, false) => out.fire(&VPN_OR_PROXY, 0, "isVPN reports a VPN".into()),
+        (false, true) => out.fire(&VPN_OR_PROXY, 0, "proxyOrVPN reports a VPN or proxy".into()),
+        (false, false) => {}
+    }
+}
+
+/// The code as text (only ASCII letters reach here).
+fn code_str(c: &[u8; 2]) -> &str {
+    std::str::from_utf8(c).unwrap_or("??")
+}
+
+fn ip_mismatch(req: &Request, ip_country: Option<[u8; 2]>, out: &mut Collector) -> Option<[u8; 2]> {
+    let (which, addr_country) = match req.billing_address.as_deref().and_then(address_country) {
+        Some(c) => ("billing", Some(c)),
+        None => (
+            "shipping",
+            req.shipping_address.as_deref().and_then(address_country),
+        ),
+    };
+    if let (Some(ip), Some(addr)) = (ip_country, addr_country) {
+        if ip != addr {
+            out.fire(
+                &IP_COUNTRY_MISMATCH,
+                0,
+                format!(
+                    "the IP address is in {}, the {which} address in {}",
+                    code_str(&ip),
+                    code_str(&addr)
+                ),
+            );
+        }
+    }
+    addr_country
+}
+
+fn email(req: &Request, out: &mut Collector, f: &mut Features) {
+    if let Some(email) = &req.email {
+        let disposable = is_disposable_email(email)
+            || req
+                .registered_email
+                .as_deref()
+                .is_some_and(is_disposable_email);
+        f.disposable_email = Some(disposable);
+        if disposable {
+            out.fire(
+                &DISPOSABLE_EMAIL,
+                0,
+                "the e-mail address is at a disposable-address service".into(),
+            );
+        }
+        if let (Some(given), Some((_, domain))) = (&req.email_domain, email.rsplit_once('@')) {
+            let matches = domain_matches(domain, given);
+            f.email_domain_matches = Some(matches);
+            if !matches {
+                out.fire(
+                    &EMAIL_DOMAIN_MISMATCH,
+                    0,
+                    "emailDomain does not match the e-mail address's domain".into(),
+                );
+            }
+        }
+    }
+    if req.registered_email.is_some() {
+        out.fire(
+            &EMAIL_MISMATCH,
+            0,
+            "customerEmail differs from the registered e-mail".into(),
+        );
+    }
+}
+
+fn account(req: &Request, out: &mut Collector) {
+    let Some(days) = req.account_age_days else {
+        return;
+    };
+    if let Some(g) = grade_below(f64::from(days), &NEW_ACCOUNT_BELOW) {
+        out.fire(
+            &NEW_ACCOUNT,
+            g,
+            format!("the account is {} old", plural(days, "day", "days")),
+        );
+    }
+    if days >= ESTABLISHED_DAYS {
+        out.fire(
+            &ESTABLISHED_ACCOUNT,
+            0,
+            format!("the account is {days} days old"),
+        );
+    }
+}
+
+fn amount(req: &Request, hist: &History, out: &mut Collector, f: &mut Features) {
+    let Some(amount) = req.amount else {
+        return;
+    };
+    if let Some(g) = grade_at_least(amount, &HIGH_AMOUNT_AT) {
+        let at = HIGH_AMOUNT_AT.get(g).copied().unwrap_or(0.0);
+        out.fire(
+            &HIGH_AMOUNT,
+            g,
+            format!("amount {} is at least {}", money(amount), money(at)),
+        );
+    }
+    let s = hist.customer_amounts;
+    if s.count < HISTORY_MIN_COUNT || !s.mean.is_finite() || s.mean <= 0.0 {
+        return;
+    }
+    let ratio = amount / s.mean;
+    f.amount_ratio_to_mean = Some(ratio);
+    let z = if s.stddev > 0.0 && s.stddev.is_finite() {
+        let z = (amount - s.mean) / s.stddev;
+        f.amount_z = Some(z);
+        z
+    } else {
+        f64::INFINITY
+    };
+    if amount <= s.max || z < HISTORY_MIN_Z {
+        return;
+    }
+    if let Some(g) = grade_at_least(ratio, &HISTORY_RATIO_AT) {
+        out.fire(
+            &AMOUNT_ABOVE_HISTORY,
+            g,
+            format!(
+                "amount {} is {:.1}x this customer's average of {} (highest before: {}, {} earlier)",
+                money(amount),
+                ratio,
+                money(s.mean),
+                money(s.max),
+                s.count
+            ),
+        );
+    }
+}
+
+fn velocity(hist: &History, out: &mut Collector) {
+    let windows = [hist.email, hist.device, hist.ip, hist.card];
+    for (v, w) in VELOCITIES.iter().zip(windows) {
+        let g = grade_at_least(f64::from(w.last_hour), &v.hour_at)
+            .max(grade_at_least(f64::from(w.last_day), &v.day_at));
+        if let Some(g) = g {
+            out.fire(
+                v.info,
+                g,
+                format!(
+                    "{} {} in the last hour, {} in the last 24 h",
+                    plural(w.last_hour, "earlier transaction", "earlier transactions"),
+                    v.what,
+                    w.last_day
+                ),
+            );
+        }
+    }
+    for (info, n, at, what) in [
+        (
+            &DEVICE_SHARED,
+            hist.device_distinct_emails_day,
+            &DEVICE_SHARED_AT,
+            "this device",
+        ),
+        (
+            &IP_SHARED,
+            hist.ip_distinct_emails_day,
+            &IP_SHARED_AT,
+            "this IP address",
+        ),
+    ] {
+        if let Some(g) = grade_at_least(f64::from(n), at) {
+            out.fire(
+                info,
+                g,
+                format!("{n} other e-mails used {what} in the last 24 h"),
+            );
+        }
+    }
+}
+
+fn addresses(req: &Request, out: &mut Collector, f: &mut Features) {
+    let differ = match (&req.billing_address, &req.shipping_address) {
+        (Some(b), Some(s)) => Some(!normalized_chars(b).eq(normalized_chars(s))),
+        _ => None,
+    };
+    f.addresses_differ = differ;
+    let flagged = req.address_mismatch == Some(true);
+    let detail = match (flagged, differ == Some(true)) {
+        (true, true) => "billing and shipping addresses differ (also reported by the client)",
+        (true, false) => "the client reports a billing/shipping address mismatch",
+        (false, true) => "billing and shipping addresses differ",
+        (false, false) => return,
+    };
+    out.fire(&ADDRESS_MISMATCH, 0, detail.into());
+}
+
+fn client_counts(req: &Request, out: &mut Collector) {
+    if let Some(n) = req.transaction_frequency {
+        if let Some(g) = grade_at_least(f64::from(n), &FREQUENCY_AT) {
+            out.fire(&HIGH_FREQUENCY, g, format!("transactionFrequency is {n}"));
+        }
+    }
+    if let Some(n) = req.order_quantity {
+        if let Some(g) = grade_at_least(f64::from(n), &QUANTITY_AT) {
+            out.fire(&UNUSUAL_QUANTITY, g, format!("order quantity {n}"));
+        }
+    }
+}
+
+fn night(req: &Request, out: &mut Collector, f: &mut Features) {
+    let Some(t) = req.time else {
+        return;
+    };
+    let hour = t.hour();
+    f.hour = Some(hour);
+    if hour < NIGHT_END_HOUR {
+        let dt = t.datetime();
+        out.fire(
+            &NIGHT_TIME,
+            0,
+            format!(
+                "placed at {:02}:{:02}, between 00:00 and 05:59",
+                dt.hour(),
+                dt.minute()
+            ),
+        );
+    }
+}

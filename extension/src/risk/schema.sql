@@ -1,0 +1,140 @@
+-- Transaction risk: every assessment, the feedback on it, identities with
+-- confirmed fraud, and the blocklist.
+--
+-- vigil.risk_score (Rust, SECURITY DEFINER) reads the history through the
+-- per-identity indexes and records the assessment in the same transaction; the
+-- application role reaches these tables only through the functions here.
+
+CREATE TABLE vigil.transactions (
+    id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    received_at timestamptz NOT NULL DEFAULT now(),
+    api_key_id  bigint REFERENCES vigil.api_keys (id) ON DELETE SET NULL,
+    request     jsonb NOT NULL,             -- normalised: one shape for forms A and B
+    features    jsonb NOT NULL,             -- what the signals were computed from
+    score       real NOT NULL CHECK (score BETWEEN 0 AND 100),
+    level       smallint NOT NULL CHECK (level BETWEEN 0 AND 7),
+    result      text NOT NULL CHECK (result IN ('Passed', 'Review', 'Failed')),
+    confidence  text NOT NULL CHECK (confidence IN ('Low', 'Medium', 'High')),
+    reasons     jsonb NOT NULL,             -- [{"code","points","detail"}]
+    -- Identities, normalised as the history and the hard rules look them up.
+    email       text,
+    device      text,
+    ip          text,
+    card        text,
+    amount      double precision
+);
+-- Velocity and reuse: "this identity in the last hour / day" is one index range.
+CREATE INDEX transactions_email ON vigil.transactions (email, received_at) WHERE email IS NOT NULL;
+CREATE INDEX transactions_device ON vigil.transactions (device, received_at) WHERE device IS NOT NULL;
+CREATE INDEX transactions_ip ON vigil.transactions (ip, received_at) WHERE ip IS NOT NULL;
+CREATE INDEX transactions_card ON vigil.transactions (card, received_at) WHERE card IS NOT NULL;
+-- Analysis by day: rows arrive in time order, so a BRIN index is tiny and enough.
+CREATE INDEX transactions_received ON vigil.transactions USING brin (received_at);
+
+CREATE TABLE vigil.feedback (
+    id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    transaction_id uuid NOT NULL REFERENCES vigil.transactions (id) ON DELETE CASCADE,
+    label          text NOT NULL CHECK (label IN ('fraud', 'legit', 'chargeback')),
+    note           text CHECK (length(note) <= 1000),
+    created_at     timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX ON vigil.feedback (transaction_id, created_at);
+
+-- Identities of transactions labelled fraud or chargeback: hard rules (level 2)
+-- for later transactions, until a later `legit` label on that transaction.
+CREATE TABLE vigil.fraud_identities (
+    kind           text NOT NULL CHECK (kind IN ('email', 'device', 'ip', 'card')),
+    value          text NOT NULL,
+    transaction_id uuid NOT NULL REFERENCES vigil.transactions (id) ON DELETE CASCADE,
+    created_at     timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (kind, value, transaction_id)
+);
+CREATE INDEX ON vigil.fraud_identities (transaction_id);
+
+CREATE TABLE vigil.blocklist (
+    kind       text NOT NULL CHECK (kind IN ('email', 'device', 'ip', 'card')),
+    value      text NOT NULL CHECK (length(value) BETWEEN 1 AND 1000),
+    reason     text CHECK (length(reason) <= 1000),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    expires_at timestamptz,
+    PRIMARY KEY (kind, value)
+);
+
+REVOKE ALL ON vigil.transactions, vigil.feedback, vigil.fraud_identities, vigil.blocklist FROM PUBLIC;
+
+-- The latest label of each transaction.
+CREATE VIEW vigil.transaction_labels AS
+SELECT DISTINCT ON (transaction_id) transaction_id, label, note, created_at
+FROM vigil.feedback
+ORDER BY transaction_id, created_at DESC, id DESC;
+
+-- Records a label for a transaction; `fraud` and `chargeback` make its
+-- identities hard rules, `legit` withdraws them. Returns the transaction's
+-- identities as they now stand.
+CREATE FUNCTION vigil.transaction_feedback(transaction_id uuid, label text, note text DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
+AS $$
+DECLARE
+    t vigil.transactions;
+BEGIN
+    IF label IS NULL OR label NOT IN ('fraud', 'legit', 'chargeback') THEN
+        RAISE EXCEPTION 'label must be fraud, legit or chargeback'
+            USING ERRCODE = 'invalid_parameter_value', COLUMN = 'label';
+    END IF;
+    IF length(note) > 1000 THEN
+        RAISE EXCEPTION 'note must be at most 1000 characters'
+            USING ERRCODE = 'invalid_parameter_value', COLUMN = 'note';
+    END IF;
+    SELECT * INTO t FROM vigil.transactions x WHERE x.id = transaction_feedback.transaction_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no transaction %', transaction_feedback.transaction_id
+            USING ERRCODE = 'no_data_found', COLUMN = 'transactionId';
+    END IF;
+    INSERT INTO vigil.feedback (transaction_id, label, note) VALUES (t.id, label, note);
+    IF label = 'legit' THEN
+        DELETE FROM vigil.fraud_identities f WHERE f.transaction_id = t.id;
+    ELSE
+        INSERT INTO vigil.fraud_identities (kind, value, transaction_id)
+        SELECT i.kind, i.value, t.id
+        FROM (VALUES ('email', t.email), ('device', t.device), ('ip', t.ip), ('card', t.card)) AS i (kind, value)
+        WHERE i.value IS NOT NULL
+        ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN jsonb_build_object('transactionId', t.id, 'label', label,
+                              'hardRules', CASE WHEN label = 'legit' THEN '[]'::jsonb ELSE
+                                  (SELECT coalesce(jsonb_agg(f.kind ORDER BY f.kind), '[]') FROM vigil.fraud_identities f
+                                   WHERE f.transaction_id = t.id) END);
+END
+$$;
+
+-- Admin: the blocklist. Values are normalised as the history normalises them
+-- (vigil._identity), so 'Bob@Example.com ' blocks bob@example.com.
+CREATE FUNCTION vigil.blocklist_add(kind text, value text, reason text DEFAULT NULL, expires_at timestamptz DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
+AS $$
+DECLARE
+    normalised text := vigil._identity(kind, value);
+BEGIN
+    INSERT INTO vigil.blocklist AS b (kind, value, reason, expires_at)
+    VALUES (kind, normalised, reason, expires_at)
+    ON CONFLICT ON CONSTRAINT blocklist_pkey
+    DO UPDATE SET reason = excluded.reason, expires_at = excluded.expires_at;
+    RETURN normalised;
+END
+$$;
+
+CREATE FUNCTION vigil.blocklist_remove(kind text, value text) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
+AS $$
+BEGIN
+    DELETE FROM vigil.blocklist b WHERE b.kind = blocklist_remove.kind AND b.value = vigil._identity(blocklist_remove.kind, blocklist_remove.value);
+    RETURN FOUND;
+END
+$$;
+
+REVOKE EXECUTE ON FUNCTION
+    vigil.transaction_feedback(uuid, text, text),
+    vigil.blocklist_add(text, text, text, timestamptz), vigil.blocklist_remove(text, text)
+FROM PUBLIC;
