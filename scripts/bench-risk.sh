@@ -25,7 +25,11 @@ if ! command -v wrk >/dev/null; then
     "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk >/dev/null
 fi
 
-cluster="$("$VIGIL_ROOT/scripts/pg-cluster.sh" up "$dir" "$port")"
+# A cluster made by an older build of the extension is remade (its data is synthetic).
+cluster="$("$VIGIL_ROOT/scripts/pg-cluster.sh" up "$dir" "$port")" || {
+    "$VIGIL_ROOT/scripts/pg-cluster.sh" remove "$dir"
+    cluster="$("$VIGIL_ROOT/scripts/pg-cluster.sh" up "$dir" "$port")"
+}
 database_url="$(sed -n 's/^DATABASE_URL=//p' <<<"$cluster")"
 export VIGIL_ADMIN_DATABASE_URL="$(sed -n 's/^ADMIN_DATABASE_URL=//p' <<<"$cluster")"
 psql() { "$VIGIL_ROOT/scripts/pg-cluster.sh" psql "$dir" -X -q -At "$@"; }
