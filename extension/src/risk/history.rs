@@ -2,9 +2,10 @@
 //! each assessment.
 //!
 //! Both statements are prepared once per backend. The history is one query
-//! whose parts are each an index range: the identity's rows in the last day
-//! (`transactions_<identity>` indexes), this customer's last 100 amounts, and the
-//! hard rules (blocklist and confirmed-fraud primary keys).
+//! whose parts are each an index range: each identity's rows in the last day
+//! (`transactions_<identity>` indexes; for devices and IPs the same range also
+//! counts the other e-mails), this customer's last 100 amounts, and the hard
+//! rules (blocklist and confirmed-fraud primary keys).
 
 use std::cell::RefCell;
 
@@ -21,16 +22,14 @@ const HISTORY: &str = "
 SELECT
   (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'), count(*)]
      FROM vigil.transactions WHERE email = $1 AND received_at > now() - interval '1 day'),
-  (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'), count(*)]
+  (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'), count(*),
+                count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1)]
      FROM vigil.transactions WHERE device = $2 AND received_at > now() - interval '1 day'),
-  (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'), count(*)]
+  (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'), count(*),
+                count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1)]
      FROM vigil.transactions WHERE ip = $3 AND received_at > now() - interval '1 day'),
   (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'), count(*)]
      FROM vigil.transactions WHERE card = $4 AND received_at > now() - interval '1 day'),
-  (SELECT count(DISTINCT email) FROM vigil.transactions
-     WHERE device = $2 AND received_at > now() - interval '1 day' AND email IS DISTINCT FROM $1),
-  (SELECT count(DISTINCT email) FROM vigil.transactions
-     WHERE ip = $3 AND received_at > now() - interval '1 day' AND email IS DISTINCT FROM $1),
   (SELECT ARRAY[count(amount), coalesce(avg(amount), 0), coalesce(stddev_samp(amount), 0),
                 coalesce(max(amount), 0)]::float8[]
      FROM (SELECT amount FROM vigil.transactions
@@ -78,22 +77,24 @@ pub fn load(ids: &Identities) -> History {
             let row = client
                 .select(statement, Some(1), &identity_args(ids))?
                 .first();
-            let window = |i: usize| -> Result<Window, pgrx::spi::Error> {
-                let counts: Vec<i64> = row.get(i)?.unwrap_or_default();
-                Ok(Window {
-                    last_hour: count(counts.first()),
-                    last_day: count(counts.get(1)),
-                })
+            // [last hour, last day(, other e-mails in the last day)] per identity.
+            let counts = |i: usize| -> Result<Vec<i64>, pgrx::spi::Error> {
+                Ok(row.get(i)?.unwrap_or_default())
             };
-            let amounts: Vec<f64> = row.get(7)?.unwrap_or_default();
-            let rules: Vec<String> = row.get(8)?.unwrap_or_default();
+            let window = |c: &[i64]| Window {
+                last_hour: count(c.first()),
+                last_day: count(c.get(1)),
+            };
+            let (email, device, ip, card) = (counts(1)?, counts(2)?, counts(3)?, counts(4)?);
+            let amounts: Vec<f64> = row.get(5)?.unwrap_or_default();
+            let rules: Vec<String> = row.get(6)?.unwrap_or_default();
             Ok(History {
-                email: window(1)?,
-                device: window(2)?,
-                ip: window(3)?,
-                card: window(4)?,
-                device_distinct_emails_day: count(row.get::<i64>(5)?.as_ref()),
-                ip_distinct_emails_day: count(row.get::<i64>(6)?.as_ref()),
+                email: window(&email),
+                device: window(&device),
+                ip: window(&ip),
+                card: window(&card),
+                device_distinct_emails_day: count(device.get(2)),
+                ip_distinct_emails_day: count(ip.get(2)),
                 customer_amounts: AmountStats {
                     count: amounts.first().map_or(0, |c| *c as u32),
                     mean: amounts.get(1).copied().unwrap_or(0.0),
