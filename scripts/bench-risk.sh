@@ -9,13 +9,15 @@
 #    (the cost of recording alone), measured in the same run.
 # 2. Over HTTP: wrk, 64 connections, BENCH_SECONDS (default 20) per run, on
 #    POST /api/transaction with a different customer per request, against the
-#    baseline of GET /healthz (one database round trip) on the same sidecar.
+#    baseline of GET /healthz (one database round trip) on the same sidecar,
+#    which holds BENCH_POOL (default 8) database connections.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 history="${BENCH_HISTORY:-1000000}"
 fresh="${BENCH_FRESH:-10000}"
 seconds="${BENCH_SECONDS:-20}"
+pool="${BENCH_POOL:-8}"
 port="${BENCH_PG_PORT:-28817}"
 dir="$VIGIL_STATE/bench-risk"
 mkdir -p "$VIGIL_STATE"
@@ -108,7 +110,7 @@ request = function()
 end
 LUA
 "$VIGIL_ROOT/target/release/vigil-sidecar" serve --listen 127.0.0.1:0 --database-url "$database_url" \
-    --pool-size 8 > "$dir/sidecar.out" 2> "$dir/sidecar.log" &
+    --pool-size "$pool" > "$dir/sidecar.out" 2> "$dir/sidecar.log" &
 sidecar=$!
 trap 'kill $sidecar 2>/dev/null || true' EXIT
 for _ in $(seq 50); do grep -q listening "$dir/sidecar.out" && break; sleep 0.1; done

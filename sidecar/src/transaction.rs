@@ -44,11 +44,11 @@ pub async fn assess(
     let (caller, transaction): (ApiCaller, Value) =
         authenticated_body(&state, &db, &headers, ip, &body).await?;
     if let Err(e) = vigil_risk::parse_request(&transaction) {
-        let error = ApiError::new(StatusCode::BAD_REQUEST, "invalid_field", e.message);
+        // Worded as the extension words it: "invalid amount: must be ...".
         return Err(if e.field.is_empty() {
-            error
+            ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", e.message)
         } else {
-            error.with_field(&e.field)
+            ApiError::invalid(&e.field, format!("invalid {}: {}", e.field, e.message))
         });
     }
     let statement = db.prepare_cached("SELECT vigil.risk_score($1, $2)").await?;
