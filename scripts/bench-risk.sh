@@ -7,6 +7,8 @@
 #    BENCH_FRESH (default 10,000) new transactions, against the baseline of
 #    inserting the same rows into a copy of vigil.transactions with its indexes
 #    (the cost of recording alone), measured in the same run.
+#    Then a second session compares 3,000 e-mail-only bodies with the generic
+#    plans risk_score forces against the plan cache left to itself.
 # 2. Over HTTP: wrk, 64 connections, BENCH_SECONDS (default 20) per run, on
 #    POST /api/transaction with a different customer per request, against the
 #    baseline of GET /healthz (one database round trip) on the same sidecar,
@@ -56,7 +58,7 @@ SQL
 fi
 
 step "in-database: $fresh fresh transactions, one backend"
-psql <<SQL > "$dir/db.txt"
+psql <<SQL > "$dir/db.txt" 2>&1
 CREATE TEMP TABLE inputs AS
 SELECT jsonb_build_object(
     'customerEmail', 'user' || (random() * 250000)::int || '@example.com',
@@ -91,7 +93,28 @@ BEGIN
 END
 \$\$;
 SQL
-grep -h RESULT "$dir/db.txt" || true
+grep -h RESULT "$dir/db.txt" | sed 's/^NOTICE: *RESULT //'
+
+step "plan cache: 3,000 e-mail-only bodies, generic plans (as shipped) vs the plan cache left to itself"
+psql <<SQL > "$dir/plans.txt" 2>&1
+CREATE TEMP TABLE minimal AS
+SELECT jsonb_build_object('customerEmail', 'plan' || i || '@example.com', 'amount', 10) AS body
+FROM generate_series(1, 3000) i;
+CREATE FUNCTION pg_temp.rate(label text) RETURNS void LANGUAGE plpgsql AS \$\$
+DECLARE t0 timestamptz := clock_timestamp();
+BEGIN
+    PERFORM vigil.risk_score(body) FROM minimal;
+    RAISE NOTICE 'RESULT %: % per second', label, round(3000 / extract(epoch FROM clock_timestamp() - t0));
+END
+\$\$;
+SELECT pg_temp.rate('generic plans') \g /dev/null
+-- Undone by the ROLLBACK, with the rows it records.
+BEGIN;
+ALTER FUNCTION vigil.risk_score(jsonb, bigint) RESET plan_cache_mode;
+SELECT pg_temp.rate('plan cache left to itself') \g /dev/null
+ROLLBACK;
+SQL
+grep -h RESULT "$dir/plans.txt" | sed 's/^NOTICE: *RESULT //'
 
 step "HTTP: wrk, 64 connections, ${seconds}s each"
 key="$("$VIGIL_ROOT/target/release/vigil-sidecar" keys create --name "bench $(date +%s)" \

@@ -27,6 +27,17 @@ pub extern "C-unwind" fn _PG_init() {
     risk::register_settings();
 }
 
+/// `N` bytes from the server's strong random source (`pg_strong_random`);
+/// an ERROR naming `what` they were for if it fails.
+pub(crate) fn strong_random<const N: usize>(what: &str) -> [u8; N] {
+    let mut bytes = [0u8; N];
+    // SAFETY: the buffer is N bytes long, as passed.
+    if !unsafe { pg_sys::pg_strong_random(bytes.as_mut_ptr().cast(), N) } {
+        error!("could not generate random bytes for {what}");
+    }
+    bytes
+}
+
 /// Hooks for `cargo pgrx test`.
 #[cfg(test)]
 pub mod pg_test {

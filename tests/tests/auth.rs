@@ -96,6 +96,17 @@ fn api_key_failure_modes_have_their_status_and_error() {
         Some(&made_up),
     );
 
+    // Bytes that are not text cannot be a key: unknown, not a database error.
+    let not_text = client()
+        .get(env.url("/api/key"))
+        .header(
+            "x-api-key",
+            reqwest::header::HeaderValue::from_bytes(b"vk_\xff\xfe").unwrap(),
+        )
+        .send()
+        .unwrap();
+    assert_refused(not_text, 401, "unknown_key", Some("x-api-key"), None);
+
     let identity_only = api_key(env, &["--name", "identity only", "--scope", "identity"]);
     assert_refused(
         whoami(env, Some(&identity_only), "?scope=transaction"),

@@ -222,17 +222,6 @@ impl Assessment {
     /// `detail`). Built directly rather than with `json!`, which would serialise the
     /// reasons a second time.
     pub fn to_json(&self, transaction_id: &str) -> Value {
-        let reasons = self
-            .reasons
-            .iter()
-            .map(|r| {
-                let mut m = Map::new();
-                m.insert("code".into(), Value::from(r.code));
-                m.insert("points".into(), Value::from(r.points));
-                m.insert("detail".into(), Value::from(r.detail.as_str()));
-                Value::Object(m)
-            })
-            .collect();
         let mut m = Map::new();
         m.insert("transactionId".into(), Value::from(transaction_id));
         m.insert("RiskScore".into(), Value::from(self.score));
@@ -243,8 +232,23 @@ impl Assessment {
             Value::from(self.confidence.as_str()),
         );
         m.insert("Result".into(), Value::from(self.result.as_str()));
-        m.insert("reasons".into(), Value::Array(reasons));
+        m.insert("reasons".into(), self.reasons_json());
         Value::Object(m)
+    }
+
+    /// `reasons` as the response and the record spell them:
+    /// `[{"code","points","detail"}]`.
+    pub fn reasons_json(&self) -> Value {
+        self.reasons
+            .iter()
+            .map(|r| {
+                let mut m = Map::new();
+                m.insert("code".into(), Value::from(r.code));
+                m.insert("points".into(), Value::from(r.points));
+                m.insert("detail".into(), Value::from(r.detail.as_str()));
+                Value::Object(m)
+            })
+            .collect()
     }
 }
 

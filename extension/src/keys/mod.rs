@@ -66,12 +66,7 @@ fn new_key(
         name!(hash, Vec<u8>),
     ),
 > {
-    let mut random = [0u8; SECRET_BYTES];
-    // SAFETY: the buffer is SECRET_BYTES long, as passed.
-    let ok = unsafe { pg_sys::pg_strong_random(random.as_mut_ptr().cast(), SECRET_BYTES) };
-    if !ok {
-        error!("could not generate random bytes for a key");
-    }
+    let random = crate::strong_random::<SECRET_BYTES>("a key");
     let key = vigil_auth::new_key(kind(kind_name), random);
     TableIterator::once((key.secret, key.prefix, key.hash.to_vec()))
 }

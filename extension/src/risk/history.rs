@@ -134,16 +134,19 @@ fn hard_rule(spelled: &str) -> Option<HardRule> {
     })
 }
 
-/// Inserts the assessment; returns the transaction id it was given.
+/// Inserts the assessment with its `features`; returns the transaction id it
+/// was given (a random version 4 UUID).
 pub fn record(
     api_key_id: Option<i64>,
     request: &Request,
     ids: &Identities,
     assessment: &Assessment,
-) -> String {
-    let id = new_uuid();
-    let response = assessment.to_json("");
-    let text = |key: &str| response[key].as_str().unwrap_or_default().to_owned();
+    features: serde_json::Value,
+) -> pgrx::Uuid {
+    let mut id = crate::strong_random::<16>("a transaction id");
+    id[6] = (id[6] & 0x0f) | 0x40;
+    id[8] = (id[8] & 0x3f) | 0x80;
+    let id = pgrx::Uuid::from_bytes(id);
     let oid = |o: PgBuiltInOids| PgOid::BuiltIn(o);
     let result = Spi::connect_mut(|client| {
         RECORD_PLAN.with(|cell| -> Result<(), pgrx::spi::Error> {
@@ -174,15 +177,15 @@ pub fn record(
             };
             let [email, device, ip, card] = identity_args(ids);
             let args: [DatumWithOid; 14] = [
-                pgrx::Uuid::from_bytes(id).into(),
+                id.into(),
                 api_key_id.into(),
                 JsonB(request.to_json()).into(),
-                JsonB(assessment.features.clone()).into(),
+                JsonB(features).into(),
                 assessment.score.into(),
                 i16::from(assessment.level).into(),
-                text("Result").into(),
-                text("ConfidenceLevel").into(),
-                JsonB(response["reasons"].clone()).into(),
+                assessment.result.as_str().into(),
+                assessment.confidence.as_str().into(),
+                JsonB(assessment.reasons_json()).into(),
                 email,
                 device,
                 ip,
@@ -196,29 +199,5 @@ pub fn record(
     if let Err(e) = result {
         error!("could not record the transaction: {e}");
     }
-    format_uuid(&id)
-}
-
-/// A random (version 4) UUID from the server's strong random source.
-fn new_uuid() -> [u8; 16] {
-    let mut bytes = [0u8; 16];
-    // SAFETY: the buffer is 16 bytes long, as passed.
-    if !unsafe { pg_sys::pg_strong_random(bytes.as_mut_ptr().cast(), bytes.len()) } {
-        error!("could not generate random bytes for a transaction id");
-    }
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    bytes
-}
-
-fn format_uuid(bytes: &[u8; 16]) -> String {
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    id
 }

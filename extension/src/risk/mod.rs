@@ -31,9 +31,11 @@ fn risk_score(body: JsonB, api_key_id: default!(Option<i64>, "NULL")) -> JsonB {
     let identities = request.identities();
     let history = history::load(&identities);
     let ip_country = request.ip_address.and_then(geo::country);
-    let assessment = vigil_risk::assess(&request, &history, ip_country);
-    let id = history::record(api_key_id, &request, &identities, &assessment);
-    JsonB(assessment.to_json(&id))
+    let mut assessment = vigil_risk::assess(&request, &history, ip_country);
+    // The features go to the record only; the response does not carry them.
+    let features = std::mem::take(&mut assessment.features);
+    let id = history::record(api_key_id, &request, &identities, &assessment, features);
+    JsonB(assessment.to_json(&id.to_string()))
 }
 
 /// The identity `value` of `kind` (email, device, ip, card) as the history keys

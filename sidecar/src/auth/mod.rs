@@ -129,14 +129,14 @@ pub async fn check_api_key(
     scope: Option<&str>,
 ) -> Result<ApiCaller, ApiError> {
     limits.refuse_locked_out(ip)?;
-    // A header that is not text cannot be a key; it is checked like any unknown one.
-    let key = match headers.get(API_KEY_HEADER) {
-        None => "",
-        Some(v) => v.to_str().unwrap_or("\u{0}"),
+    let key = match headers.get(API_KEY_HEADER).map(|v| v.to_str()) {
+        None | Some(Ok("")) => {
+            return Err(limits.failed(ip, refusal("missing", Credential::ApiKey)))
+        }
+        Some(Ok(key)) => key,
+        // Not visible ASCII, so no key of ours: unknown, without asking the database.
+        Some(Err(_)) => return Err(limits.failed(ip, refusal("unknown", Credential::ApiKey))),
     };
-    if key.is_empty() {
-        return Err(limits.failed(ip, refusal("missing", Credential::ApiKey)));
-    }
     let statement = db
         .prepare_cached(
             "SELECT key_id, outcome, name, prefix, scopes, to_json(expires_at) #>> '{}', \
