@@ -8,12 +8,15 @@
 //! - [`keys`]: accounts, API keys and user keys, and the per-account isolation
 //!   (row-level security) of vector data.
 //! - [`vectordb`]: named vector databases per account.
+//! - [`hnsw`]: the `vigil_hnsw` index access method and the distance operators
+//!   on `real[]`.
 //! - [`risk`]: `vigil.risk_score(jsonb)`, the transaction risk engine's edge:
 //!   history, recording, feedback and the blocklist.
 
 use pgrx::prelude::*;
 
 pub mod embed;
+pub mod hnsw;
 pub mod keys;
 pub mod risk;
 pub mod vectordb;
@@ -23,6 +26,7 @@ pub mod vectordb;
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     embed::settings::register();
+    hnsw::register();
     keys::register_settings();
     risk::register_settings();
 }

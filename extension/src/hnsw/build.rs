@@ -1,0 +1,341 @@
+//! `CREATE INDEX` and `REINDEX`: read the table, build the graph in memory
+//! with `hnsw_rs` on every core, lay it out and write it page by page.
+//!
+//! The in-memory build holds the vectors twice plus `hnsw_rs`'s graph; its
+//! size is estimated before each row is added
+//! ([`vigil_hnsw::build::estimate_build_memory`]). When the next row would
+//! pass `maintenance_work_mem`, a NOTICE says so, the rows gathered so far
+//! are built and written, and the rest are inserted one at a time through
+//! the pages, as `INSERT` does: slower, but never out of memory.
+//!
+//! Progress shows in `pg_stat_progress_create_index` (phases below, and
+//! tuples done of total while writing and inserting).
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use vigil_hnsw::build::{build, estimate_build_memory, Graph};
+use vigil_hnsw::Params;
+
+use super::page::{self, element_size, neighbour_size, Filler, Meta, Tid, META_BLOCK, PAGE_DATA};
+use super::store::{self, add_item, init_page, write_meta, Locked, Wal};
+use super::{insert, new_params, ops, raise};
+
+const PHASE_LOAD: i64 = 2;
+const PHASE_BUILD: i64 = 3;
+const PHASE_WRITE: i64 = 4;
+const PHASE_INSERT: i64 = 5;
+
+#[pg_guard]
+pub unsafe extern "C-unwind" fn ambuildphasename(phase: i64) -> *mut std::ffi::c_char {
+    let name: &'static std::ffi::CStr = match phase {
+        PHASE_LOAD => c"loading tuples",
+        PHASE_BUILD => c"building graph in memory",
+        PHASE_WRITE => c"writing pages",
+        PHASE_INSERT => c"inserting tuples (maintenance_work_mem exhausted)",
+        _ => return std::ptr::null_mut(),
+    };
+    name.as_ptr() as *mut std::ffi::c_char
+}
+
+fn progress(param: u32, value: i64) {
+    // SAFETY: plain statistics update for the current command.
+    unsafe { pg_sys::pgstat_progress_update_param(param as i32, value) }
+}
+
+/// What the heap scan callback accumulates.
+struct BuildState {
+    index: pg_sys::Relation,
+    params: Params,
+    /// Heap TIDs and vectors of the rows not yet written.
+    rows: Vec<(Tid, Vec<f32>)>,
+    limit: usize,
+    /// False once memory ran out: rows go straight to the pages.
+    in_memory: bool,
+    indexed: f64,
+}
+
+#[pg_guard]
+pub unsafe extern "C-unwind" fn ambuild(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    index_info: *mut pg_sys::IndexInfo,
+) -> *mut pg_sys::IndexBuildResult {
+    if pg_sys::RelationGetNumberOfBlocksInFork(index, pg_sys::ForkNumber::MAIN_FORKNUM) != 0 {
+        error!(
+            "vigil_hnsw: index \"{}\" already contains data",
+            relation_name(index)
+        );
+    }
+    let params = new_params(index);
+    store::create_meta(index, &empty_meta(&params));
+    let mut state = BuildState {
+        index,
+        params,
+        rows: Vec::new(),
+        limit: (pg_sys::maintenance_work_mem as usize).saturating_mul(1024),
+        in_memory: true,
+        indexed: 0.0,
+    };
+    progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_LOAD);
+    let heap_tuples = pg_sys::table_index_build_scan(
+        heap,
+        index,
+        index_info,
+        true,
+        true,
+        Some(build_callback),
+        &mut state as *mut BuildState as *mut std::ffi::c_void,
+        std::ptr::null_mut(),
+    );
+    if state.in_memory {
+        write_graph(&mut state);
+    }
+    let mut result = PgBox::<pg_sys::IndexBuildResult>::alloc0();
+    result.heap_tuples = heap_tuples;
+    result.index_tuples = state.indexed;
+    result.into_pg()
+}
+
+/// An unlogged index's init fork: just the meta page.
+#[pg_guard]
+pub unsafe extern "C-unwind" fn ambuildempty(index: pg_sys::Relation) {
+    let params = new_params(index);
+    let buf = pg_sys::ReadBufferExtended(
+        index,
+        pg_sys::ForkNumber::INIT_FORKNUM,
+        pg_sys::InvalidBlockNumber,
+        pg_sys::ReadBufferMode::RBM_NORMAL,
+        std::ptr::null_mut(),
+    );
+    pg_sys::LockBuffer(buf, pg_sys::BUFFER_LOCK_EXCLUSIVE as i32);
+    let page = pg_sys::BufferGetPage(buf);
+    // As ginbuildempty: change, dirty and log the page in one critical section.
+    pg_sys::CritSectionCount += 1;
+    init_page(page, page::PAGE_META);
+    write_meta(page, &empty_meta(&params));
+    pg_sys::MarkBufferDirty(buf);
+    pg_sys::log_newpage_buffer(buf, true);
+    pg_sys::CritSectionCount -= 1;
+    pg_sys::UnlockReleaseBuffer(buf);
+}
+
+fn empty_meta(params: &Params) -> Meta {
+    Meta {
+        dims: params.dims as u32,
+        metric: params.metric,
+        m: params.m as u32,
+        ef_construction: params.ef_construction as u32,
+        entry: None,
+        insert_block: META_BLOCK,
+    }
+}
+
+pub fn relation_name(rel: pg_sys::Relation) -> String {
+    // SAFETY: rel is open.
+    unsafe { std::ffi::CStr::from_ptr((*(*rel).rd_rel).relname.data.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn build_callback(
+    _index: pg_sys::Relation,
+    tid: pg_sys::ItemPointer,
+    values: *mut pg_sys::Datum,
+    isnull: *mut bool,
+    _alive: bool,
+    state: *mut std::ffi::c_void,
+) {
+    if *isnull {
+        return;
+    }
+    let state = &mut *(state as *mut BuildState);
+    let (block, offset) = pgrx::itemptr::item_pointer_get_both(*tid);
+    let heap = Tid { block, offset };
+    let vector = ops::vector_from_datum(*values)
+        .unwrap_or_else(|e| raise(state.index, format!("row {heap:?}: {e}")));
+    if state.params.dims == 0 {
+        state.params.dims = vector.len();
+    }
+    if vector.len() != state.params.dims {
+        raise(
+            state.index,
+            format!(
+                "row {heap:?} has {} dimensions, earlier rows {}: every vector in one index must have the same dimensions",
+                vector.len(),
+                state.params.dims
+            ),
+        );
+    }
+    if vector.len() > page::MAX_DIMS {
+        raise(
+            state.index,
+            format!(
+                "vectors of {} dimensions exceed the maximum of {}",
+                vector.len(),
+                page::MAX_DIMS
+            ),
+        );
+    }
+    if !state.in_memory {
+        insert::insert_vector(state.index, heap, vector);
+        state.indexed += 1.0;
+        return;
+    }
+    let need = estimate_build_memory(state.rows.len() + 1, state.params.dims, state.params.m);
+    if need > state.limit {
+        notice!(
+            "vigil_hnsw graph no longer fits into maintenance_work_mem after {} rows; the rest are inserted one at a time (slower). Raise maintenance_work_mem to build in memory.",
+            state.rows.len()
+        );
+        write_graph(state);
+        state.in_memory = false;
+        progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_INSERT);
+        insert::insert_vector(state.index, heap, vector);
+        state.indexed += 1.0;
+        return;
+    }
+    state.rows.push((heap, vector.to_vec()));
+}
+
+/// Builds the gathered rows' graph and writes it after the meta page.
+fn write_graph(state: &mut BuildState) {
+    let rows = std::mem::take(&mut state.rows);
+    if rows.is_empty() {
+        return;
+    }
+    let index = state.index;
+    let params = state.params;
+    store::set_dims(index, params.dims as u32);
+    progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_BUILD);
+    let mut heap_tids = Vec::with_capacity(rows.len());
+    let items: Vec<(usize, Vec<f32>)> = rows
+        .into_iter()
+        .enumerate()
+        .map(|(i, (heap, v))| {
+            heap_tids.push(heap);
+            (i, v)
+        })
+        .collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let graph = build(&params, items, threads).unwrap_or_else(|e| raise(index, e));
+    progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_WRITE);
+    progress(pg_sys::PROGRESS_CREATEIDX_TUPLES_TOTAL, graph.len() as i64);
+    write_pages(index, &params, graph, &heap_tids);
+    state.indexed += heap_tids.len() as f64;
+}
+
+/// Lays the graph out (element, then its neighbour item, in order) and
+/// writes each page as one full-image WAL record.
+fn write_pages(index: pg_sys::Relation, params: &Params, graph: Graph<usize>, heap_tids: &[Tid]) {
+    let m = params.m;
+    // Layout, in the graph's element order: (element item, neighbour item, heap row).
+    let mut filler = Filler::new(META_BLOCK + 1);
+    let mut by_id = vec![
+        Tid {
+            block: 0,
+            offset: 0
+        };
+        graph.len()
+    ];
+    let mut order = Vec::with_capacity(graph.len());
+    for e in &graph.elements {
+        let (elem, neigh, _) = filler.place(element_size(params.dims), neighbour_size(m, e.level));
+        by_id[e.id] = elem;
+        order.push((elem, neigh, heap_tids[e.id]));
+    }
+    let graph = graph.map_ids(|i| by_id[i]);
+
+    let mut page_writer = PageWriter::new(index);
+    for (done, (e, &(elem, neigh, heap))) in graph.elements.iter().zip(&order).enumerate() {
+        let item = page::encode_element(
+            &page::ElementHeader {
+                level: e.level as u8,
+                flags: 0,
+                heap,
+                neighbours: neigh,
+            },
+            &e.vector,
+        );
+        page_writer.add(elem, &item);
+        let item =
+            page::encode_neighbours(m, &e.neighbours).unwrap_or_else(|err| raise(index, err));
+        page_writer.add(neigh, &item);
+        if done % 1024 == 0 {
+            progress(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE, done as i64);
+            pgrx::check_for_interrupts!();
+        }
+    }
+    let last = page_writer.finish();
+
+    let mut wal = Wal::start(index);
+    let page = wal.register(Locked::exclusive(index, META_BLOCK), false);
+    let meta = Meta {
+        dims: params.dims as u32,
+        metric: params.metric,
+        m: m as u32,
+        ef_construction: params.ef_construction as u32,
+        entry: graph.entry.map(|e| (e.id, e.level as u32)),
+        insert_block: last,
+    };
+    // SAFETY: the meta page image under the WAL record.
+    unsafe { write_meta(page, &meta) };
+    wal.finish();
+    progress(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE, graph.len() as i64);
+}
+
+/// Appends items to new pages at the end of the index, one WAL record per page.
+struct PageWriter {
+    index: pg_sys::Relation,
+    current: Option<(u32, Wal, pg_sys::Page)>,
+    last: u32,
+}
+
+impl PageWriter {
+    fn new(index: pg_sys::Relation) -> PageWriter {
+        PageWriter {
+            index,
+            current: None,
+            last: META_BLOCK,
+        }
+    }
+
+    fn add(&mut self, at: Tid, item: &[u8]) {
+        if self.current.as_ref().map(|c| c.0) != Some(at.block) {
+            self.flush();
+            let locked = Locked::extend(self.index);
+            if locked.block() != at.block {
+                raise(
+                    self.index,
+                    format!(
+                        "page {} was laid out but the index grew to {}",
+                        at.block,
+                        locked.block()
+                    ),
+                );
+            }
+            let mut wal = Wal::start(self.index);
+            let page = wal.register(locked, true);
+            // SAFETY: a new page's image, ours alone.
+            unsafe { init_page(page, PAGE_DATA) };
+            self.current = Some((at.block, wal, page));
+            self.last = at.block;
+        }
+        if let Some((_, _, page)) = &self.current {
+            // SAFETY: the current page's image under its WAL record.
+            unsafe { add_item(*page, at, item) }.unwrap_or_else(|e| raise(self.index, e));
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some((_, wal, _)) = self.current.take() {
+            wal.finish();
+        }
+    }
+
+    /// Writes the last page; returns the last block written.
+    fn finish(mut self) -> u32 {
+        self.flush();
+        self.last
+    }
+}

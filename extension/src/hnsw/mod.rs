@@ -1,0 +1,315 @@
+//! `vigil_hnsw`: an HNSW index access method over `real[]`, crash-safe and
+//! replicated through generic WAL.
+//!
+//! The graph algorithm is the pure crate `vigil-hnsw`; this module is its
+//! Postgres edge, one file per phase of an index's life:
+//!
+//! - [`page`]: the page layout, described once.
+//! - [`store`]: the crate's storage trait over buffers and generic WAL.
+//! - [`build`]: `CREATE INDEX` / `REINDEX` (in memory with `hnsw_rs`, then
+//!   written out; page by page when `maintenance_work_mem` runs out).
+//! - [`insert`]: one row at a time after the build.
+//! - [`scan`]: `ORDER BY col <op> $1 LIMIT k`, iterative so filters still
+//!   yield rows.
+//! - [`vacuum`]: dead rows out of the graph, their neighbours' links repaired.
+//! - [`cost`]: the planner's estimate.
+//! - [`ops`]: vectors from `real[]` and the exact distance operators.
+//!
+//! And `vigil.hnsw_check(regclass)`, the structural check.
+
+pub mod build;
+pub mod cost;
+pub mod insert;
+pub mod ops;
+pub mod page;
+pub mod scan;
+pub mod store;
+pub mod vacuum;
+
+#[cfg(any(test, feature = "pg_test"))]
+mod pg_tests;
+
+use std::ffi::CStr;
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting, PostgresGucEnum};
+use vigil_hnsw::{CheckOptions, Metric, Params};
+
+use self::store::{GraphLock, PageStore};
+
+extension_sql_file!(
+    "schema.sql",
+    name = "hnsw_schema",
+    requires = ["keys_schema"]
+);
+
+/// How a scan continues past its first `ef_search` results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PostgresGucEnum)]
+pub enum IterativeScanSetting {
+    /// Stop after the first `ef_search` candidates (plain HNSW).
+    Off,
+    /// Keep going, returning rows in exact distance order.
+    Strict,
+    /// Keep going; later rows may be slightly out of order.
+    Relaxed,
+}
+
+pub static EF_SEARCH: GucSetting<i32> =
+    GucSetting::<i32>::new(vigil_hnsw::DEFAULT_EF_SEARCH as i32);
+pub static ITERATIVE_SCAN: GucSetting<IterativeScanSetting> =
+    GucSetting::<IterativeScanSetting>::new(IterativeScanSetting::Strict);
+pub static MAX_SCAN_TUPLES: GucSetting<i32> = GucSetting::<i32>::new(20_000);
+
+/// Reloption kind of `vigil_hnsw`, allocated at load.
+static mut RELOPT_KIND: pg_sys::relopt_kind::Type = 0;
+
+/// `WITH (m = .., ef_construction = ..)`, as `build_reloptions` lays it out.
+#[repr(C)]
+struct Options {
+    varlena_header: i32,
+    m: i32,
+    ef_construction: i32,
+}
+
+pub fn register() {
+    GucRegistry::define_int_guc(
+        c"vigil.hnsw_ef_search",
+        c"Candidates an HNSW search keeps (larger: better recall, slower).",
+        c"The first ef_search results of a vigil_hnsw scan come from one beam search of this width.",
+        &EF_SEARCH,
+        1,
+        vigil_hnsw::MAX_EF_CONSTRUCTION as i32,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_enum_guc(
+        c"vigil.hnsw_iterative_scan",
+        c"Whether a vigil_hnsw scan continues past ef_search results (off, strict, relaxed).",
+        c"With a selective WHERE clause, continuing is what still yields LIMIT rows.",
+        &ITERATIVE_SCAN,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"vigil.hnsw_max_scan_tuples",
+        c"Most graph elements an iterative vigil_hnsw scan visits before it stops.",
+        c"Bounds the work of a filtered query whose filter matches almost nothing.",
+        &MAX_SCAN_TUPLES,
+        1,
+        i32::MAX,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    // SAFETY: called once from _PG_init, before any index is opened.
+    unsafe {
+        RELOPT_KIND = pg_sys::add_reloption_kind();
+        let lock = pg_sys::AccessExclusiveLock as i32;
+        pg_sys::add_int_reloption(
+            RELOPT_KIND as u32,
+            c"m".as_ptr(),
+            c"Links per element on upper layers (twice as many on layer 0)".as_ptr(),
+            vigil_hnsw::DEFAULT_M as i32,
+            vigil_hnsw::MIN_M as i32,
+            vigil_hnsw::MAX_M as i32,
+            lock,
+        );
+        pg_sys::add_int_reloption(
+            RELOPT_KIND as u32,
+            c"ef_construction".as_ptr(),
+            c"Candidates kept while inserting (at least 2 * m)".as_ptr(),
+            vigil_hnsw::DEFAULT_EF_CONSTRUCTION as i32,
+            4,
+            vigil_hnsw::MAX_EF_CONSTRUCTION as i32,
+            lock,
+        );
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn amoptions(
+    reloptions: pg_sys::Datum,
+    validate: bool,
+) -> *mut pg_sys::bytea {
+    let table = [
+        pg_sys::relopt_parse_elt {
+            optname: c"m".as_ptr(),
+            opttype: pg_sys::relopt_type::RELOPT_TYPE_INT,
+            offset: std::mem::offset_of!(Options, m) as i32,
+        },
+        pg_sys::relopt_parse_elt {
+            optname: c"ef_construction".as_ptr(),
+            opttype: pg_sys::relopt_type::RELOPT_TYPE_INT,
+            offset: std::mem::offset_of!(Options, ef_construction) as i32,
+        },
+    ];
+    pg_sys::build_reloptions(
+        reloptions,
+        validate,
+        RELOPT_KIND,
+        std::mem::size_of::<Options>(),
+        table.as_ptr(),
+        table.len() as i32,
+    ) as *mut pg_sys::bytea
+}
+
+/// The metric of the index's operator class, from its support function 1.
+fn metric_of(index: pg_sys::Relation) -> Metric {
+    // SAFETY: index is open; get_func_name returns a palloc'd name or NULL.
+    let name = unsafe {
+        let proc = pg_sys::index_getprocid(index, 1, 1);
+        let name = pg_sys::get_func_name(proc);
+        if name.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr(name).to_string_lossy().into_owned()
+        }
+    };
+    match name.as_str() {
+        "cosine_distance" => Metric::Cosine,
+        "l2_distance" => Metric::L2,
+        "negative_inner_product" => Metric::InnerProduct,
+        other => error!(
+            "vigil_hnsw: operator class support function 1 is \"{other}\"; use vigil.cosine_ops, vigil.l2_ops or vigil.ip_ops"
+        ),
+    }
+}
+
+/// `m` and `ef_construction` from the index's reloptions.
+fn options(index: pg_sys::Relation) -> (usize, usize) {
+    // SAFETY: rd_options is NULL or the bytea amoptions built.
+    unsafe {
+        let options = (*index).rd_options as *const Options;
+        if options.is_null() {
+            (vigil_hnsw::DEFAULT_M, vigil_hnsw::DEFAULT_EF_CONSTRUCTION)
+        } else {
+            ((*options).m as usize, (*options).ef_construction as usize)
+        }
+    }
+}
+
+/// Parameters of a new index from its reloptions and operator class
+/// (`dims` is decided by the first vector).
+fn new_params(index: pg_sys::Relation) -> Params {
+    let (m, ef_construction) = options(index);
+    if ef_construction < 2 * m {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!(
+                "vigil_hnsw: ef_construction ({ef_construction}) must be at least 2 * m ({})",
+                2 * m
+            )
+        );
+    }
+    Params {
+        dims: 0,
+        metric: metric_of(index),
+        m,
+        ef_construction,
+    }
+}
+
+/// Raises a crate error as an ERROR naming the index.
+fn raise<E: std::fmt::Display>(index: pg_sys::Relation, e: E) -> ! {
+    // SAFETY: index is open.
+    let name = unsafe { CStr::from_ptr((*(*index).rd_rel).relname.data.as_ptr()) };
+    ereport!(
+        ERROR,
+        PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
+        format!("vigil_hnsw index \"{}\": {e}", name.to_string_lossy())
+    );
+}
+
+ops::function_info_v1!(pg_finfo_vigil_hnsw_handler);
+
+/// The access method's handler: its capabilities and callbacks.
+#[no_mangle]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn vigil_hnsw_handler(
+    _fcinfo: pg_sys::FunctionCallInfo,
+) -> pg_sys::Datum {
+    let mut am = PgBox::<pg_sys::IndexAmRoutine>::alloc_node(pg_sys::NodeTag::T_IndexAmRoutine);
+    am.amstrategies = 0;
+    am.amsupport = 1;
+    am.amoptsprocnum = 0;
+    am.amcanorder = false;
+    am.amcanorderbyop = true;
+    am.amcanbackward = false;
+    am.amcanunique = false;
+    am.amcanmulticol = false;
+    am.amoptionalkey = true;
+    am.amsearcharray = false;
+    am.amsearchnulls = false;
+    am.amstorage = false;
+    am.amclusterable = false;
+    am.ampredlocks = false;
+    am.amcanparallel = false;
+    am.amcaninclude = false;
+    am.amusemaintenanceworkmem = false;
+    am.amparallelvacuumoptions = 0;
+    am.amkeytype = pg_sys::InvalidOid;
+
+    am.ambuild = Some(build::ambuild);
+    am.ambuildempty = Some(build::ambuildempty);
+    am.aminsert = Some(insert::aminsert);
+    am.ambulkdelete = Some(vacuum::ambulkdelete);
+    am.amvacuumcleanup = Some(vacuum::amvacuumcleanup);
+    am.amcostestimate = Some(cost::amcostestimate);
+    am.amoptions = Some(amoptions);
+    am.ambuildphasename = Some(build::ambuildphasename);
+    am.amvalidate = Some(amvalidate);
+    am.ambeginscan = Some(scan::ambeginscan);
+    am.amrescan = Some(scan::amrescan);
+    am.amgettuple = Some(scan::amgettuple);
+    am.amendscan = Some(scan::amendscan);
+    pg_sys::Datum::from(am.into_pg())
+}
+
+/// Operator classes are made by our own script; nothing to validate.
+#[pg_guard]
+unsafe extern "C-unwind" fn amvalidate(_opclass: pg_sys::Oid) -> bool {
+    true
+}
+
+/// `vigil.hnsw_check(index)`: verifies the graph's structure (every link
+/// points at an existing element of high enough level, list sizes, levels,
+/// vectors, the entry point) and returns its statistics; an ERROR that
+/// names the element and layer when something is wrong. Blocks inserts
+/// (not searches) while it runs.
+#[pg_extern(volatile, parallel_unsafe)]
+fn hnsw_check(index: pgrx::PgRelation) -> pgrx::JsonB {
+    let rel = index.as_ptr();
+    // SAFETY: rel is open (PgRelation holds AccessShareLock).
+    let am = unsafe { (*(*rel).rd_rel).relam };
+    // SAFETY: looks up our access method by name.
+    let ours = unsafe { pg_sys::get_index_am_oid(c"vigil_hnsw".as_ptr(), false) };
+    if am != ours {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+            format!("\"{}\" is not a vigil_hnsw index", index.name())
+        );
+    }
+    let _lock = GraphLock::exclusive(rel);
+    let store = PageStore::open(rel);
+    let options = CheckOptions {
+        require_live_links: false,
+        check_vectors: true,
+    };
+    let report = if store.meta.dims == 0 {
+        Default::default()
+    } else {
+        vigil_hnsw::check(&store, &store.params(), options).unwrap_or_else(|e| raise(rel, e))
+    };
+    pgrx::JsonB(serde_json::json!({
+        "elements": report.elements,
+        "deleted": report.deleted,
+        "links": report.links,
+        "levels": report.levels,
+        "dims": store.meta.dims,
+        "metric": store.meta.metric.name(),
+        "m": store.meta.m,
+        "ef_construction": store.meta.ef_construction,
+    }))
+}

@@ -1,0 +1,644 @@
+//! The on-disk layout of a `vigil_hnsw` index: the one place it is described.
+//!
+//! Every page is a standard Postgres page (24-byte header, line pointers,
+//! items growing down from the end) with an 8-byte special space
+//! [`Opaque`], so `pageinspect` and full-page images treat it normally.
+//!
+//! ```text
+//! block 0      meta page: a Meta record right after the page header
+//!              (pd_lower ends after it, so full-page images skip the hole)
+//! block 1..    data pages: element items and neighbour items, in any mix
+//! ```
+//!
+//! **Meta** (ten native-endian `u32`): magic `VHNS`, layout version, dims
+//! (0 until the first vector arrives), metric, m, ef_construction, entry
+//! point block and offset (offset 0 = empty graph), entry level, and the
+//! insert block (the last data page, where new items go).
+//!
+//! **Element item**, one per indexed heap row (16-byte header, then the
+//! vector):
+//!
+//! ```text
+//! 0  kind = 1        u8
+//! 1  level           u8   top layer of the element (0..=15)
+//! 2  flags           u8   1 = deleted (heap row dead), 2 = removed (unlinked)
+//! 3  (zero)          u8
+//! 4  heap block      u32  \ the heap row's TID
+//! 8  heap offset     u16  /
+//! 10 neighbour off.  u16  \ where its neighbour item is
+//! 12 neighbour block u32  /
+//! 16 vector          f32 x dims
+//! ```
+//!
+//! **Neighbour item**, one per element, written with the element and then
+//! only overwritten in place (its size never changes):
+//!
+//! ```text
+//! 0  kind = 2        u8
+//! 1  level           u8
+//! 2  (zero)          u16
+//! 4  counts          u16 x (level+1)   links in use on each layer
+//! .. slots           6 bytes x capacity per layer, layer 0 first:
+//!                    block u32 + offset u16 of the linked element
+//! ```
+//!
+//! Layer 0 holds `2*m` slots, every higher layer `m`. An element's id in the
+//! graph is its item's TID packed as `block << 16 | offset`: items are never
+//! moved or compacted (line pointers are never freed), so ids are stable.
+//! The element and its neighbour item are split so a 2,000-dimension vector
+//! (8,016 bytes) still fits on a page, and so small neighbour items fill the
+//! gaps that vectors leave.
+//!
+//! Every change goes through generic WAL ([`super::store`]), so pages are
+//! crash-safe and reach physical replicas.
+
+use vigil_hnsw::{Metric, Params, MAX_LEVEL};
+
+pub const BLOCK_SIZE: usize = pgrx::pg_sys::BLCKSZ as usize;
+pub const META_BLOCK: u32 = 0;
+pub const MAGIC: u32 = u32::from_be_bytes(*b"VHNS");
+pub const LAYOUT_VERSION: u32 = 1;
+/// Marks our pages in the special space (like btree's `BTP_` ids).
+pub const PAGE_ID: u16 = 0xF1A7;
+pub const PAGE_META: u16 = 1;
+pub const PAGE_DATA: u16 = 2;
+
+const PAGE_HEADER: usize = 24;
+const LINE_POINTER: usize = 4;
+pub const SPECIAL_SIZE: usize = 8;
+pub const ELEMENT_HEADER: usize = 16;
+const NEIGHBOUR_HEADER: usize = 4;
+const SLOT: usize = 6;
+
+pub const KIND_ELEMENT: u8 = 1;
+pub const KIND_NEIGHBOURS: u8 = 2;
+pub const FLAG_DELETED: u8 = 1;
+pub const FLAG_REMOVED: u8 = 2;
+
+/// Room for items on an empty data page.
+pub const PAGE_CAPACITY: usize = BLOCK_SIZE - PAGE_HEADER - SPECIAL_SIZE;
+/// Largest vector an element item can hold on one page.
+pub const MAX_DIMS: usize = (maxalign_down(PAGE_CAPACITY - LINE_POINTER) - ELEMENT_HEADER) / 4;
+
+pub const fn maxalign(n: usize) -> usize {
+    (n + 7) & !7
+}
+
+const fn maxalign_down(n: usize) -> usize {
+    n & !7
+}
+
+/// Space an item of `len` bytes takes on a page, line pointer included.
+pub const fn item_footprint(len: usize) -> usize {
+    maxalign(len) + LINE_POINTER
+}
+
+/// A TID: inside the index it is an element's id in the graph (printed
+/// `(block,offset)` in messages, as `ctid` is); in an element it is the heap row.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Tid {
+    pub block: u32,
+    pub offset: u16,
+}
+
+impl std::fmt::Debug for Tid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "({},{})", self.block, self.offset)
+    }
+}
+
+impl std::hash::Hash for Tid {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.id());
+    }
+}
+
+impl Tid {
+    pub fn id(self) -> u64 {
+        (u64::from(self.block) << 16) | u64::from(self.offset)
+    }
+
+    pub fn from_id(id: u64) -> Tid {
+        Tid {
+            block: (id >> 16) as u32,
+            offset: (id & 0xFFFF) as u16,
+        }
+    }
+
+    fn read(bytes: &[u8]) -> Tid {
+        Tid {
+            block: u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]),
+            offset: u16::from_ne_bytes([bytes[4], bytes[5]]),
+        }
+    }
+
+    fn write(self, bytes: &mut [u8]) {
+        bytes[..4].copy_from_slice(&self.block.to_ne_bytes());
+        bytes[4..6].copy_from_slice(&self.offset.to_ne_bytes());
+    }
+}
+
+/// Special space of every page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Opaque {
+    pub page_id: u16,
+    pub kind: u16,
+}
+
+impl Opaque {
+    pub fn read(bytes: &[u8]) -> Opaque {
+        Opaque {
+            page_id: u16::from_ne_bytes([bytes[0], bytes[1]]),
+            kind: u16::from_ne_bytes([bytes[2], bytes[3]]),
+        }
+    }
+
+    pub fn write(self, bytes: &mut [u8]) {
+        bytes[..2].copy_from_slice(&self.page_id.to_ne_bytes());
+        bytes[2..4].copy_from_slice(&self.kind.to_ne_bytes());
+        bytes[4..8].fill(0);
+    }
+}
+
+/// The meta page's record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    pub dims: u32,
+    pub metric: Metric,
+    pub m: u32,
+    pub ef_construction: u32,
+    pub entry: Option<(Tid, u32)>,
+    pub insert_block: u32,
+}
+
+pub const META_SIZE: usize = 40;
+
+fn metric_code(m: Metric) -> u32 {
+    match m {
+        Metric::L2 => 1,
+        Metric::Cosine => 2,
+        Metric::InnerProduct => 3,
+    }
+}
+
+impl Meta {
+    pub fn params(&self) -> Params {
+        Params {
+            dims: self.dims as usize,
+            metric: self.metric,
+            m: self.m as usize,
+            ef_construction: self.ef_construction as usize,
+        }
+    }
+
+    pub fn encode(&self, out: &mut [u8]) {
+        let (eb, eo, el) = match self.entry {
+            Some((t, l)) => (t.block, u32::from(t.offset), l),
+            None => (0, 0, 0),
+        };
+        let words = [
+            MAGIC,
+            LAYOUT_VERSION,
+            self.dims,
+            metric_code(self.metric),
+            self.m,
+            self.ef_construction,
+            eb,
+            eo,
+            el,
+            self.insert_block,
+        ];
+        for (i, w) in words.iter().enumerate() {
+            out[i * 4..i * 4 + 4].copy_from_slice(&w.to_ne_bytes());
+        }
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Meta, String> {
+        let w = |i: usize| {
+            u32::from_ne_bytes([
+                bytes[i * 4],
+                bytes[i * 4 + 1],
+                bytes[i * 4 + 2],
+                bytes[i * 4 + 3],
+            ])
+        };
+        if bytes.len() < META_SIZE || w(0) != MAGIC {
+            return Err("the meta page is not a vigil_hnsw meta page".into());
+        }
+        if w(1) != LAYOUT_VERSION {
+            return Err(format!(
+                "the index has layout version {}, this build reads {LAYOUT_VERSION}; REINDEX it",
+                w(1)
+            ));
+        }
+        let metric = match w(3) {
+            1 => Metric::L2,
+            2 => Metric::Cosine,
+            3 => Metric::InnerProduct,
+            other => return Err(format!("the meta page names unknown metric {other}")),
+        };
+        let entry = (w(7) != 0).then(|| {
+            (
+                Tid {
+                    block: w(6),
+                    offset: w(7) as u16,
+                },
+                w(8),
+            )
+        });
+        Ok(Meta {
+            dims: w(2),
+            metric,
+            m: w(4),
+            ef_construction: w(5),
+            entry,
+            insert_block: w(9),
+        })
+    }
+}
+
+/// The fixed part of an element item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ElementHeader {
+    pub level: u8,
+    pub flags: u8,
+    pub heap: Tid,
+    pub neighbours: Tid,
+}
+
+pub fn element_size(dims: usize) -> usize {
+    ELEMENT_HEADER + 4 * dims
+}
+
+impl ElementHeader {
+    pub fn deleted(&self) -> bool {
+        self.flags & (FLAG_DELETED | FLAG_REMOVED) != 0
+    }
+
+    pub fn removed(&self) -> bool {
+        self.flags & FLAG_REMOVED != 0
+    }
+
+    pub fn decode(item: &[u8]) -> Result<ElementHeader, String> {
+        if item.len() < ELEMENT_HEADER || item[0] != KIND_ELEMENT {
+            return Err("item is not an element".into());
+        }
+        Ok(ElementHeader {
+            level: item[1],
+            flags: item[2],
+            heap: Tid::read(&item[4..10]),
+            neighbours: Tid {
+                block: u32::from_ne_bytes([item[12], item[13], item[14], item[15]]),
+                offset: u16::from_ne_bytes([item[10], item[11]]),
+            },
+        })
+    }
+
+    /// Writes the header into the first 16 bytes of `item`.
+    pub fn encode(&self, item: &mut [u8]) {
+        item[0] = KIND_ELEMENT;
+        item[1] = self.level;
+        item[2] = self.flags;
+        item[3] = 0;
+        self.heap.write(&mut item[4..10]);
+        item[10..12].copy_from_slice(&self.neighbours.offset.to_ne_bytes());
+        item[12..16].copy_from_slice(&self.neighbours.block.to_ne_bytes());
+    }
+}
+
+/// Builds a whole element item.
+pub fn encode_element(header: &ElementHeader, vector: &[f32]) -> Vec<u8> {
+    let mut item = vec![0u8; element_size(vector.len())];
+    header.encode(&mut item);
+    for (chunk, x) in item[ELEMENT_HEADER..].chunks_exact_mut(4).zip(vector) {
+        chunk.copy_from_slice(&x.to_ne_bytes());
+    }
+    item
+}
+
+/// Copies the vector of an element item into `out` (cleared first).
+pub fn element_vector(item: &[u8], dims: usize, out: &mut Vec<f32>) -> Result<(), String> {
+    let body = item
+        .get(ELEMENT_HEADER..element_size(dims))
+        .ok_or_else(|| {
+            format!(
+                "element item of {} bytes is too short for {dims} dimensions",
+                item.len()
+            )
+        })?;
+    out.clear();
+    out.extend(
+        body.chunks_exact(4)
+            .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]])),
+    );
+    Ok(())
+}
+
+/// Capacity of each layer's list, per [`Params::capacity`].
+fn capacities(m: usize, level: usize) -> impl Iterator<Item = usize> {
+    (0..=level).map(move |l| if l == 0 { 2 * m } else { m })
+}
+
+pub fn neighbour_size(m: usize, level: usize) -> usize {
+    NEIGHBOUR_HEADER + 2 * (level + 1) + SLOT * capacities(m, level).sum::<usize>()
+}
+
+/// Byte offset of the per-layer link counts.
+const COUNTS_AT: usize = NEIGHBOUR_HEADER;
+
+/// Byte offset of `layer`'s first slot.
+fn slots_at(m: usize, level: usize, layer: usize) -> usize {
+    COUNTS_AT + 2 * (level + 1) + SLOT * capacities(m, level).take(layer).sum::<usize>()
+}
+
+/// Builds a neighbour item with the given lists (each within capacity).
+pub fn encode_neighbours(m: usize, lists: &[Vec<Tid>]) -> Result<Vec<u8>, String> {
+    let level = lists
+        .len()
+        .checked_sub(1)
+        .ok_or("an element needs layer 0")?;
+    if level > MAX_LEVEL {
+        return Err(format!("level {level} is above the maximum {MAX_LEVEL}"));
+    }
+    let mut item = vec![0u8; neighbour_size(m, level)];
+    item[0] = KIND_NEIGHBOURS;
+    item[1] = level as u8;
+    for (layer, list) in lists.iter().enumerate() {
+        write_layer(&mut item, m, layer, list)?;
+    }
+    Ok(item)
+}
+
+/// Level recorded in a neighbour item.
+pub fn neighbour_level(item: &[u8]) -> Result<usize, String> {
+    if item.len() < NEIGHBOUR_HEADER || item[0] != KIND_NEIGHBOURS {
+        return Err("item is not a neighbour list".into());
+    }
+    Ok(usize::from(item[1]))
+}
+
+/// Overwrites `layer`'s list in a neighbour item, in place.
+pub fn write_layer(item: &mut [u8], m: usize, layer: usize, list: &[Tid]) -> Result<(), String> {
+    let level = neighbour_level(item)?;
+    if layer > level {
+        return Err(format!(
+            "neighbour item has no layer {layer} (level {level})"
+        ));
+    }
+    let cap = if layer == 0 { 2 * m } else { m };
+    if list.len() > cap {
+        return Err(format!(
+            "{} links on layer {layer}, capacity {cap}",
+            list.len()
+        ));
+    }
+    if item.len() != neighbour_size(m, level) {
+        return Err(format!(
+            "neighbour item is {} bytes, expected {}",
+            item.len(),
+            neighbour_size(m, level)
+        ));
+    }
+    let c = COUNTS_AT + 2 * layer;
+    item[c..c + 2].copy_from_slice(&(list.len() as u16).to_ne_bytes());
+    let start = slots_at(m, level, layer);
+    for (i, t) in list.iter().enumerate() {
+        t.write(&mut item[start + SLOT * i..start + SLOT * (i + 1)]);
+    }
+    Ok(())
+}
+
+/// Reads `layer`'s list from a neighbour item into `out` (cleared first).
+pub fn read_layer(item: &[u8], m: usize, layer: usize, out: &mut Vec<Tid>) -> Result<(), String> {
+    let level = neighbour_level(item)?;
+    if layer > level || item.len() != neighbour_size(m, level) {
+        return Err(format!(
+            "neighbour item of level {level} ({} bytes) has no layer {layer}",
+            item.len()
+        ));
+    }
+    let c = COUNTS_AT + 2 * layer;
+    let count = usize::from(u16::from_ne_bytes([item[c], item[c + 1]]));
+    let cap = if layer == 0 { 2 * m } else { m };
+    if count > cap {
+        return Err(format!(
+            "layer {layer} claims {count} links, capacity {cap}"
+        ));
+    }
+    let start = slots_at(m, level, layer);
+    out.clear();
+    out.extend((0..count).map(|i| Tid::read(&item[start + SLOT * i..])));
+    Ok(())
+}
+
+/// Where the next items land, computed without touching a page: the build
+/// lays out every element before writing, so links can name TIDs of
+/// elements not yet written. Mirrors `PageAddItem` on pages whose line
+/// pointers are never freed.
+#[derive(Debug, Clone, Copy)]
+pub struct Filler {
+    pub block: u32,
+    free: usize,
+    next_offset: u16,
+}
+
+impl Filler {
+    /// An empty page at `block`.
+    pub fn new(block: u32) -> Filler {
+        Filler {
+            block,
+            free: PAGE_CAPACITY,
+            next_offset: 1,
+        }
+    }
+
+    /// A page at `block` that already has `max_offset` items and `free` bytes
+    /// between pd_lower and pd_upper.
+    pub fn resume(block: u32, max_offset: u16, free: usize) -> Filler {
+        Filler {
+            block,
+            free,
+            next_offset: max_offset + 1,
+        }
+    }
+
+    /// A page at `block` that takes nothing more: the next item starts `block + 1`.
+    pub fn full(block: u32) -> Filler {
+        Filler {
+            block,
+            free: 0,
+            next_offset: 1,
+        }
+    }
+
+    pub fn fits(&self, len: usize) -> bool {
+        item_footprint(len) <= self.free
+    }
+
+    /// Takes room for an item; the caller checked [`Filler::fits`].
+    pub fn take(&mut self, len: usize) -> Tid {
+        self.free -= item_footprint(len);
+        let t = Tid {
+            block: self.block,
+            offset: self.next_offset,
+        };
+        self.next_offset += 1;
+        t
+    }
+
+    /// Where an element and its neighbour item go: the element on this page
+    /// or the next, the neighbours right after it if they fit. Returns the
+    /// two TIDs and how many new pages were started (0, 1 or 2).
+    pub fn place(&mut self, element_len: usize, neighbour_len: usize) -> (Tid, Tid, u32) {
+        let mut new_pages = 0;
+        if !self.fits(element_len) {
+            *self = Filler::new(self.block + 1);
+            new_pages += 1;
+        }
+        let e = self.take(element_len);
+        if !self.fits(neighbour_len) {
+            *self = Filler::new(self.block + 1);
+            new_pages += 1;
+        }
+        let n = self.take(neighbour_len);
+        (e, n, new_pages)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_thousand_dimensions_fit_a_page() {
+        assert!(MAX_DIMS >= 2000, "{MAX_DIMS}");
+        assert!(item_footprint(element_size(MAX_DIMS)) <= PAGE_CAPACITY);
+    }
+
+    #[test]
+    fn neighbour_items_round_trip() {
+        let lists = vec![
+            (1..=5)
+                .map(|i| Tid {
+                    block: i,
+                    offset: 3,
+                })
+                .collect::<Vec<_>>(),
+            vec![Tid {
+                block: 9,
+                offset: 1,
+            }],
+        ];
+        let mut item = encode_neighbours(16, &lists).unwrap();
+        let mut out = Vec::new();
+        read_layer(&item, 16, 0, &mut out).unwrap();
+        assert_eq!(out, lists[0]);
+        write_layer(
+            &mut item,
+            16,
+            1,
+            &[
+                Tid {
+                    block: 7,
+                    offset: 2,
+                },
+                Tid {
+                    block: 8,
+                    offset: 4,
+                },
+            ],
+        )
+        .unwrap();
+        read_layer(&item, 16, 1, &mut out).unwrap();
+        assert_eq!(
+            out,
+            vec![
+                Tid {
+                    block: 7,
+                    offset: 2
+                },
+                Tid {
+                    block: 8,
+                    offset: 4
+                }
+            ]
+        );
+        assert!(write_layer(
+            &mut item,
+            16,
+            1,
+            &vec![
+                Tid {
+                    block: 1,
+                    offset: 1
+                };
+                17
+            ]
+        )
+        .is_err());
+        assert!(read_layer(&item, 16, 2, &mut out).is_err());
+    }
+
+    #[test]
+    fn elements_and_meta_round_trip() {
+        let h = ElementHeader {
+            level: 3,
+            flags: FLAG_DELETED,
+            heap: Tid {
+                block: 70_000,
+                offset: 12,
+            },
+            neighbours: Tid {
+                block: 5,
+                offset: 9,
+            },
+        };
+        let item = encode_element(&h, &[1.0, -2.5, 3.25]);
+        assert_eq!(ElementHeader::decode(&item).unwrap(), h);
+        let mut v = Vec::new();
+        element_vector(&item, 3, &mut v).unwrap();
+        assert_eq!(v, vec![1.0, -2.5, 3.25]);
+        assert!(element_vector(&item, 4, &mut v).is_err());
+        let meta = Meta {
+            dims: 384,
+            metric: Metric::Cosine,
+            m: 16,
+            ef_construction: 64,
+            entry: Some((
+                Tid {
+                    block: 3,
+                    offset: 2,
+                },
+                4,
+            )),
+            insert_block: 99,
+        };
+        let mut bytes = [0u8; META_SIZE];
+        meta.encode(&mut bytes);
+        assert_eq!(Meta::decode(&bytes).unwrap(), meta);
+    }
+
+    #[test]
+    fn filler_packs_sequentially() {
+        let mut f = Filler::new(1);
+        let (e, n, pages) = f.place(element_size(384), neighbour_size(16, 0));
+        assert_eq!(
+            (e, n, pages),
+            (
+                Tid {
+                    block: 1,
+                    offset: 1
+                },
+                Tid {
+                    block: 1,
+                    offset: 2
+                },
+                0
+            )
+        );
+        // 2,000 dimensions: the element fills a page, its neighbours go to the next.
+        let mut f = Filler::new(1);
+        let (e, n, pages) = f.place(element_size(2000), neighbour_size(16, 0));
+        assert_eq!((e.block, n.block, pages), (1, 2, 1));
+    }
+}

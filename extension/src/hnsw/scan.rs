@@ -1,0 +1,157 @@
+//! Index scans: `ORDER BY col <op> $1 [LIMIT k]`.
+//!
+//! The first rows come from one beam search of width `vigil.hnsw_ef_search`;
+//! with `vigil.hnsw_iterative_scan` on (the default, `strict`) the scan then
+//! keeps widening, so a selective `WHERE` clause that rejects most of the
+//! nearest rows still yields its `LIMIT`, up to
+//! `vigil.hnsw_max_scan_tuples` visited elements. Distances are exact, so
+//! the executor need not recheck the order.
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use vigil_hnsw::{IterativeScan, ScanOrder};
+
+use super::page::Tid;
+use super::store::PageStore;
+use super::{ops, raise, IterativeScanSetting, EF_SEARCH, ITERATIVE_SCAN, MAX_SCAN_TUPLES};
+
+/// Per-scan state, in `scan->opaque`; dropped with the scan's memory context.
+struct ScanState {
+    store: PageStore,
+    query: Option<Vec<f32>>,
+    scan: Option<IterativeScan<Tid>>,
+    returned: usize,
+    ef: usize,
+    setting: IterativeScanSetting,
+    max_visited: usize,
+}
+
+#[pg_guard]
+pub unsafe extern "C-unwind" fn ambeginscan(
+    index: pg_sys::Relation,
+    nkeys: i32,
+    norderbys: i32,
+) -> pg_sys::IndexScanDesc {
+    let scan = pg_sys::RelationGetIndexScan(index, nkeys, norderbys);
+    // The AM provides the slots for ORDER BY values (as GiST does).
+    let slots = norderbys.max(1) as usize;
+    (*scan).xs_orderbyvals =
+        pg_sys::palloc0(slots * std::mem::size_of::<pg_sys::Datum>()) as *mut pg_sys::Datum;
+    (*scan).xs_orderbynulls = pg_sys::palloc0(slots * std::mem::size_of::<bool>()) as *mut bool;
+    let state = ScanState {
+        store: PageStore::open(index),
+        query: None,
+        scan: None,
+        returned: 0,
+        ef: EF_SEARCH.get().max(1) as usize,
+        setting: ITERATIVE_SCAN.get(),
+        max_visited: MAX_SCAN_TUPLES.get().max(1) as usize,
+    };
+    (*scan).opaque = pgrx::PgMemoryContexts::CurrentMemoryContext.leak_and_drop_on_delete(state)
+        as *mut std::ffi::c_void;
+    scan
+}
+
+#[pg_guard]
+pub unsafe extern "C-unwind" fn amrescan(
+    scan: pg_sys::IndexScanDesc,
+    keys: pg_sys::ScanKey,
+    nkeys: i32,
+    orderbys: pg_sys::ScanKey,
+    norderbys: i32,
+) {
+    let scan = &mut *scan;
+    if !keys.is_null() && nkeys > 0 {
+        std::ptr::copy(keys, scan.keyData, nkeys as usize);
+    }
+    if !orderbys.is_null() && norderbys > 0 {
+        std::ptr::copy(orderbys, scan.orderByData, norderbys as usize);
+    }
+    let state = &mut *(scan.opaque as *mut ScanState);
+    state.scan = None;
+    state.returned = 0;
+    state.store = PageStore::open(scan.indexRelation);
+    state.query = None;
+    if scan.numberOfOrderBys == 0 {
+        return;
+    }
+    let key = &*scan.orderByData;
+    if key.sk_flags & pg_sys::SK_ISNULL as i32 != 0 {
+        return;
+    }
+    let index = scan.indexRelation;
+    let query = ops::vector_from_datum(key.sk_argument)
+        .unwrap_or_else(|e| raise(index, format!("query vector: {e}")));
+    let dims = state.store.meta.dims as usize;
+    if dims != 0 && query.len() != dims {
+        raise(
+            index,
+            format!(
+                "the query vector has {} dimensions, the index holds vectors of {dims}",
+                query.len()
+            ),
+        );
+    }
+    state.query = Some(query.to_vec());
+}
+
+#[pg_guard]
+pub unsafe extern "C-unwind" fn amgettuple(
+    scan: pg_sys::IndexScanDesc,
+    _dir: pg_sys::ScanDirection::Type,
+) -> bool {
+    let scan = &mut *scan;
+    let index = scan.indexRelation;
+    let state = &mut *(scan.opaque as *mut ScanState);
+    let Some(query) = &state.query else {
+        // No ORDER BY value (NULL) or an empty index: no rows in index order.
+        return false;
+    };
+    if state.store.meta.dims == 0 {
+        return false;
+    }
+    let params = state.store.params();
+    if state.scan.is_none() {
+        let order = match state.setting {
+            IterativeScanSetting::Relaxed => ScanOrder::Relaxed,
+            _ => ScanOrder::Strict,
+        };
+        let s = IterativeScan::new(&state.store, &params, query, state.ef, order)
+            .unwrap_or_else(|e| raise(index, e));
+        state.scan = Some(s);
+    }
+    let Some(iter) = state.scan.as_mut() else {
+        return false;
+    };
+    let limited = match state.setting {
+        IterativeScanSetting::Off => state.returned >= state.ef,
+        _ => state.returned >= state.ef && iter.visited() >= state.max_visited,
+    };
+    if limited {
+        return false;
+    }
+    pgrx::check_for_interrupts!();
+    let Some((dist, id)) = iter.next(&state.store).unwrap_or_else(|e| raise(index, e)) else {
+        return false;
+    };
+    let heap = state
+        .store
+        .header(id)
+        .unwrap_or_else(|e| raise(index, e))
+        .heap;
+    state.returned += 1;
+    pgrx::itemptr::item_pointer_set_all(&mut scan.xs_heaptid, heap.block, heap.offset);
+    *scan.xs_orderbyvals = pg_sys::Datum::from(f64::from(dist).to_bits());
+    *scan.xs_orderbynulls = false;
+    scan.xs_recheckorderby = false;
+    scan.xs_recheck = false;
+    true
+}
+
+#[pg_guard]
+pub unsafe extern "C-unwind" fn amendscan(scan: pg_sys::IndexScanDesc) {
+    let state = &mut *((*scan).opaque as *mut ScanState);
+    // Free the visited set now; the rest goes with the memory context.
+    state.scan = None;
+    state.query = None;
+}

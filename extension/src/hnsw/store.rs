@@ -1,0 +1,637 @@
+//! [`PageStore`]: the graph algorithm's storage trait over the index's pages.
+//!
+//! Reads pin and share-lock one page at a time and never hold two, so they
+//! cannot deadlock with anything. Every write is one generic WAL record
+//! (`GenericXLogStart` .. `GenericXLogFinish`) covering every page it
+//! touches, so each write is atomic on crash and replayed on replicas.
+//!
+//! Writers to the graph (inserts, vacuum's repair) are serialised by a
+//! heavyweight lock on the meta page ([`GraphLock`]); only they hold more
+//! than one buffer lock at a time, always data pages before the meta page.
+//! Searches take no heavyweight lock: they see each page either before or
+//! after a write, and a graph half-way through an insert is still a valid
+//! graph (the new element is written before anything links to it).
+
+use std::cell::Cell;
+
+use pgrx::pg_sys;
+use vigil_hnsw::{ElementMeta, EntryPoint, GraphStore, Params};
+
+use super::page::{
+    self, element_size, neighbour_size, ElementHeader, Filler, Meta, Opaque, Tid, FLAG_DELETED,
+    FLAG_REMOVED, KIND_ELEMENT, META_BLOCK, META_SIZE, PAGE_DATA, PAGE_ID, PAGE_META,
+};
+
+/// A page that does not hold what the graph says it should.
+#[derive(Debug)]
+pub struct PageError(pub String);
+
+impl std::fmt::Display for PageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PageError {}
+
+fn err<T>(at: Tid, what: impl std::fmt::Display) -> Result<T, PageError> {
+    Err(PageError(format!("item {at:?}: {what}")))
+}
+
+/// A pinned, content-locked buffer; unlocked and unpinned on drop.
+pub struct Locked {
+    buf: pg_sys::Buffer,
+}
+
+impl Locked {
+    fn lock(rel: pg_sys::Relation, block: u32, mode: u32) -> Locked {
+        // SAFETY: rel is an open index; ReadBuffer errors out on a bad block.
+        unsafe {
+            let buf = pg_sys::ReadBuffer(rel, block);
+            pg_sys::LockBuffer(buf, mode as i32);
+            Locked { buf }
+        }
+    }
+
+    pub fn share(rel: pg_sys::Relation, block: u32) -> Locked {
+        Locked::lock(rel, block, pg_sys::BUFFER_LOCK_SHARE)
+    }
+
+    pub fn exclusive(rel: pg_sys::Relation, block: u32) -> Locked {
+        Locked::lock(rel, block, pg_sys::BUFFER_LOCK_EXCLUSIVE)
+    }
+
+    /// A new page at the end of the relation, exclusively locked.
+    pub fn extend(rel: pg_sys::Relation) -> Locked {
+        // SAFETY: the extension lock serialises extenders, as Postgres requires.
+        unsafe {
+            pg_sys::LockRelationForExtension(rel, pg_sys::ExclusiveLock as i32);
+            let buf = pg_sys::ReadBufferExtended(
+                rel,
+                pg_sys::ForkNumber::MAIN_FORKNUM,
+                pg_sys::InvalidBlockNumber,
+                pg_sys::ReadBufferMode::RBM_NORMAL,
+                std::ptr::null_mut(),
+            );
+            pg_sys::UnlockRelationForExtension(rel, pg_sys::ExclusiveLock as i32);
+            pg_sys::LockBuffer(buf, pg_sys::BUFFER_LOCK_EXCLUSIVE as i32);
+            Locked { buf }
+        }
+    }
+
+    pub fn block(&self) -> u32 {
+        // SAFETY: the buffer is pinned.
+        unsafe { pg_sys::BufferGetBlockNumber(self.buf) }
+    }
+
+    pub fn page(&self) -> pg_sys::Page {
+        // SAFETY: the buffer is pinned.
+        unsafe { pg_sys::BufferGetPage(self.buf) }
+    }
+}
+
+impl Drop for Locked {
+    fn drop(&mut self) {
+        // SAFETY: we hold the pin and the content lock taken in `lock`.
+        unsafe { pg_sys::UnlockReleaseBuffer(self.buf) }
+    }
+}
+
+/// Bytes of item `offset` on `page`, checked against the line pointer array.
+///
+/// # Safety
+/// `page` must be a valid, locked page that outlives the returned slice.
+pub unsafe fn item<'a>(
+    page: pg_sys::Page,
+    block: u32,
+    offset: u16,
+) -> Result<&'a mut [u8], PageError> {
+    let at = Tid { block, offset };
+    let max = pg_sys::PageGetMaxOffsetNumber(page);
+    if offset == 0 || offset > max {
+        return err(at, format!("no such item (the page has {max})"));
+    }
+    let id = pg_sys::PageGetItemId(page, offset);
+    if (*id).lp_flags() != pg_sys::LP_NORMAL {
+        return err(at, "unused line pointer");
+    }
+    let (off, len) = ((*id).lp_off() as usize, (*id).lp_len() as usize);
+    if off + len > page::BLOCK_SIZE {
+        return err(at, "line pointer runs past the page");
+    }
+    Ok(std::slice::from_raw_parts_mut(
+        (page as *mut u8).add(off),
+        len,
+    ))
+}
+
+/// Free bytes between the line pointers and the items.
+///
+/// # Safety
+/// `page` must be a valid, locked page.
+pub unsafe fn free_space(page: pg_sys::Page) -> usize {
+    let header = page as *const pg_sys::PageHeaderData;
+    usize::from((*header).pd_upper).saturating_sub(usize::from((*header).pd_lower))
+}
+
+/// Adds `bytes` as the next item of `page`; errors if Postgres put it at
+/// another offset than `expect` (the layout would then lie).
+///
+/// # Safety
+/// `page` must be a page image being modified under an exclusive lock.
+pub unsafe fn add_item(page: pg_sys::Page, expect: Tid, bytes: &[u8]) -> Result<(), PageError> {
+    let got = pg_sys::PageAddItemExtended(
+        page,
+        bytes.as_ptr() as pg_sys::Item,
+        bytes.len(),
+        pg_sys::InvalidOffsetNumber,
+        0,
+    );
+    if got != expect.offset {
+        return err(expect, format!("Postgres placed the item at offset {got}"));
+    }
+    Ok(())
+}
+
+/// Initialises a data page (inside a WAL record's page image).
+///
+/// # Safety
+/// `page` must be a page image being modified under an exclusive lock.
+pub unsafe fn init_page(page: pg_sys::Page, kind: u16) {
+    pg_sys::PageInit(page, page::BLOCK_SIZE, page::SPECIAL_SIZE);
+    let special = std::slice::from_raw_parts_mut(pg_sys::PageGetSpecialPointer(page) as *mut u8, 8);
+    Opaque {
+        page_id: PAGE_ID,
+        kind,
+    }
+    .write(special);
+}
+
+/// Writes the meta record into a meta page image.
+///
+/// # Safety
+/// `page` must be the meta page image being modified under an exclusive lock.
+pub unsafe fn write_meta(page: pg_sys::Page, meta: &Meta) {
+    let contents = pg_sys::PageGetContents(page) as *mut u8;
+    meta.encode(std::slice::from_raw_parts_mut(contents, META_SIZE));
+    let header = page as *mut pg_sys::PageHeaderData;
+    (*header).pd_lower = (contents.offset_from(page as *mut u8) as usize + META_SIZE) as u16;
+}
+
+/// Reads the meta page.
+pub fn read_meta(rel: pg_sys::Relation) -> Meta {
+    let locked = Locked::share(rel, META_BLOCK);
+    // SAFETY: locked page; the meta record sits at the start of its contents.
+    let bytes = unsafe {
+        std::slice::from_raw_parts(
+            pg_sys::PageGetContents(locked.page()) as *const u8,
+            META_SIZE,
+        )
+    };
+    match Meta::decode(bytes) {
+        Ok(m) => m,
+        Err(e) => pgrx::error!("vigil_hnsw: {e}"),
+    }
+}
+
+/// One generic WAL record over up to four pages. Pages are modified through
+/// the images `register` returns; `finish` applies and logs them at once.
+pub struct Wal {
+    state: *mut pg_sys::GenericXLogState,
+    held: Vec<Locked>,
+}
+
+impl Wal {
+    pub fn start(rel: pg_sys::Relation) -> Wal {
+        // SAFETY: rel is an open index.
+        Wal {
+            state: unsafe { pg_sys::GenericXLogStart(rel) },
+            held: Vec::with_capacity(4),
+        }
+    }
+
+    /// Registers an exclusively locked buffer; `full` logs a whole image
+    /// (for new pages). Returns the image to modify.
+    pub fn register(&mut self, locked: Locked, full: bool) -> pg_sys::Page {
+        let flags = if full {
+            pg_sys::GENERIC_XLOG_FULL_IMAGE as i32
+        } else {
+            0
+        };
+        // SAFETY: state is live; the buffer is exclusively locked.
+        let page = unsafe { pg_sys::GenericXLogRegisterBuffer(self.state, locked.buf, flags) };
+        self.held.push(locked);
+        page
+    }
+
+    pub fn finish(mut self) {
+        // SAFETY: every registered buffer is still locked (held).
+        unsafe { pg_sys::GenericXLogFinish(self.state) };
+        self.state = std::ptr::null_mut();
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        if !self.state.is_null() {
+            // SAFETY: an unfinished record: discard the images, change nothing.
+            unsafe { pg_sys::GenericXLogAbort(self.state) };
+        }
+        // `held` unlocks after the record is finished or aborted.
+    }
+}
+
+/// The graph writers' lock: a heavyweight lock on the meta page, held for
+/// one insert or one vacuum repair. Searches do not take it.
+pub struct GraphLock {
+    rel: pg_sys::Relation,
+}
+
+impl GraphLock {
+    pub fn exclusive(rel: pg_sys::Relation) -> GraphLock {
+        // SAFETY: rel is open; released in drop or at transaction end.
+        unsafe { pg_sys::LockPage(rel, META_BLOCK, pg_sys::ExclusiveLock as i32) };
+        GraphLock { rel }
+    }
+}
+
+impl Drop for GraphLock {
+    fn drop(&mut self) {
+        // SAFETY: taken in `exclusive`.
+        unsafe { pg_sys::UnlockPage(self.rel, META_BLOCK, pg_sys::ExclusiveLock as i32) };
+    }
+}
+
+/// Where an insert's two items go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Placement {
+    element: Tid,
+    neighbours: Tid,
+}
+
+/// The graph over an index's pages.
+pub struct PageStore {
+    rel: pg_sys::Relation,
+    pub meta: Meta,
+    /// Heap TID of the element the next `insert_element` writes.
+    pub next_heap: Cell<Option<Tid>>,
+}
+
+impl PageStore {
+    pub fn open(rel: pg_sys::Relation) -> PageStore {
+        PageStore {
+            rel,
+            meta: read_meta(rel),
+            next_heap: Cell::new(None),
+        }
+    }
+
+    pub fn params(&self) -> Params {
+        self.meta.params()
+    }
+
+    fn nblocks(&self) -> u32 {
+        // SAFETY: rel is open.
+        unsafe {
+            pg_sys::RelationGetNumberOfBlocksInFork(self.rel, pg_sys::ForkNumber::MAIN_FORKNUM)
+        }
+    }
+
+    /// Where an element of `level` would go now. Deterministic while the
+    /// caller holds the [`GraphLock`]: only lock holders add items.
+    fn plan(&self, level: usize) -> Placement {
+        let (elen, nlen) = (
+            element_size(self.meta.dims as usize),
+            neighbour_size(self.meta.m as usize, level),
+        );
+        let nblocks = self.nblocks();
+        let block = self.meta.insert_block;
+        let mut filler = if block > META_BLOCK && block + 1 == nblocks {
+            let locked = Locked::share(self.rel, block);
+            // SAFETY: locked page.
+            unsafe {
+                Filler::resume(
+                    block,
+                    pg_sys::PageGetMaxOffsetNumber(locked.page()),
+                    free_space(locked.page()),
+                )
+            }
+        } else {
+            // No data page yet (or the insert page is not the last one):
+            // start a new page at the end.
+            Filler::full(nblocks.max(1) - 1)
+        };
+        let (element, neighbours, _) = filler.place(elen, nlen);
+        Placement {
+            element,
+            neighbours,
+        }
+    }
+
+    /// The id the next inserted element of `level` gets.
+    pub fn next_id(&self, level: usize) -> Tid {
+        self.plan(level).element
+    }
+
+    /// The element's header (heap TID, flags, ...).
+    pub fn header(&self, id: Tid) -> Result<ElementHeader, PageError> {
+        let locked = Locked::share(self.rel, id.block);
+        // SAFETY: locked page, slice dropped before the lock.
+        let bytes = unsafe { item(locked.page(), id.block, id.offset)? };
+        ElementHeader::decode(bytes).map_err(|e| PageError(format!("item {id:?}: {e}")))
+    }
+
+    fn set_flag(&mut self, id: Tid, flag: u8) -> Result<(), PageError> {
+        let mut wal = Wal::start(self.rel);
+        let page = wal.register(Locked::exclusive(self.rel, id.block), false);
+        // SAFETY: page image under the WAL record, exclusively locked.
+        let bytes = unsafe { item(page, id.block, id.offset)? };
+        let mut h =
+            ElementHeader::decode(bytes).map_err(|e| PageError(format!("item {id:?}: {e}")))?;
+        h.flags |= flag;
+        h.encode(bytes);
+        wal.finish();
+        Ok(())
+    }
+
+    /// Marks every element whose heap row `dead` reports gone as deleted, a
+    /// page (one WAL record) at a time. Returns the deleted-but-not-removed
+    /// elements (new and from earlier, interrupted vacuums) and the live count.
+    pub fn mark_dead(&mut self, mut dead: impl FnMut(Tid) -> bool) -> (Vec<Tid>, usize) {
+        let (mut deleted, mut live) = (Vec::new(), 0);
+        for block in 1..self.nblocks() {
+            // SAFETY: plain function, checks for cancel and applies vacuum_cost_delay.
+            unsafe { pg_sys::vacuum_delay_point() };
+            let mut wal = Wal::start(self.rel);
+            let page = wal.register(Locked::exclusive(self.rel, block), false);
+            let mut changed = false;
+            // SAFETY: page image under the WAL record, exclusively locked.
+            let max = unsafe { pg_sys::PageGetMaxOffsetNumber(page) };
+            for offset in 1..=max {
+                let at = Tid { block, offset };
+                // SAFETY: as above.
+                let Ok(bytes) = (unsafe { item(page, block, offset) }) else {
+                    continue;
+                };
+                if bytes.first() != Some(&KIND_ELEMENT) {
+                    continue;
+                }
+                let Ok(mut h) = ElementHeader::decode(bytes) else {
+                    continue;
+                };
+                if h.removed() {
+                    continue;
+                }
+                if !h.deleted() && dead(h.heap) {
+                    h.flags |= FLAG_DELETED;
+                    h.encode(bytes);
+                    changed = true;
+                }
+                if h.deleted() {
+                    deleted.push(at);
+                } else {
+                    live += 1;
+                }
+            }
+            if changed {
+                wal.finish();
+            }
+        }
+        (deleted, live)
+    }
+}
+
+impl GraphStore for PageStore {
+    type Id = Tid;
+    type Error = PageError;
+
+    fn entry_point(&self) -> Result<Option<EntryPoint<Tid>>, PageError> {
+        Ok(read_meta(self.rel).entry.map(|(id, level)| EntryPoint {
+            id,
+            level: level as usize,
+        }))
+    }
+
+    fn with_element<R>(
+        &self,
+        id: Tid,
+        f: impl FnOnce(ElementMeta, &[f32]) -> R,
+    ) -> Result<R, PageError> {
+        let locked = Locked::share(self.rel, id.block);
+        // SAFETY: the slice lives while `locked` does, and f returns before it drops.
+        let bytes = unsafe { item(locked.page(), id.block, id.offset)? };
+        let h = ElementHeader::decode(bytes).map_err(|e| PageError(format!("item {id:?}: {e}")))?;
+        let dims = self.meta.dims as usize;
+        let body = &bytes[page::ELEMENT_HEADER..];
+        let meta = ElementMeta {
+            level: usize::from(h.level),
+            deleted: h.deleted(),
+        };
+        if body.len() >= 4 * dims && (body.as_ptr() as usize) % std::mem::align_of::<f32>() == 0 {
+            // SAFETY: in bounds and aligned (items are MAXALIGNed, the header is 16 bytes).
+            let v = unsafe { std::slice::from_raw_parts(body.as_ptr() as *const f32, dims) };
+            Ok(f(meta, v))
+        } else {
+            let mut v = Vec::new();
+            page::element_vector(bytes, dims, &mut v)
+                .map_err(|e| PageError(format!("item {id:?}: {e}")))?;
+            Ok(f(meta, &v))
+        }
+    }
+
+    fn neighbours(&self, id: Tid, layer: usize, out: &mut Vec<Tid>) -> Result<(), PageError> {
+        let locked = Locked::share(self.rel, id.block);
+        // SAFETY: locked page.
+        let bytes = unsafe { item(locked.page(), id.block, id.offset)? };
+        let h = ElementHeader::decode(bytes).map_err(|e| PageError(format!("item {id:?}: {e}")))?;
+        if h.removed() {
+            out.clear();
+            return Ok(());
+        }
+        let at = h.neighbours;
+        let mut read = |page| -> Result<(), PageError> {
+            // SAFETY: `page` is locked by the caller below.
+            let bytes = unsafe { item(page, at.block, at.offset)? };
+            page::read_layer(bytes, self.meta.m as usize, layer, out)
+                .map_err(|e| PageError(format!("item {at:?}: {e}")))
+        };
+        if at.block == id.block {
+            read(locked.page())
+        } else {
+            drop(locked);
+            let other = Locked::share(self.rel, at.block);
+            read(other.page())
+        }
+    }
+
+    fn for_each_element(&self, f: &mut dyn FnMut(Tid, ElementMeta)) -> Result<(), PageError> {
+        let mut found = Vec::new();
+        for block in 1..self.nblocks() {
+            found.clear();
+            {
+                let locked = Locked::share(self.rel, block);
+                let page = locked.page();
+                // SAFETY: locked page.
+                let max = unsafe { pg_sys::PageGetMaxOffsetNumber(page) };
+                for offset in 1..=max {
+                    // SAFETY: as above.
+                    let bytes = unsafe { item(page, block, offset)? };
+                    if bytes.first() != Some(&KIND_ELEMENT) {
+                        continue;
+                    }
+                    let at = Tid { block, offset };
+                    let h = ElementHeader::decode(bytes)
+                        .map_err(|e| PageError(format!("item {at:?}: {e}")))?;
+                    if !h.removed() {
+                        found.push((
+                            at,
+                            ElementMeta {
+                                level: usize::from(h.level),
+                                deleted: h.deleted(),
+                            },
+                        ));
+                    }
+                }
+            }
+            for &(at, meta) in &found {
+                f(at, meta);
+            }
+        }
+        Ok(())
+    }
+
+    fn insert_element(
+        &mut self,
+        id: Tid,
+        level: usize,
+        vector: &[f32],
+        neighbours: &[Vec<Tid>],
+    ) -> Result<(), PageError> {
+        let plan = self.plan(level);
+        if plan.element != id {
+            return err(id, format!("the free slot is {:?}", plan.element));
+        }
+        let Some(heap) = self.next_heap.take() else {
+            return err(id, "no heap row given for the new element");
+        };
+        let neighbour_item = page::encode_neighbours(self.meta.m as usize, neighbours)
+            .map_err(|e| PageError(format!("item {id:?}: {e}")))?;
+        let element_item = page::encode_element(
+            &ElementHeader {
+                level: level as u8,
+                flags: 0,
+                heap,
+                neighbours: plan.neighbours,
+            },
+            vector,
+        );
+        let nblocks = self.nblocks();
+        let mut wal = Wal::start(self.rel);
+        let open = |wal: &mut Wal, block: u32| -> pg_sys::Page {
+            if block >= nblocks {
+                let locked = Locked::extend(self.rel);
+                if locked.block() != block {
+                    pgrx::error!(
+                        "vigil_hnsw: the index grew to block {} while block {block} was planned",
+                        locked.block()
+                    );
+                }
+                let page = wal.register(locked, true);
+                // SAFETY: a new page's image, ours alone.
+                unsafe { init_page(page, PAGE_DATA) };
+                page
+            } else {
+                wal.register(Locked::exclusive(self.rel, block), false)
+            }
+        };
+        let epage = open(&mut wal, id.block);
+        // SAFETY: page images under the WAL record, exclusively locked.
+        unsafe { add_item(epage, id, &element_item)? };
+        let npage = if plan.neighbours.block == id.block {
+            epage
+        } else {
+            open(&mut wal, plan.neighbours.block)
+        };
+        // SAFETY: as above.
+        unsafe { add_item(npage, plan.neighbours, &neighbour_item)? };
+        if self.meta.insert_block != plan.neighbours.block {
+            self.meta.insert_block = plan.neighbours.block;
+            let mpage = wal.register(Locked::exclusive(self.rel, META_BLOCK), false);
+            let mut on_disk = read_meta_image(mpage)?;
+            on_disk.insert_block = plan.neighbours.block;
+            // SAFETY: meta page image under the WAL record.
+            unsafe { write_meta(mpage, &on_disk) };
+        }
+        wal.finish();
+        Ok(())
+    }
+
+    fn set_neighbours(
+        &mut self,
+        id: Tid,
+        layer: usize,
+        neighbours: &[Tid],
+    ) -> Result<(), PageError> {
+        let at = self.header(id)?.neighbours;
+        let mut wal = Wal::start(self.rel);
+        let page = wal.register(Locked::exclusive(self.rel, at.block), false);
+        // SAFETY: page image under the WAL record, exclusively locked.
+        let bytes = unsafe { item(page, at.block, at.offset)? };
+        page::write_layer(bytes, self.meta.m as usize, layer, neighbours)
+            .map_err(|e| PageError(format!("item {at:?}: {e}")))?;
+        wal.finish();
+        Ok(())
+    }
+
+    fn mark_deleted(&mut self, id: Tid) -> Result<(), PageError> {
+        self.set_flag(id, FLAG_DELETED)
+    }
+
+    fn remove_element(&mut self, id: Tid) -> Result<(), PageError> {
+        self.set_flag(id, FLAG_DELETED | FLAG_REMOVED)
+    }
+
+    fn set_entry_point(&mut self, entry: Option<EntryPoint<Tid>>) -> Result<(), PageError> {
+        let mut wal = Wal::start(self.rel);
+        let page = wal.register(Locked::exclusive(self.rel, META_BLOCK), false);
+        let mut meta = read_meta_image(page)?;
+        meta.entry = entry.map(|e| (e.id, e.level as u32));
+        // SAFETY: meta page image under the WAL record.
+        unsafe { write_meta(page, &meta) };
+        wal.finish();
+        self.meta.entry = meta.entry;
+        Ok(())
+    }
+}
+
+/// Decodes the meta record of a locked meta page image.
+fn read_meta_image(page: pg_sys::Page) -> Result<Meta, PageError> {
+    // SAFETY: the caller holds the page locked; the record is at its contents' start.
+    let bytes = unsafe {
+        std::slice::from_raw_parts(pg_sys::PageGetContents(page) as *const u8, META_SIZE)
+    };
+    Meta::decode(bytes).map_err(PageError)
+}
+
+/// Sets the meta page's `dims` (the first vector of an empty index decides).
+pub fn set_dims(rel: pg_sys::Relation, dims: u32) {
+    let mut wal = Wal::start(rel);
+    let page = wal.register(Locked::exclusive(rel, META_BLOCK), false);
+    let mut meta = read_meta_image(page).unwrap_or_else(|e| pgrx::error!("vigil_hnsw: {e}"));
+    meta.dims = dims;
+    // SAFETY: meta page image under the WAL record.
+    unsafe { write_meta(page, &meta) };
+    wal.finish();
+}
+
+/// Writes a fresh meta page as block 0 of an empty fork.
+pub fn create_meta(rel: pg_sys::Relation, meta: &Meta) {
+    let mut wal = Wal::start(rel);
+    let page = wal.register(Locked::extend(rel), true);
+    // SAFETY: the new page's image, ours alone.
+    unsafe {
+        init_page(page, PAGE_META);
+        write_meta(page, meta);
+    }
+    wal.finish();
+}

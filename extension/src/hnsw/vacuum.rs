@@ -1,0 +1,76 @@
+//! `VACUUM`: elements whose heap rows are dead are marked deleted (so no
+//! scan returns them again, even once the heap reuses their TIDs), then the
+//! links pointing at them are repaired and they are removed from the graph.
+//!
+//! Marking goes page by page without the graph writers' lock; the repair
+//! ([`vigil_hnsw::repair`]) holds it, so no insert interleaves. Elements
+//! deleted by an earlier vacuum that was interrupted are picked up again.
+//! Removed elements keep their slots (ids must stay stable while a
+//! concurrent scan may still hold them).
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use super::page::Tid;
+use super::raise;
+use super::store::{GraphLock, PageStore};
+
+#[pg_guard]
+pub unsafe extern "C-unwind" fn ambulkdelete(
+    info: *mut pg_sys::IndexVacuumInfo,
+    stats: *mut pg_sys::IndexBulkDeleteResult,
+    callback: pg_sys::IndexBulkDeleteCallback,
+    callback_state: *mut std::ffi::c_void,
+) -> *mut pg_sys::IndexBulkDeleteResult {
+    let index = (*info).index;
+    let stats = if stats.is_null() {
+        PgBox::<pg_sys::IndexBulkDeleteResult>::alloc0().into_pg()
+    } else {
+        stats
+    };
+    let Some(callback) = callback else {
+        return stats;
+    };
+    let mut store = PageStore::open(index);
+    let (deleted, live) = store.mark_dead(|heap: Tid| {
+        let mut tid = pg_sys::ItemPointerData::default();
+        pgrx::itemptr::item_pointer_set_all(&mut tid, heap.block, heap.offset);
+        // SAFETY: the callback Postgres gave us, with its state.
+        unsafe { callback(&mut tid, callback_state) }
+    });
+    if !deleted.is_empty() {
+        let _lock = GraphLock::exclusive(index);
+        let mut store = PageStore::open(index);
+        let params = store.params();
+        vigil_hnsw::repair(&mut store, &params, &deleted).unwrap_or_else(|e| raise(index, e));
+    }
+    (*stats).tuples_removed += deleted.len() as f64;
+    (*stats).num_index_tuples = live as f64;
+    (*stats).num_pages =
+        pg_sys::RelationGetNumberOfBlocksInFork(index, pg_sys::ForkNumber::MAIN_FORKNUM);
+    stats
+}
+
+#[pg_guard]
+pub unsafe extern "C-unwind" fn amvacuumcleanup(
+    info: *mut pg_sys::IndexVacuumInfo,
+    stats: *mut pg_sys::IndexBulkDeleteResult,
+) -> *mut pg_sys::IndexBulkDeleteResult {
+    if (*info).analyze_only {
+        return stats;
+    }
+    let index = (*info).index;
+    let stats = if stats.is_null() {
+        // No bulk delete ran (nothing dead): count the live elements.
+        let stats = PgBox::<pg_sys::IndexBulkDeleteResult>::alloc0().into_pg();
+        let mut store = PageStore::open(index);
+        let (_, live) = store.mark_dead(|_| false);
+        (*stats).num_index_tuples = live as f64;
+        stats
+    } else {
+        stats
+    };
+    (*stats).num_pages =
+        pg_sys::RelationGetNumberOfBlocksInFork(index, pg_sys::ForkNumber::MAIN_FORKNUM);
+    stats
+}
