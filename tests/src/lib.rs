@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::sync::{Mutex, OnceLock};
 
+mod cluster;
+pub use cluster::{wait_until, Cluster, Writers};
+
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -210,8 +213,25 @@ extern "C" fn teardown() {
     }
 }
 
+/// Removes `dir`'s cluster when the test process exits, whatever happens to the
+/// test that made it.
+fn remove_at_exit(dir: &Path) {
+    static ATEXIT: OnceLock<()> = OnceLock::new();
+    // SAFETY: registering a plain extern "C" fn.
+    ATEXIT.get_or_init(|| unsafe {
+        libc::atexit(teardown);
+    });
+    RUNNING.lock().unwrap().clusters.push(dir.to_owned());
+}
+
+/// Undoes [`remove_at_exit`] once the cluster has been removed.
+fn removed(dir: &Path) {
+    let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+    running.clusters.retain(|d| d != dir);
+}
+
 /// A port nobody listens on now. Postgres fails loudly if it is taken meanwhile.
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
@@ -222,12 +242,7 @@ fn free_port() -> u16 {
 pub fn start(sidecar_args: &[&str]) -> Env {
     let cluster_dir =
         std::env::temp_dir().join(format!("vigil-e2e-{}-{}", std::process::id(), free_port()));
-    static ATEXIT: OnceLock<()> = OnceLock::new();
-    // SAFETY: registering a plain extern "C" fn.
-    ATEXIT.get_or_init(|| unsafe {
-        libc::atexit(teardown);
-    });
-    RUNNING.lock().unwrap().clusters.push(cluster_dir.clone());
+    remove_at_exit(&cluster_dir);
     let out = Command::new(workspace_root().join("scripts/pg-cluster.sh"))
         .args([
             "up",

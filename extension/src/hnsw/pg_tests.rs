@@ -86,17 +86,7 @@ mod tests {
         assert!((d("SELECT '{1,0}'::real[] <=> '{0,1}'::real[]") - 1.0).abs() < 1e-6);
         assert!((d("SELECT '{1,2}'::real[] <#> '{3,4}'::real[]") + 11.0).abs() < 1e-6);
         assert!((d("SELECT vigil.inner_product('{1,2}', '{3,4}')") - 11.0).abs() < 1e-6);
-        let err = |sql: &str| {
-            PgTryBuilder::new(|| {
-                Spi::run(sql).unwrap();
-                String::new()
-            })
-            .catch_others(|e| match e {
-                pg_sys::panic::CaughtError::PostgresError(r) => r.message().to_string(),
-                _ => "other".into(),
-            })
-            .execute()
-        };
+        let err = error_of;
         assert_eq!(
             err("SELECT '{1,2}'::real[] <-> '{1,2,3}'::real[]"),
             "vectors have different dimensions: 2 and 3"
@@ -131,5 +121,181 @@ mod tests {
         ));
         let r = recall("items", "<=>", &[1, 50, 333, 999, 2500]);
         assert!(r >= 0.95, "recall {r}");
+    }
+
+    /// The ERROR message `sql` raises, run in a subtransaction that is rolled
+    /// back (as psql would see it), or "" when it succeeds.
+    fn error_of(sql: &str) -> String {
+        // SAFETY: the usual PL pattern around an internal subtransaction.
+        let (context, owner) =
+            unsafe { (pg_sys::CurrentMemoryContext, pg_sys::CurrentResourceOwner) };
+        let restore = move || unsafe {
+            pg_sys::MemoryContextSwitchTo(context);
+            pg_sys::CurrentResourceOwner = owner;
+        };
+        unsafe { pg_sys::BeginInternalSubTransaction(std::ptr::null()) };
+        restore();
+        PgTryBuilder::new(|| {
+            Spi::run(sql).unwrap();
+            unsafe { pg_sys::ReleaseCurrentSubTransaction() };
+            restore();
+            String::new()
+        })
+        .catch_others(|e| {
+            unsafe { pg_sys::RollbackAndReleaseCurrentSubTransaction() };
+            restore();
+            match e {
+                pg_sys::panic::CaughtError::PostgresError(r) => r.message().to_string(),
+                other => format!("{other:?}"),
+            }
+        })
+        .execute()
+    }
+
+    #[pg_test]
+    fn inserts_into_empty_and_built_indexes() {
+        use_vigil_path();
+        Spi::run("CREATE TABLE items (id int PRIMARY KEY, cat int, v real[])").unwrap();
+        Spi::run("CREATE INDEX items_v ON items USING vigil_hnsw (v vigil.l2_ops)").unwrap();
+        assert_eq!(check("items_v")["elements"], 0);
+        // Every row goes through aminsert: the graph is built page by page.
+        make_table("src", 2000, 24);
+        Spi::run("INSERT INTO items SELECT * FROM src WHERE id <= 1500").unwrap();
+        assert_eq!(check("items_v")["elements"], 1500);
+        Spi::run("INSERT INTO items SELECT * FROM src WHERE id > 1500").unwrap();
+        Spi::run("INSERT INTO items VALUES (9999, 0, NULL)").unwrap();
+        let report = check("items_v");
+        assert_eq!(report["elements"], 2000, "NULLs are not indexed: {report}");
+        assert_eq!(report["metric"], "l2");
+        let r = recall("items", "<->", &[3, 77, 640, 1200, 1999]);
+        assert!(r >= 0.95, "recall {r}");
+    }
+
+    #[pg_test]
+    fn other_metrics_and_reloptions() {
+        use_vigil_path();
+        make_table("items", 2000, 16);
+        Spi::run("CREATE INDEX items_ip ON items USING vigil_hnsw (v vigil.ip_ops) WITH (m = 8, ef_construction = 40)").unwrap();
+        let report = check("items_ip");
+        assert_eq!(
+            (report["metric"].as_str(), report["m"].as_u64()),
+            (Some("inner_product"), Some(8))
+        );
+        let r = recall("items", "<#>", &[5, 500, 1500]);
+        assert!(r >= 0.9, "ip recall {r}");
+    }
+
+    #[pg_test]
+    fn deleted_rows_are_never_returned_and_reindex_rebuilds() {
+        use_vigil_path();
+        make_table("items", 2000, 16);
+        Spi::run("CREATE INDEX items_v ON items USING vigil_hnsw (v)").unwrap();
+        Spi::run("DELETE FROM items WHERE id % 3 = 0").unwrap();
+        Spi::run("SET enable_seqscan = off").unwrap();
+        for q in [3, 300, 1200] {
+            let qv = query_vector("items", q + 1);
+            let got = ids(&format!(
+                "SELECT id FROM items ORDER BY v <=> '{qv}' LIMIT 10"
+            ));
+            assert_eq!(got.len(), 10);
+            assert!(
+                got.iter().all(|id| id % 3 != 0),
+                "deleted row returned: {got:?}"
+            );
+        }
+        Spi::run("RESET enable_seqscan").unwrap();
+        Spi::run("REINDEX INDEX items_v").unwrap();
+        // Rows this transaction deleted are still indexed (others may see them).
+        let report = check("items_v");
+        assert_eq!(report["elements"], 2000, "{report}");
+        let r = recall("items", "<=>", &[1, 401, 1601]);
+        assert!(r >= 0.95, "recall after reindex {r}");
+    }
+
+    #[pg_test]
+    fn selective_filters_still_yield_k_rows() {
+        use_vigil_path();
+        make_table("items", 5000, 16);
+        Spi::run("CREATE INDEX items_v ON items USING vigil_hnsw (v)").unwrap();
+        Spi::run("SET enable_seqscan = off").unwrap();
+        let qv = query_vector("items", 11);
+        // 1% of rows pass the filter: the first 40 candidates hold almost none.
+        let sql = format!("SELECT id FROM items WHERE id % 100 = 7 ORDER BY v <=> '{qv}' LIMIT 10");
+        assert!(uses_index(&sql, "items_v"));
+        let got = ids(&sql);
+        assert_eq!(got.len(), 10, "{got:?}");
+        Spi::run("SET enable_seqscan = on; SET enable_indexscan = off").unwrap();
+        let exact = ids(&sql);
+        let hits = got.iter().filter(|id| exact.contains(id)).count();
+        assert!(hits >= 8, "filtered recall {hits}/10: {got:?} vs {exact:?}");
+        Spi::run(
+            "RESET enable_indexscan; SET enable_seqscan = off; SET vigil.hnsw_iterative_scan = off",
+        )
+        .unwrap();
+        assert!(
+            ids(&sql).len() < 10,
+            "without iterative scanning the filter starves the scan"
+        );
+    }
+
+    #[pg_test]
+    fn planner_uses_the_index_only_for_top_k() {
+        use_vigil_path();
+        make_table("items", 5000, 32);
+        Spi::run("CREATE INDEX items_v ON items USING vigil_hnsw (v); ANALYZE items").unwrap();
+        let qv = query_vector("items", 1);
+        assert!(uses_index(
+            &format!("SELECT id FROM items ORDER BY v <=> '{qv}' LIMIT 10"),
+            "items_v"
+        ));
+        assert!(!uses_index(
+            &format!("SELECT id FROM items ORDER BY v <=> '{qv}'"),
+            "items_v"
+        ));
+        assert!(!uses_index("SELECT id FROM items WHERE id = 3", "items_v"));
+        // Another operator than the index's metric cannot use it.
+        assert!(!uses_index(
+            &format!("SELECT id FROM items ORDER BY v <-> '{qv}' LIMIT 10"),
+            "items_v"
+        ));
+    }
+
+    #[pg_test]
+    fn two_thousand_dimensions() {
+        use_vigil_path();
+        make_table("items", 60, 2000);
+        Spi::run("CREATE INDEX items_v ON items USING vigil_hnsw (v)").unwrap();
+        assert_eq!(check("items_v")["elements"], 60);
+        let r = recall("items", "<=>", &[1, 30]);
+        assert!(r >= 0.9, "recall {r}");
+        Spi::run("INSERT INTO items SELECT 100 + id, cat, v FROM items WHERE id <= 5").unwrap();
+        assert_eq!(check("items_v")["elements"], 65);
+    }
+
+    #[pg_test]
+    fn short_maintenance_work_mem_inserts_the_rest() {
+        use_vigil_path();
+        make_table("items", 3000, 32);
+        Spi::run("SET maintenance_work_mem = '1MB'").unwrap();
+        Spi::run("CREATE INDEX items_v ON items USING vigil_hnsw (v)").unwrap();
+        assert_eq!(check("items_v")["elements"], 3000);
+        let r = recall("items", "<=>", &[2, 1000, 2999]);
+        assert!(r >= 0.95, "recall {r}");
+    }
+
+    #[pg_test]
+    fn unlogged_tables_get_an_init_fork() {
+        use_vigil_path();
+        Spi::run("CREATE UNLOGGED TABLE items (id int, v real[])").unwrap();
+        Spi::run("CREATE INDEX items_v ON items USING vigil_hnsw (v)").unwrap();
+        Spi::run(
+            "INSERT INTO items SELECT i, ARRAY[i, 1, 2]::real[] FROM generate_series(1, 50) i",
+        )
+        .unwrap();
+        assert_eq!(check("items_v")["elements"], 50);
+        let init_fork = Spi::get_one::<i64>("SELECT pg_relation_size('items_v', 'init')")
+            .unwrap()
+            .unwrap();
+        assert_eq!(init_fork, 8192);
     }
 }

@@ -1,0 +1,187 @@
+//! `vigil_hnsw` as a psql user meets it: the errors they read, VACUUM
+//! repairing the graph, REINDEX, and a build that runs out of
+//! `maintenance_work_mem`. (Crashes, replicas and concurrent writers are in
+//! `durability.rs`.)
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use vigil_e2e::{workspace_root, Cluster};
+
+/// One cluster for the file, used by one test at a time: VACUUM only removes
+/// rows no open transaction (another test's CREATE INDEX) may still see.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn cluster() -> &'static Cluster {
+    static CLUSTER: OnceLock<Cluster> = OnceLock::new();
+    CLUSTER.get_or_init(Cluster::start)
+}
+
+/// Runs a script as the superuser with `vigil` on the search path, statement
+/// by statement (each its own transaction, as typed in psql); returns
+/// (success, stdout, stderr) as psql printed them.
+fn psql(script: &str) -> (bool, String, String) {
+    let mut child = Command::new(workspace_root().join("scripts/pg-cluster.sh"))
+        .args(["psql", cluster().dir().to_str().unwrap(), "-At"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("psql runs");
+    let script = format!("SET search_path = public, vigil;\n{script};\n");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .expect("psql reads");
+    let out = child.wait_with_output().expect("psql ends");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).trim_end().to_owned(),
+        String::from_utf8_lossy(&out.stderr).trim_end().to_owned(),
+    )
+}
+
+fn ok(script: &str) -> String {
+    let (success, out, err) = psql(script);
+    assert!(success, "{script}\nfailed: {err}");
+    out
+}
+
+/// The ERROR line psql prints for `script`, which must fail.
+fn error(script: &str) -> String {
+    let (success, _, err) = psql(script);
+    assert!(!success, "{script} should fail");
+    err.lines()
+        .find_map(|l| l.split_once("ERROR:  ").map(|(_, m)| m))
+        .unwrap_or_else(|| panic!("no ERROR in {err}"))
+        .to_owned()
+}
+
+/// `n` rows of 16-dimensional vectors around 20 centres.
+fn make_table(name: &str, n: usize) {
+    ok(&format!(
+        "CREATE TABLE {name} (id int PRIMARY KEY, v real[]);
+         SELECT setseed(0.7);
+         CREATE TEMP TABLE centres AS
+           SELECT c, array_agg(random()::real * 2 - 1) AS v FROM generate_series(0, 19) c, generate_series(1, 16) GROUP BY c;
+         INSERT INTO {name}
+           SELECT i, (SELECT array_agg(x + (random()::real - 0.5) * 0.6 ORDER BY o) FROM unnest(ce.v) WITH ORDINALITY u(x, o))
+           FROM generate_series(1, {n}) i JOIN centres ce ON ce.c = i % 20;"
+    ));
+}
+
+fn check(index: &str) -> serde_json::Value {
+    serde_json::from_str(&ok(&format!("SELECT vigil.hnsw_check('{index}')"))).expect("json report")
+}
+
+/// Recall@10 of the index against the exact order over the rows `queries`
+/// selects, each query being a row's vector.
+fn recall(table: &str, queries: &str) -> f64 {
+    let top = |settings: &str, into: &str| {
+        format!(
+            "{settings} CREATE TEMP TABLE {into} AS SELECT q.id AS qid, a.id FROM {table} q
+               CROSS JOIN LATERAL (SELECT id FROM {table} t ORDER BY t.v <=> q.v LIMIT 10) a WHERE q.id IN ({queries});"
+        )
+    };
+    let script = [
+        "DROP TABLE IF EXISTS approx, exact;".to_owned(),
+        top("SET enable_seqscan = off; SET enable_indexscan = on;", "approx"),
+        top("SET enable_seqscan = on; SET enable_indexscan = off;", "exact"),
+        "SELECT (SELECT count(*) FROM approx JOIN exact USING (qid, id))::float8 / (SELECT count(*) FROM exact);"
+            .to_owned(),
+    ]
+    .concat();
+    ok(&script).parse().expect("a ratio")
+}
+
+#[test]
+fn bad_input_gets_clear_errors() {
+    let _serial = serial();
+    ok("CREATE TABLE mixed (id int, v real[]); INSERT INTO mixed VALUES (1, '{1,2,3}'), (2, '{1,2}')");
+    assert_eq!(
+        error("CREATE INDEX mixed_v ON mixed USING vigil_hnsw (v)"),
+        "vigil_hnsw index \"mixed_v\": row (0,2) has 2 dimensions, earlier rows 3: every vector in one index must have the same dimensions"
+    );
+    ok("DELETE FROM mixed WHERE id = 2; CREATE INDEX mixed_v ON mixed USING vigil_hnsw (v)");
+    let cases = [
+        ("INSERT INTO mixed VALUES (3, '{1,2}')", "vigil_hnsw index \"mixed_v\": row (0,3) has 2 dimensions, the index holds vectors of 3"),
+        ("INSERT INTO mixed VALUES (4, '{0,0,0}')", "vigil_hnsw index \"mixed_v\": invalid vector: a zero vector has no cosine distance"),
+        ("INSERT INTO mixed VALUES (5, '{1,NaN,0}')", "vigil_hnsw index \"mixed_v\": invalid vector: it contains NaN or infinity"),
+        ("INSERT INTO mixed VALUES (6, '{1,NULL,0}')", "vigil_hnsw index \"mixed_v\": a vector must not contain NULLs"),
+        (
+            "SET enable_seqscan = off; SELECT id FROM mixed ORDER BY v <=> '{1,2}' LIMIT 1",
+            "vigil_hnsw index \"mixed_v\": the query vector has 2 dimensions, the index holds vectors of 3",
+        ),
+        ("SELECT vigil.hnsw_check('mixed')", "\"mixed\" is not a vigil_hnsw index"),
+        (
+            "CREATE INDEX ON mixed USING vigil_hnsw (v) WITH (m = 40, ef_construction = 50)",
+            "vigil_hnsw: ef_construction (50) must be at least 2 * m (80)",
+        ),
+        ("CREATE INDEX ON mixed USING vigil_hnsw (v) WITH (m = 1)", "value 1 out of bounds for option \"m\""),
+    ];
+    for (sql, message) in cases {
+        assert_eq!(error(sql), message, "{sql}");
+    }
+    // Nothing half-written: the failed inserts left the graph as it was.
+    assert_eq!(check("mixed_v")["elements"], 1);
+    assert_eq!(ok("SELECT count(*) FROM mixed"), "1");
+}
+
+#[test]
+fn vacuum_repairs_the_graph_and_reindex_rebuilds_it() {
+    let _serial = serial();
+    make_table("churn", 3000);
+    ok("CREATE INDEX churn_v ON churn USING vigil_hnsw (v)");
+    ok("DELETE FROM churn WHERE id % 3 = 0");
+    // Before vacuum the deleted elements are still in the graph, never returned.
+    assert_eq!(check("churn_v")["elements"], 3000);
+    let returned = ok("SET enable_seqscan = off;
+        SELECT count(*) FROM churn q CROSS JOIN LATERAL (SELECT id FROM churn t ORDER BY t.v <=> q.v LIMIT 10) a
+        WHERE q.id % 97 = 1 AND a.id % 3 = 0");
+    assert_eq!(returned, "0");
+
+    ok("VACUUM churn");
+    let report = check("churn_v");
+    assert_eq!(
+        (report["elements"].as_u64(), report["deleted"].as_u64()),
+        (Some(2000), Some(0)),
+        "{report}"
+    );
+    let r = recall("churn", "SELECT id FROM churn WHERE id % 97 = 1");
+    assert!(r >= 0.95, "recall after vacuum {r}");
+
+    // The repaired graph takes new rows, and a rebuild holds exactly the live ones.
+    ok("INSERT INTO churn SELECT id + 10000, v FROM churn WHERE id % 5 = 0");
+    assert_eq!(check("churn_v")["elements"], 2400);
+    ok("REINDEX INDEX churn_v");
+    let report = check("churn_v");
+    assert_eq!(
+        (report["elements"].as_u64(), report["deleted"].as_u64()),
+        (Some(2400), Some(0)),
+        "{report}"
+    );
+    let r = recall("churn", "SELECT id FROM churn WHERE id % 97 = 1");
+    assert!(r >= 0.95, "recall after reindex {r}");
+}
+
+#[test]
+fn a_build_short_of_memory_says_so_and_inserts_the_rest() {
+    let _serial = serial();
+    make_table("big", 4000);
+    let (success, _, stderr) =
+        psql("SET maintenance_work_mem = '1MB'; CREATE INDEX big_v ON big USING vigil_hnsw (v)");
+    assert!(success, "{stderr}");
+    assert!(
+        stderr.contains("NOTICE:  vigil_hnsw graph no longer fits into maintenance_work_mem after"),
+        "{stderr}"
+    );
+    assert_eq!(check("big_v")["elements"], 4000);
+    let r = recall("big", "SELECT id FROM big WHERE id % 101 = 1");
+    assert!(r >= 0.95, "recall {r}");
+}
