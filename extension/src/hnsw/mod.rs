@@ -16,6 +16,11 @@
 //! - [`ops`]: vectors from `real[]` and the exact distance operators.
 //!
 //! And `vigil.hnsw_check(regclass)`, the structural check.
+//!
+//! Functions here take `pg_sys::Relation`s as plain arguments: each is the
+//! index Postgres opened and locked for the callback in progress, valid for
+//! its whole duration, which is the only place they come from.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 pub mod build;
 pub mod cost;
@@ -106,7 +111,7 @@ pub fn register() {
         RELOPT_KIND = pg_sys::add_reloption_kind();
         let lock = pg_sys::AccessExclusiveLock as i32;
         pg_sys::add_int_reloption(
-            RELOPT_KIND as u32,
+            RELOPT_KIND,
             c"m".as_ptr(),
             c"Links per element on upper layers (twice as many on layer 0)".as_ptr(),
             vigil_hnsw::DEFAULT_M as i32,
@@ -115,7 +120,7 @@ pub fn register() {
             lock,
         );
         pg_sys::add_int_reloption(
-            RELOPT_KIND as u32,
+            RELOPT_KIND,
             c"ef_construction".as_ptr(),
             c"Candidates kept while inserting (at least 2 * m)".as_ptr(),
             vigil_hnsw::DEFAULT_EF_CONSTRUCTION as i32,
@@ -276,7 +281,7 @@ unsafe extern "C-unwind" fn amvalidate(_opclass: pg_sys::Oid) -> bool {
 /// points at an existing element of high enough level, list sizes, levels,
 /// vectors, the entry point) and returns its statistics; an ERROR that
 /// names the element and layer when something is wrong. Blocks inserts
-/// (not searches) while it runs.
+/// (not searches) while it runs; works on a hot standby too.
 #[pg_extern(volatile, parallel_unsafe)]
 fn hnsw_check(index: pgrx::PgRelation) -> pgrx::JsonB {
     let rel = index.as_ptr();
@@ -291,7 +296,9 @@ fn hnsw_check(index: pgrx::PgRelation) -> pgrx::JsonB {
             format!("\"{}\" is not a vigil_hnsw index", index.name())
         );
     }
-    let _lock = GraphLock::exclusive(rel);
+    // A standby cannot take the lock (and has no writers to keep out).
+    // SAFETY: plain status query.
+    let _lock = (!unsafe { pg_sys::RecoveryInProgress() }).then(|| GraphLock::exclusive(rel));
     let store = PageStore::open(rel);
     let options = CheckOptions {
         require_live_links: false,

@@ -44,7 +44,7 @@ pub unsafe fn vector_from_datum<'a>(datum: pg_sys::Datum) -> Result<&'a [f32], S
     }
     // Data follows the dims and lower bounds, MAXALIGNed (ARR_OVERHEAD_NONULLS).
     let data = array.add(super::page::maxalign(ARRAY_HEADER + 8));
-    if (data as usize) % std::mem::align_of::<f32>() != 0 {
+    if !(data as usize).is_multiple_of(std::mem::align_of::<f32>()) {
         return Err("misaligned array data".into());
     }
     Ok(std::slice::from_raw_parts(data as *const f32, len as usize))

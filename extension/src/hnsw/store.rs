@@ -427,7 +427,9 @@ impl GraphStore for PageStore {
             level: usize::from(h.level),
             deleted: h.deleted(),
         };
-        if body.len() >= 4 * dims && (body.as_ptr() as usize) % std::mem::align_of::<f32>() == 0 {
+        if body.len() >= 4 * dims
+            && (body.as_ptr() as usize).is_multiple_of(std::mem::align_of::<f32>())
+        {
             // SAFETY: in bounds and aligned (items are MAXALIGNed, the header is 16 bytes).
             let v = unsafe { std::slice::from_raw_parts(body.as_ptr() as *const f32, dims) };
             Ok(f(meta, v))

@@ -10,6 +10,7 @@
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
+use vigil_hnsw::GraphStore;
 
 use super::page::Tid;
 use super::raise;
@@ -63,8 +64,11 @@ pub unsafe extern "C-unwind" fn amvacuumcleanup(
     let stats = if stats.is_null() {
         // No bulk delete ran (nothing dead): count the live elements.
         let stats = PgBox::<pg_sys::IndexBulkDeleteResult>::alloc0().into_pg();
-        let mut store = PageStore::open(index);
-        let (_, live) = store.mark_dead(|_| false);
+        let store = PageStore::open(index);
+        let mut live = 0usize;
+        store
+            .for_each_element(&mut |_, meta| live += usize::from(!meta.deleted))
+            .unwrap_or_else(|e| raise(index, e));
         (*stats).num_index_tuples = live as f64;
         stats
     } else {
