@@ -24,12 +24,17 @@ CREATE TABLE vigil.transactions (
     amount      double precision
 );
 -- Velocity and reuse: "this identity in the last hour / day" is one index range.
-CREATE INDEX transactions_email ON vigil.transactions (email, received_at) WHERE email IS NOT NULL;
-CREATE INDEX transactions_device ON vigil.transactions (device, received_at) WHERE device IS NOT NULL;
-CREATE INDEX transactions_ip ON vigil.transactions (ip, received_at) WHERE ip IS NOT NULL;
+-- The history reads the e-mail's amounts and the e-mails seen on a device or IP;
+-- carried in the index (INCLUDE), those ranges need no heap visits once vacuum
+-- has marked the pages all-visible (a profile showed the heap fetches at 14% of
+-- an assessment), hence the low insert threshold for autovacuum below.
+CREATE INDEX transactions_email ON vigil.transactions (email, received_at) INCLUDE (amount) WHERE email IS NOT NULL;
+CREATE INDEX transactions_device ON vigil.transactions (device, received_at) INCLUDE (email) WHERE device IS NOT NULL;
+CREATE INDEX transactions_ip ON vigil.transactions (ip, received_at) INCLUDE (email) WHERE ip IS NOT NULL;
 CREATE INDEX transactions_card ON vigil.transactions (card, received_at) WHERE card IS NOT NULL;
 -- Analysis by day: rows arrive in time order, so a BRIN index is tiny and enough.
 CREATE INDEX transactions_received ON vigil.transactions USING brin (received_at);
+ALTER TABLE vigil.transactions SET (autovacuum_vacuum_insert_scale_factor = 0.01);
 
 CREATE TABLE vigil.feedback (
     id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
