@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help setup build run stop reset test bench-embed bench-risk
+.PHONY: help setup build run stop reset test bench-embed bench-risk bench-hnsw
 
 help:
 	@echo "make run          set up, build, start PostgreSQL + the sidecar (Ctrl-C to stop)"
@@ -11,6 +11,7 @@ help:
 	@echo "make reset        delete the local cluster and its data (keys, accounts, records)"
 	@echo "make bench-embed  embedding throughput: in-database vs raw ONNX Runtime"
 	@echo "make bench-risk   risk assessments per second: in-database and over HTTP (wrk)"
+	@echo "make bench-hnsw   vigil_hnsw vector index: recall@10 and queries/s vs an exact scan"
 
 setup:
 	scripts/setup.sh
@@ -37,3 +38,6 @@ bench-embed: build
 
 bench-risk: build
 	scripts/bench-risk.sh
+
+bench-hnsw: build
+	scripts/bench-hnsw.sh

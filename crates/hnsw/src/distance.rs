@@ -153,6 +153,14 @@ pub fn cosine_distance(a: &[f32], b: &[f32]) -> f32 {
     }
 }
 
+/// Scales `v` to unit length (a zero or non-finite vector is left as it is).
+pub fn normalize(v: &mut [f32]) {
+    let norm = norm_squared(v).sqrt();
+    if norm > 0.0 && norm.is_finite() {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
 /// Squared norm, used by validation and by the bulk build's inner-product shift.
 #[inline]
 pub fn norm_squared(a: &[f32]) -> f32 {
@@ -208,8 +216,16 @@ mod tests {
             let (a, b) = (floats(1, n), floats(2, n));
             // SAFETY: AVX2 is available, checked above.
             let (dot, l2) = unsafe { (super::avx2::dot(&a, &b), super::avx2::l2_squared(&a, &b)) };
-            assert_eq!(dot.to_bits(), super::dot_lanes(&a, &b).to_bits(), "dot, n={n}");
-            assert_eq!(l2.to_bits(), super::l2_squared_lanes(&a, &b).to_bits(), "l2, n={n}");
+            assert_eq!(
+                dot.to_bits(),
+                super::dot_lanes(&a, &b).to_bits(),
+                "dot, n={n}"
+            );
+            assert_eq!(
+                l2.to_bits(),
+                super::l2_squared_lanes(&a, &b).to_bits(),
+                "l2, n={n}"
+            );
         }
     }
 

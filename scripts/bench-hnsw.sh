@@ -1,0 +1,369 @@
+#!/usr/bin/env bash
+# `make bench-hnsw`: the vigil_hnsw index against an exact scan, on a cluster of its
+# own (.vigil/bench-hnsw, port 28818; shared_buffers 2GB, maintenance_work_mem 2GB,
+# jit off, one backend per query: no parallel workers).
+#
+# Datasets (BENCH_DATASETS, default real,random):
+#   real    Debian package short descriptions (apt-cache dumpavail, deduplicated),
+#           embedded in the database with vigil.embed (all-MiniLM-L6-v2, 384 dims):
+#           BENCH_QUERIES (default 1000) held out as queries, up to BENCH_ROWS
+#           (default 100000) as rows; fewer when there are fewer descriptions.
+#           Embeddings are kept in the cluster (table bench.embed_cache) and in
+#           .vigil/bench-hnsw-cache/, so only new texts are embedded on a rerun.
+#   random  as many rows and queries, 384 dims, each coordinate uniform in [-1, 1):
+#           no structure for a graph to use, so recall is low for any HNSW
+#           (faiss's IndexHNSWFlat, same m and ef's, scores lower still).
+#
+# For each, in one run and one backend, with `SELECT id FROM items ORDER BY v <=> q
+# LIMIT 10` timed in a PL/pgSQL loop (queries/s: the best of BENCH_PASSES, default
+# 3, passes, against the noise of a shared machine):
+#   - the exact scan (enable_indexscan off) over BENCH_EXACT_QUERIES (default 50)
+#     queries, and the exact top 10 of every query (ground truth; kept while the
+#     data is unchanged);
+#   - CREATE INDEX ... USING vigil_hnsw (v) WITH (m = BENCH_M (16),
+#     ef_construction = BENCH_EF_CONSTRUCTION (64)): build time, size against the
+#     raw vectors (rows * 384 * 4 bytes);
+#   - for vigil.hnsw_ef_search in BENCH_EF_SEARCH (default "20 40 80 160"):
+#     recall@10 against the ground truth, ties counted (a returned row is a hit when
+#     its exact distance is at most the 10th exact distance), queries per second
+#     over all queries (enable_seqscan off) and the speed-up over the exact scan.
+# The summary is printed and written to .vigil/bench-hnsw/results.txt. The cluster
+# is stopped when the script ends; its data (and the caches) stay.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+rows="${BENCH_ROWS:-100000}"
+queries="${BENCH_QUERIES:-1000}"
+datasets="${BENCH_DATASETS:-real,random}"
+exact_n="${BENCH_EXACT_QUERIES:-50}"
+passes="${BENCH_PASSES:-3}"
+ef_list="${BENCH_EF_SEARCH:-20 40 80 160}"
+m="${BENCH_M:-16}"
+ef_construction="${BENCH_EF_CONSTRUCTION:-64}"
+threads="${BENCH_THREADS:-2}"
+shared_buffers="${BENCH_SHARED_BUFFERS:-2GB}"
+port="${BENCH_PG_PORT:-28818}"
+dir="$VIGIL_STATE/bench-hnsw"
+cache="$VIGIL_STATE/bench-hnsw-cache"
+dims=384
+mkdir -p "$cache"
+
+for ds in ${datasets//,/ }; do
+    case "$ds" in real|random) ;; *) die "BENCH_DATASETS: unknown dataset '$ds' (real, random)" ;; esac
+done
+[ "$exact_n" -le "$queries" ] || exact_n="$queries"
+
+step "Debian package descriptions (apt-cache dumpavail)"
+apt-cache dumpavail | sed -n 's/^Description: //p' | awk 'NF && !seen[$0]++' > "$cache/descriptions.txt"
+unique="$(wc -l < "$cache/descriptions.txt")"
+[ "$unique" -gt "$queries" ] || die "only $unique descriptions for $queries queries (run apt-get update?)"
+if [ "$((unique - queries))" -lt "$rows" ]; then rows="$((unique - queries))"; fi
+echo "$unique unique descriptions: $queries queries, $rows rows" >&2
+
+psql() { "$VIGIL_ROOT/scripts/pg-cluster.sh" psql "$dir" -X -q -At "$@"; }
+
+# Writes bench.embed_cache to the cache file when it holds more than the file.
+save_cache() {
+    local n
+    n="$(psql -c "SELECT count(*) FROM bench.embed_cache")"
+    if [ "$n" -gt "$(cat "$cache/embed_cache.count" 2>/dev/null || echo 0)" ]; then
+        step "saving $n embeddings to $cache/embed_cache.bin"
+        psql -c "COPY bench.embed_cache TO STDOUT (FORMAT binary)" > "$cache/embed_cache.bin.tmp"
+        mv "$cache/embed_cache.bin.tmp" "$cache/embed_cache.bin"
+        echo "$n" > "$cache/embed_cache.count"
+    fi
+}
+
+# A cluster made by an older build of the extension is remade (pg-cluster.sh has
+# started it before refusing it, so the embeddings are saved first and restored below).
+cluster_up() {
+    "$VIGIL_ROOT/scripts/pg-cluster.sh" up "$dir" "$port" >/dev/null || {
+        save_cache 2>/dev/null || true
+        "$VIGIL_ROOT/scripts/pg-cluster.sh" remove "$dir"
+        "$VIGIL_ROOT/scripts/pg-cluster.sh" up "$dir" "$port" >/dev/null
+    }
+}
+cluster_up
+trap '"$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir"' EXIT
+
+if [ "$(psql -c "SHOW shared_buffers")" != "$shared_buffers" ]; then
+    step "tuning the bench cluster (shared_buffers $shared_buffers; restart)"
+    psql <<SQL
+ALTER SYSTEM SET shared_buffers = '$shared_buffers';
+ALTER SYSTEM SET maintenance_work_mem = '2GB';
+ALTER SYSTEM SET max_wal_size = '8GB';
+ALTER SYSTEM SET checkpoint_timeout = '30min';
+ALTER SYSTEM SET jit = off;
+ALTER SYSTEM SET max_parallel_workers_per_gather = 0;
+SQL
+    "$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir"
+    cluster_up
+fi
+psql <<'SQL'
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS pg_prewarm;
+CREATE SCHEMA IF NOT EXISTS bench;
+CREATE TABLE IF NOT EXISTS bench.embed_cache (txt text PRIMARY KEY, v real[] NOT NULL);
+-- What each dataset's tables were made from: unchanged, they and their ground truth are kept.
+CREATE TABLE IF NOT EXISTS bench.made (dataset text PRIMARY KEY, signature text NOT NULL);
+SQL
+
+# Tables bench.<ds>_items (id, v) and bench.<ds>_queries (id, v), ids from 1.
+prepare_real() {
+    # The cache file holds every embedding made so far (a remade cluster starts empty).
+    if [ -s "$cache/embed_cache.bin" ] && \
+       [ "$(psql -c "SELECT count(*) FROM bench.embed_cache")" -lt "$(cat "$cache/embed_cache.count" 2>/dev/null || echo 1)" ]; then
+        step "restoring embeddings from $cache/embed_cache.bin"
+        psql -c "CREATE TABLE IF NOT EXISTS bench.restore (LIKE bench.embed_cache)" -c "TRUNCATE bench.restore"
+        psql -c "COPY bench.restore FROM STDIN (FORMAT binary)" < "$cache/embed_cache.bin"
+        psql -c "INSERT INTO bench.embed_cache SELECT * FROM bench.restore ON CONFLICT (txt) DO NOTHING" \
+             -c "DROP TABLE bench.restore"
+    fi
+    psql -c "SET client_min_messages = warning" -c "CREATE TABLE IF NOT EXISTS bench.texts (txt text)" \
+         -c "TRUNCATE bench.texts"
+    psql -c "COPY bench.texts FROM STDIN WITH (FORMAT csv, DELIMITER E'\x01', QUOTE E'\x02')" < "$cache/descriptions.txt"
+    # Held-out queries and rows: the descriptions in md5 order (a fixed shuffle).
+    psql > "$dir/real-prepare.txt" <<SQL
+SET client_min_messages = warning;
+CREATE TEMP TABLE wanted AS
+SELECT row_number() OVER (ORDER BY md5(txt), txt) AS i, txt
+FROM (SELECT DISTINCT txt FROM bench.texts WHERE txt <> '') t
+ORDER BY md5(txt), txt LIMIT $((queries + rows));
+SELECT 'todo=' || count(*) FROM wanted w WHERE NOT EXISTS (SELECT FROM bench.embed_cache c WHERE c.txt = w.txt);
+SELECT 'signature=' || md5(string_agg(txt, E'\n' ORDER BY i)) || ':$queries:$rows' FROM wanted;
+-- The texts to embed, shortest first, so each batch of 64 pads little.
+CREATE TABLE IF NOT EXISTS bench.todo (i bigint, txt text);
+TRUNCATE bench.todo;
+INSERT INTO bench.todo
+SELECT row_number() OVER (ORDER BY length(txt), txt), txt
+FROM wanted w WHERE NOT EXISTS (SELECT FROM bench.embed_cache c WHERE c.txt = w.txt);
+CREATE TABLE IF NOT EXISTS bench.real_wanted (i bigint, txt text);
+TRUNCATE bench.real_wanted;
+INSERT INTO bench.real_wanted SELECT i, txt FROM wanted;
+SQL
+    local todo signature
+    todo="$(sed -n 's/^todo=//p' "$dir/real-prepare.txt")"
+    signature="$(sed -n 's/^signature=//p' "$dir/real-prepare.txt")"
+    if [ "$todo" -gt 0 ]; then
+        step "embedding $todo descriptions with vigil.embed ($threads threads, batches of 64; once, then cached)"
+        psql <<SQL
+SET vigil.embed_threads = $threads;
+DO \$\$
+DECLARE n bigint; done_ bigint := 0; chunk int := 2048; t0 timestamptz := clock_timestamp(); secs float8;
+BEGIN
+    SELECT count(*) INTO n FROM bench.todo;
+    WHILE done_ < n LOOP
+        INSERT INTO bench.embed_cache (txt, v)
+        SELECT b.a[e.ord::int], e.v
+        FROM (SELECT array_agg(txt ORDER BY i) AS a FROM bench.todo
+              WHERE i > done_ AND i <= done_ + chunk GROUP BY (i - 1) / 64) b,
+             LATERAL vigil.embed(b.a) WITH ORDINALITY AS e(v, ord)
+        ON CONFLICT (txt) DO NOTHING;
+        done_ := least(done_ + chunk, n);
+        COMMIT;
+        secs := extract(epoch FROM clock_timestamp() - t0);
+        RAISE NOTICE 'embedded % of % (% texts/s)', done_, n, round((done_ / secs)::numeric, 1);
+    END LOOP;
+END
+\$\$;
+TRUNCATE bench.todo;
+SQL
+        save_cache
+    fi
+    if [ "$(psql -c "SELECT signature FROM bench.made WHERE dataset = 'real'")" != "$signature" ]; then
+        step "real: tables of $rows rows and $queries queries"
+        psql <<SQL
+SET client_min_messages = warning;
+DELETE FROM bench.made WHERE dataset = 'real';
+DROP TABLE IF EXISTS bench.real_items, bench.real_queries, bench.real_truth;
+CREATE TABLE bench.real_queries AS
+SELECT w.i::int AS id, c.v FROM bench.real_wanted w JOIN bench.embed_cache c USING (txt)
+WHERE w.i <= $queries;
+CREATE TABLE bench.real_items AS
+SELECT (w.i - $queries)::int AS id, c.v FROM bench.real_wanted w JOIN bench.embed_cache c USING (txt)
+WHERE w.i > $queries ORDER BY w.i;
+VACUUM ANALYZE bench.real_queries, bench.real_items;
+INSERT INTO bench.made VALUES ('real', '$signature');
+SQL
+    fi
+}
+
+prepare_random() {
+    local signature="uniform[-1,1):seed 0.5:$dims:$queries:$rows"
+    if [ "$(psql -c "SELECT signature FROM bench.made WHERE dataset = 'random'")" != "$signature" ]; then
+        step "random: $rows rows and $queries queries of $dims uniform random coordinates"
+        psql <<SQL
+SET client_min_messages = warning;
+DELETE FROM bench.made WHERE dataset = 'random';
+DROP TABLE IF EXISTS bench.random_items, bench.random_queries, bench.random_truth;
+SELECT setseed(0.5) \g /dev/null
+-- The subquery refers to i so that it runs once per row.
+CREATE TABLE bench.random_queries AS
+SELECT i AS id, (SELECT array_agg((random() * 2 - 1)::real) FROM generate_series(1, $dims) WHERE i > 0) AS v
+FROM generate_series(1, $queries) i;
+CREATE TABLE bench.random_items AS
+SELECT i AS id, (SELECT array_agg((random() * 2 - 1)::real) FROM generate_series(1, $dims) WHERE i > 0) AS v
+FROM generate_series(1, $rows) i;
+VACUUM ANALYZE bench.random_queries, bench.random_items;
+INSERT INTO bench.made VALUES ('random', '$signature');
+SQL
+    fi
+}
+
+# Exact top 10 of every query (rank 1..10), made once per dataset's tables.
+ground_truth() {
+    local ds="$1"
+    if [ "$(psql -c "SELECT to_regclass('bench.${ds}_truth') IS NOT NULL")" = t ]; then return; fi
+    step "$ds: exact top 10 of $queries queries (ground truth; once, then cached)"
+    psql <<SQL
+SET client_min_messages = warning;
+SET enable_indexscan = off;
+SET enable_bitmapscan = off;
+DROP TABLE IF EXISTS bench.${ds}_truth_tmp;
+CREATE TABLE bench.${ds}_truth_tmp AS
+SELECT q.id AS qid, s.id, s.d
+FROM bench.${ds}_queries q,
+     LATERAL (SELECT i.id, i.v <=> q.v AS d FROM bench.${ds}_items i ORDER BY 2 LIMIT 10) s;
+CREATE TABLE bench.${ds}_truth AS
+SELECT qid, row_number() OVER (PARTITION BY qid ORDER BY d, id)::int AS rank, id, d
+FROM bench.${ds}_truth_tmp;
+DROP TABLE bench.${ds}_truth_tmp;
+ALTER TABLE bench.${ds}_truth ADD PRIMARY KEY (qid, rank);
+SQL
+}
+
+run_dataset() {
+    local ds="$1" out="$dir/$ds.txt" plan
+    : > "$out"
+    ground_truth "$ds"
+    local n
+    n="$(psql -c "SELECT count(*) FROM bench.${ds}_items")"
+    echo "rows=$n" >> "$out"
+    echo "queries=$(psql -c "SELECT count(*) FROM bench.${ds}_queries")" >> "$out"
+
+    step "$ds: exact scan, $exact_n queries, one backend"
+    psql >> "$out" <<SQL
+SET client_min_messages = warning;
+DROP INDEX IF EXISTS bench.${ds}_items_v;
+SET enable_indexscan = off;
+SET enable_bitmapscan = off;
+SELECT pg_prewarm('bench.${ds}_items') \g /dev/null
+-- The best of $passes passes over the first n queries.
+CREATE FUNCTION pg_temp.exact_qps(n int) RETURNS float8 LANGUAGE plpgsql AS \$\$
+DECLARE q real[]; t0 timestamptz; k int; best float8 := 0;
+BEGIN
+    FOR q IN SELECT v FROM bench.${ds}_queries ORDER BY id LIMIT 3 LOOP  -- warm-up
+        PERFORM id FROM bench.${ds}_items ORDER BY v <=> q LIMIT 10;
+    END LOOP;
+    FOR pass IN 1..$passes LOOP
+        k := 0;
+        t0 := clock_timestamp();
+        FOR q IN SELECT v FROM bench.${ds}_queries ORDER BY id LIMIT n LOOP
+            PERFORM id FROM bench.${ds}_items ORDER BY v <=> q LIMIT 10;
+            k := k + 1;
+        END LOOP;
+        best := greatest(best, k / extract(epoch FROM clock_timestamp() - t0));
+    END LOOP;
+    RETURN best;
+END
+\$\$;
+SELECT 'exact_qps=' || round(pg_temp.exact_qps($exact_n)::numeric, 1);
+SQL
+
+    step "$ds: CREATE INDEX USING vigil_hnsw (m = $m, ef_construction = $ef_construction)"
+    psql >> "$out" <<SQL
+CHECKPOINT;
+SELECT clock_timestamp() AS t0 \gset
+CREATE INDEX ${ds}_items_v ON bench.${ds}_items USING vigil_hnsw (v) WITH (m = $m, ef_construction = $ef_construction);
+SELECT 'build_s=' || round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric, 2);
+SELECT 'index_bytes=' || pg_relation_size('bench.${ds}_items_v');
+SQL
+    plan="$(psql -c "SET enable_seqscan = off" -c "EXPLAIN (COSTS OFF) SELECT s.id FROM bench.${ds}_queries q,
+        LATERAL (SELECT id FROM bench.${ds}_items ORDER BY v <=> q.v LIMIT 10) s")"
+    grep -q "Index Scan using ${ds}_items_v" <<<"$plan" || die "$ds: the queries do not use the index:
+$plan"
+
+    local ef
+    for ef in $ef_list; do
+        step "$ds: ef_search $ef: recall@10 and queries/s over $queries queries, one backend"
+        psql >> "$out" <<SQL
+SET client_min_messages = warning;
+SET enable_seqscan = off;
+SET vigil.hnsw_ef_search = $ef;
+SELECT pg_prewarm('bench.${ds}_items_v') \g /dev/null
+-- What the index returns for every query (this also warms the caches).
+CREATE TEMP TABLE got AS
+SELECT q.id AS qid, s.id
+FROM bench.${ds}_queries q, LATERAL (SELECT id FROM bench.${ds}_items ORDER BY v <=> q.v LIMIT 10) s;
+-- The best of $passes passes over every query.
+CREATE FUNCTION pg_temp.index_qps() RETURNS float8 LANGUAGE plpgsql AS \$\$
+DECLARE q real[]; t0 timestamptz; k int; best float8 := 0;
+BEGIN
+    FOR pass IN 1..$passes LOOP
+        k := 0;
+        t0 := clock_timestamp();
+        FOR q IN SELECT v FROM bench.${ds}_queries ORDER BY id LOOP
+            PERFORM id FROM bench.${ds}_items ORDER BY v <=> q LIMIT 10;
+            k := k + 1;
+        END LOOP;
+        best := greatest(best, k / extract(epoch FROM clock_timestamp() - t0));
+    END LOOP;
+    RETURN best;
+END
+\$\$;
+SELECT 'qps_$ef=' || round(pg_temp.index_qps()::numeric, 1);
+RESET enable_seqscan;
+-- Ties counted: a row is a hit when its exact distance is at most the 10th exact one.
+SELECT 'recall_$ef=' || round(count(*) FILTER (WHERE (i.v <=> q.v) <= t.d)::numeric
+                              / (10 * (SELECT count(*) FROM bench.${ds}_queries)), 4)
+FROM got g
+JOIN bench.${ds}_items i ON i.id = g.id
+JOIN bench.${ds}_queries q ON q.id = g.qid
+JOIN bench.${ds}_truth t ON t.qid = g.qid AND t.rank = 10;
+SELECT 'short_$ef=' || count(*) FROM bench.${ds}_queries q
+WHERE (SELECT count(*) FROM got g WHERE g.qid = q.id) < 10;
+SQL
+    done
+}
+
+load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
+for ds in ${datasets//,/ }; do
+    "prepare_$ds"
+    run_dataset "$ds"
+done
+
+val() { sed -n "s/^$2=//p" "$dir/$1.txt"; }
+{
+    echo "vigil_hnsw benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
+    echo "BENCH_ROWS=${BENCH_ROWS:-100000} BENCH_QUERIES=$queries BENCH_DATASETS=$datasets BENCH_EXACT_QUERIES=$exact_n BENCH_PASSES=$passes;" \
+         "m=$m ef_construction=$ef_construction; cosine; shared_buffers $shared_buffers; one backend, PL/pgSQL loop"
+    so="$("$PG_CONFIG" --pkglibdir)/vigil.so"
+    echo "load average (1, 5, 15 min): $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+    echo "vigil.so sha256 $(sha256sum "$so" | cut -c1-12), installed $(date -u -r "$so" '+%Y-%m-%d %H:%M:%S UTC'); git $(git -C "$VIGIL_ROOT" rev-parse --short HEAD)"
+    echo
+    printf '| dataset | rows | queries | build (s) | index (MB) | raw vectors (MB) | index/raw | exact scan (q/s) |\n'
+    printf '|---|---|---|---|---|---|---|---|\n'
+    for ds in ${datasets//,/ }; do
+        n="$(val "$ds" rows)"; bytes="$(val "$ds" index_bytes)"
+        printf '| %s | %s | %s | %s | %.1f | %.1f | %.2f | %s |\n' "$ds" "$n" "$(val "$ds" queries)" \
+            "$(val "$ds" build_s)" "$(awk -v b="$bytes" 'BEGIN { print b / 1e6 }')" \
+            "$(awk -v n="$n" -v d="$dims" 'BEGIN { print n * d * 4 / 1e6 }')" \
+            "$(awk -v b="$bytes" -v n="$n" -v d="$dims" 'BEGIN { print b / (n * d * 4) }')" \
+            "$(val "$ds" exact_qps)"
+    done
+    echo
+    printf '| dataset | ef_search | recall@10 | q/s | speed-up vs exact |\n|---|---|---|---|---|\n'
+    for ds in ${datasets//,/ }; do
+        exact="$(val "$ds" exact_qps)"
+        for ef in $ef_list; do
+            qps="$(val "$ds" "qps_$ef")"
+            short="$(val "$ds" "short_$ef")"
+            note=""; [ "$short" = 0 ] || note=" ($short queries got fewer than 10 rows)"
+            printf '| %s | %s | %s | %s | %.1fx |%s\n' "$ds" "$ef" "$(val "$ds" "recall_$ef")" "$qps" \
+                "$(awk -v a="$qps" -v b="$exact" 'BEGIN { print a / b }')" "$note"
+        done
+    done
+} > "$dir/results.tmp"
+mv "$dir/results.tmp" "$dir/results.txt"
+echo
+cat "$dir/results.txt"
