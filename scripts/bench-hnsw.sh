@@ -232,6 +232,32 @@ ALTER TABLE bench.${ds}_truth ADD PRIMARY KEY (qid, rank);
 SQL
 }
 
+# SQL for pg_temp.qps(n): queries/s of the top-10 query over the first n
+# queries of dataset $ds (all when NULL), the best of $passes passes after a
+# warm-up, in one backend; whatever plan the session's settings give.
+qps_function() {
+    cat <<SQL
+CREATE FUNCTION pg_temp.qps(n int) RETURNS float8 LANGUAGE plpgsql AS \$\$
+DECLARE q real[]; t0 timestamptz; k int; best float8 := 0;
+BEGIN
+    FOR q IN SELECT v FROM bench.${ds}_queries ORDER BY id LIMIT 3 LOOP
+        PERFORM id FROM bench.${ds}_items ORDER BY v <=> q LIMIT 10;
+    END LOOP;
+    FOR pass IN 1..$passes LOOP
+        k := 0;
+        t0 := clock_timestamp();
+        FOR q IN SELECT v FROM bench.${ds}_queries ORDER BY id LIMIT n LOOP
+            PERFORM id FROM bench.${ds}_items ORDER BY v <=> q LIMIT 10;
+            k := k + 1;
+        END LOOP;
+        best := greatest(best, k / extract(epoch FROM clock_timestamp() - t0));
+    END LOOP;
+    RETURN best;
+END
+\$\$;
+SQL
+}
+
 run_dataset() {
     local ds="$1" out="$dir/$ds.txt" plan
     : > "$out"
@@ -248,26 +274,8 @@ DROP INDEX IF EXISTS bench.${ds}_items_v;
 SET enable_indexscan = off;
 SET enable_bitmapscan = off;
 SELECT pg_prewarm('bench.${ds}_items') \g /dev/null
--- The best of $passes passes over the first n queries.
-CREATE FUNCTION pg_temp.exact_qps(n int) RETURNS float8 LANGUAGE plpgsql AS \$\$
-DECLARE q real[]; t0 timestamptz; k int; best float8 := 0;
-BEGIN
-    FOR q IN SELECT v FROM bench.${ds}_queries ORDER BY id LIMIT 3 LOOP  -- warm-up
-        PERFORM id FROM bench.${ds}_items ORDER BY v <=> q LIMIT 10;
-    END LOOP;
-    FOR pass IN 1..$passes LOOP
-        k := 0;
-        t0 := clock_timestamp();
-        FOR q IN SELECT v FROM bench.${ds}_queries ORDER BY id LIMIT n LOOP
-            PERFORM id FROM bench.${ds}_items ORDER BY v <=> q LIMIT 10;
-            k := k + 1;
-        END LOOP;
-        best := greatest(best, k / extract(epoch FROM clock_timestamp() - t0));
-    END LOOP;
-    RETURN best;
-END
-\$\$;
-SELECT 'exact_qps=' || round(pg_temp.exact_qps($exact_n)::numeric, 1);
+$(qps_function)
+SELECT 'exact_qps=' || round(pg_temp.qps($exact_n)::numeric, 1);
 SQL
 
     step "$ds: CREATE INDEX USING vigil_hnsw (m = $m, ef_construction = $ef_construction)"
@@ -295,23 +303,8 @@ SELECT pg_prewarm('bench.${ds}_items_v') \g /dev/null
 CREATE TEMP TABLE got AS
 SELECT q.id AS qid, s.id
 FROM bench.${ds}_queries q, LATERAL (SELECT id FROM bench.${ds}_items ORDER BY v <=> q.v LIMIT 10) s;
--- The best of $passes passes over every query.
-CREATE FUNCTION pg_temp.index_qps() RETURNS float8 LANGUAGE plpgsql AS \$\$
-DECLARE q real[]; t0 timestamptz; k int; best float8 := 0;
-BEGIN
-    FOR pass IN 1..$passes LOOP
-        k := 0;
-        t0 := clock_timestamp();
-        FOR q IN SELECT v FROM bench.${ds}_queries ORDER BY id LOOP
-            PERFORM id FROM bench.${ds}_items ORDER BY v <=> q LIMIT 10;
-            k := k + 1;
-        END LOOP;
-        best := greatest(best, k / extract(epoch FROM clock_timestamp() - t0));
-    END LOOP;
-    RETURN best;
-END
-\$\$;
-SELECT 'qps_$ef=' || round(pg_temp.index_qps()::numeric, 1);
+$(qps_function)
+SELECT 'qps_$ef=' || round(pg_temp.qps(NULL)::numeric, 1);
 RESET enable_seqscan;
 -- Ties counted: a row is a hit when its exact distance is at most the 10th exact one.
 SELECT 'recall_$ef=' || round(count(*) FILTER (WHERE (i.v <=> q.v) <= t.d)::numeric
