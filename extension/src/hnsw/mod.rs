@@ -80,8 +80,8 @@ struct Options {
 pub fn register() {
     GucRegistry::define_int_guc(
         c"vigil.hnsw_ef_search",
-        c"Candidates an HNSW search keeps (larger: better recall, slower).",
-        c"The first ef_search results of a vigil_hnsw scan come from one beam search of this width.",
+        c"Rows the first round of a vigil_hnsw scan returns (larger: better recall, slower).",
+        c"They are the best of a beam search keeping twice as many candidates.",
         &EF_SEARCH,
         1,
         vigil_hnsw::MAX_EF_CONSTRUCTION as i32,

@@ -1,6 +1,7 @@
 //! Index scans: `ORDER BY col <op> $1 [LIMIT k]`.
 //!
-//! The first rows come from one beam search of width `vigil.hnsw_ef_search`;
+//! The first `vigil.hnsw_ef_search` rows are the best of one beam search
+//! keeping twice as many candidates;
 //! with `vigil.hnsw_iterative_scan` on (the default, `strict`) the scan then
 //! keeps widening, so a selective `WHERE` clause that rejects most of the
 //! nearest rows still yields its `LIMIT`, up to
