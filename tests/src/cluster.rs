@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::{free_port, remove_at_exit, removed, workspace_root};
+use crate::{feed_script, free_port, remove_at_exit, removed, workspace_root};
 
 /// How long a server gets to start, recover, catch up or die before a test
 /// gives up: generous, since a timeout only turns a hang into a failure.
@@ -128,28 +128,19 @@ impl Cluster {
         self.port
     }
 
-    /// Runs an SQL script as the superuser (over the socket, stopping at the
-    /// first error) and returns psql's unaligned output, or its stderr.
+    /// Runs an SQL script as the superuser over the socket, statement by
+    /// statement, stopping at the first error: (success, stdout, stderr).
+    pub fn run(&self, sql: &str) -> (bool, String, String) {
+        let mut psql = Command::new(script());
+        psql.args(["psql", self.dir.to_str().unwrap(), "-At"]);
+        feed_script(psql, sql)
+    }
+
+    /// [`Cluster::run`]'s unaligned output, or its stderr.
     pub fn try_psql(&self, sql: &str) -> Result<String, String> {
-        let mut child = Command::new(script())
-            .args(["psql", self.dir.to_str().unwrap(), "-At"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("pg-cluster.sh runs");
-        // A script, not -c, so that every statement's rows are printed.
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(sql.as_bytes())
-            .expect("psql reads the script");
-        let out = child.wait_with_output().expect("psql ends");
-        if out.status.success() {
-            Ok(String::from_utf8(out.stdout).unwrap().trim_end().to_owned())
-        } else {
-            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        match self.run(sql) {
+            (true, out, _) => Ok(out),
+            (false, _, err) => Err(err),
         }
     }
 

@@ -28,6 +28,30 @@ fn sidecar_binary() -> PathBuf {
         .unwrap_or_else(|| workspace_root().join("target/release/vigil-sidecar"))
 }
 
+/// Runs `psql` (a command that starts psql) with `script` on its stdin, so
+/// that statements run one by one and every result is printed, as typed;
+/// returns (success, stdout trimmed, stderr).
+pub fn feed_script(mut psql: Command, script: &str) -> (bool, String, String) {
+    let mut child = psql
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("psql runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .expect("psql reads the script");
+    let out = child.wait_with_output().expect("psql ends");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).trim_end().to_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// A running cluster and a sidecar in front of it.
 #[derive(Clone)]
 pub struct Env {
@@ -71,32 +95,16 @@ impl Env {
     /// Runs a psql script over TCP as the application role, as the sidecar
     /// would. Returns (success, stdout, stderr).
     pub fn psql_as_app(&self, script: &str) -> (bool, String, String) {
-        let mut child = Command::new("/usr/lib/postgresql/15/bin/psql")
-            .args([
-                self.database_url.as_str(),
-                "-X",
-                "-q",
-                "-At",
-                "-v",
-                "ON_ERROR_STOP=1",
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("psql runs");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(script.as_bytes())
-            .expect("psql reads the script");
-        let out = child.wait_with_output().expect("psql ends");
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).trim_end().to_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        let mut psql = Command::new("/usr/lib/postgresql/15/bin/psql");
+        psql.args([
+            self.database_url.as_str(),
+            "-X",
+            "-q",
+            "-At",
+            "-v",
+            "ON_ERROR_STOP=1",
+        ]);
+        feed_script(psql, script)
     }
 
     /// Runs `vigil-sidecar ARGS` (an admin command) as `vigil_admin`.

@@ -18,7 +18,7 @@ use vigil_hnsw::Params;
 
 use super::page::{self, element_size, neighbour_size, Filler, Meta, Tid, META_BLOCK, PAGE_DATA};
 use super::store::{self, add_item, init_page, write_meta, Locked, Wal};
-use super::{insert, new_params, ops, raise};
+use super::{insert, new_params, ops, raise, relation_name};
 
 const PHASE_LOAD: i64 = 2;
 const PHASE_BUILD: i64 = 3;
@@ -130,13 +130,6 @@ fn empty_meta(params: &Params) -> Meta {
     }
 }
 
-pub fn relation_name(rel: pg_sys::Relation) -> String {
-    // SAFETY: rel is open.
-    unsafe { std::ffi::CStr::from_ptr((*(*rel).rd_rel).relname.data.as_ptr()) }
-        .to_string_lossy()
-        .into_owned()
-}
-
 #[pg_guard]
 unsafe extern "C-unwind" fn build_callback(
     _index: pg_sys::Relation,
@@ -206,7 +199,7 @@ fn write_graph(state: &mut BuildState) {
     }
     let index = state.index;
     let params = state.params;
-    store::set_dims(index, params.dims as u32);
+    store::update_meta(index, |meta| meta.dims = params.dims as u32);
     progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_BUILD);
     let mut heap_tids = Vec::with_capacity(rows.len());
     let items: Vec<(usize, Vec<f32>)> = rows
@@ -268,19 +261,10 @@ fn write_pages(index: pg_sys::Relation, params: &Params, graph: Graph<usize>, he
     }
     let last = page_writer.finish();
 
-    let mut wal = Wal::start(index);
-    let page = wal.register(Locked::exclusive(index, META_BLOCK), false);
-    let meta = Meta {
-        dims: params.dims as u32,
-        metric: params.metric,
-        m: m as u32,
-        ef_construction: params.ef_construction as u32,
-        entry: graph.entry.map(|e| (e.id, e.level as u32)),
-        insert_block: last,
-    };
-    // SAFETY: the meta page image under the WAL record.
-    unsafe { write_meta(page, &meta) };
-    wal.finish();
+    store::update_meta(index, |meta| {
+        meta.entry = graph.entry.map(|e| (e.id, e.level as u32));
+        meta.insert_block = last;
+    });
     progress(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE, graph.len() as i64);
 }
 

@@ -63,7 +63,7 @@ pub fn insert_vector(index: pg_sys::Relation, heap: Tid, vector: &[f32]) {
                 ),
             );
         }
-        store::set_dims(index, vector.len() as u32);
+        store::update_meta(index, |meta| meta.dims = vector.len() as u32);
         store.meta.dims = vector.len() as u32;
     }
     if vector.len() != store.meta.dims as usize {
@@ -85,7 +85,6 @@ pub fn insert_vector(index: pg_sys::Relation, heap: Tid, vector: &[f32]) {
         })
         .level(&params)
     });
-    let id = store.next_id(level);
-    store.next_heap.set(Some(heap));
+    let id = store.next_id(level, heap);
     insert_with_level(&mut store, &params, id, vector, level).unwrap_or_else(|e| raise(index, e));
 }

@@ -217,13 +217,19 @@ fn new_params(index: pg_sys::Relation) -> Params {
 
 /// Raises a crate error as an ERROR naming the index.
 fn raise<E: std::fmt::Display>(index: pg_sys::Relation, e: E) -> ! {
-    // SAFETY: index is open.
-    let name = unsafe { CStr::from_ptr((*(*index).rd_rel).relname.data.as_ptr()) };
     ereport!(
         ERROR,
         PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
-        format!("vigil_hnsw index \"{}\": {e}", name.to_string_lossy())
+        format!("vigil_hnsw index \"{}\": {e}", relation_name(index))
     );
+}
+
+/// The relation's name, for messages.
+fn relation_name(rel: pg_sys::Relation) -> String {
+    // SAFETY: rel is open.
+    unsafe { CStr::from_ptr((*(*rel).rd_rel).relname.data.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 ops::function_info_v1!(pg_finfo_vigil_hnsw_handler);

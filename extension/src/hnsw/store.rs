@@ -273,8 +273,9 @@ struct Placement {
 pub struct PageStore {
     rel: pg_sys::Relation,
     pub meta: Meta,
-    /// Heap TID of the element the next `insert_element` writes.
-    pub next_heap: Cell<Option<Tid>>,
+    /// Where the next `insert_element` writes, and for which heap row: set
+    /// by [`PageStore::next_id`], taken by `insert_element`.
+    pending: Cell<Option<(Placement, Tid)>>,
 }
 
 impl PageStore {
@@ -282,7 +283,7 @@ impl PageStore {
         PageStore {
             rel,
             meta: read_meta(rel),
-            next_heap: Cell::new(None),
+            pending: Cell::new(None),
         }
     }
 
@@ -328,9 +329,12 @@ impl PageStore {
         }
     }
 
-    /// The id the next inserted element of `level` gets.
-    pub fn next_id(&self, level: usize) -> Tid {
-        self.plan(level).element
+    /// The id the next inserted element of `level` (heap row `heap`) gets;
+    /// its placement is kept for `insert_element`, which `add_item` checks.
+    pub fn next_id(&self, level: usize, heap: Tid) -> Tid {
+        let plan = self.plan(level);
+        self.pending.set(Some((plan, heap)));
+        plan.element
     }
 
     /// The element's header (heap TID, flags, ...).
@@ -509,12 +513,11 @@ impl GraphStore for PageStore {
         vector: &[f32],
         neighbours: &[Vec<Tid>],
     ) -> Result<(), PageError> {
-        let plan = self.plan(level);
-        if plan.element != id {
-            return err(id, format!("the free slot is {:?}", plan.element));
-        }
-        let Some(heap) = self.next_heap.take() else {
-            return err(id, "no heap row given for the new element");
+        let Some((plan, heap)) = self.pending.take().filter(|(p, _)| p.element == id) else {
+            return err(
+                id,
+                "no slot was planned for this element (PageStore::next_id)",
+            );
         };
         let neighbour_item = page::encode_neighbours(self.meta.m as usize, neighbours)
             .map_err(|e| PageError(format!("item {id:?}: {e}")))?;
@@ -594,14 +597,9 @@ impl GraphStore for PageStore {
     }
 
     fn set_entry_point(&mut self, entry: Option<EntryPoint<Tid>>) -> Result<(), PageError> {
-        let mut wal = Wal::start(self.rel);
-        let page = wal.register(Locked::exclusive(self.rel, META_BLOCK), false);
-        let mut meta = read_meta_image(page)?;
-        meta.entry = entry.map(|e| (e.id, e.level as u32));
-        // SAFETY: meta page image under the WAL record.
-        unsafe { write_meta(page, &meta) };
-        wal.finish();
-        self.meta.entry = meta.entry;
+        let entry = entry.map(|e| (e.id, e.level as u32));
+        update_meta(self.rel, |meta| meta.entry = entry);
+        self.meta.entry = entry;
         Ok(())
     }
 }
@@ -615,12 +613,12 @@ fn read_meta_image(page: pg_sys::Page) -> Result<Meta, PageError> {
     Meta::decode(bytes).map_err(PageError)
 }
 
-/// Sets the meta page's `dims` (the first vector of an empty index decides).
-pub fn set_dims(rel: pg_sys::Relation, dims: u32) {
+/// Changes the meta record in one WAL record.
+pub fn update_meta(rel: pg_sys::Relation, change: impl FnOnce(&mut Meta)) {
     let mut wal = Wal::start(rel);
     let page = wal.register(Locked::exclusive(rel, META_BLOCK), false);
     let mut meta = read_meta_image(page).unwrap_or_else(|e| pgrx::error!("vigil_hnsw: {e}"));
-    meta.dims = dims;
+    change(&mut meta);
     // SAFETY: meta page image under the WAL record.
     unsafe { write_meta(page, &meta) };
     wal.finish();
