@@ -17,6 +17,7 @@ use pgrx::prelude::*;
 
 pub mod embed;
 pub mod hnsw;
+pub mod jsonb;
 pub mod keys;
 pub mod risk;
 pub mod vectordb;

@@ -131,6 +131,42 @@ fn form_a_and_form_b_of_the_same_data_agree() {
     assert_eq!(codes(&first), codes(&second));
 }
 
+/// What the assessment of transaction `id` was computed from (`features`).
+fn features(id: &str) -> Value {
+    serde_json::from_str(&env().psql(&format!(
+        "SELECT features FROM vigil.transactions WHERE id = '{id}'"
+    )))
+    .unwrap()
+}
+
+#[test]
+fn the_history_reads_the_same_once_vacuum_marks_pages_all_visible() {
+    // Before VACUUM the history's index entries are checked against the heap;
+    // after it, against the visibility map. Both must count the same rows.
+    let body = |amount: u32| {
+        json!({"customerEmail": "settled@example.com", "deviceFingerprint": "fp-settled",
+               "ipAddress": "203.0.113.9", "amount": amount})
+    };
+    for amount in [10, 20, 30, 40] {
+        ok(assess(&body(amount)));
+    }
+    let before = ok(assess(&body(50)));
+    let f = features(before["transactionId"].as_str().unwrap());
+    assert_eq!(f["velocity"]["email"], json!([4, 4]), "{f}");
+    assert_eq!(f["velocity"]["device"], json!([4, 4]), "{f}");
+    assert_eq!(f["customerAmountCount"], 4, "{f}");
+    env().psql("VACUUM (FREEZE) vigil.transactions");
+    let after = ok(assess(&body(60)));
+    let f = features(after["transactionId"].as_str().unwrap());
+    assert_eq!(f["velocity"]["email"], json!([5, 5]), "{f}");
+    assert_eq!(f["velocity"]["device"], json!([5, 5]), "{f}");
+    assert_eq!(f["velocity"]["ip"], json!([5, 5]), "{f}");
+    assert_eq!(f["customerAmountCount"], 5, "{f}");
+    // Amounts 10..50: the new 60 is 2 standard deviations above their mean.
+    let z = f["amountZScore"].as_f64().unwrap();
+    assert!((z - (60.0 - 30.0) / 250f64.sqrt()).abs() < 1e-9, "{f}");
+}
+
 #[test]
 fn vpn_never_lowers_the_score_over_http() {
     let mut with = form_b("vpn-http@example.com");

@@ -15,6 +15,30 @@ pub struct Window {
     pub last_day: u32,
 }
 
+impl Window {
+    /// Microseconds in the two windows.
+    const HOUR_US: i64 = 3_600_000_000;
+    const DAY_US: i64 = 24 * Self::HOUR_US;
+
+    /// Counts an earlier transaction received `age_us` microseconds before this
+    /// one (negative when a concurrent one was received later); older than a
+    /// day counts in neither window.
+    pub fn add(&mut self, age_us: i64) {
+        if age_us < Self::DAY_US {
+            self.last_day += 1;
+            if age_us < Self::HOUR_US {
+                self.last_hour += 1;
+            }
+        }
+    }
+
+    /// Whether a transaction `age_us` old falls in the day window: ranges read
+    /// newest first stop at the first that does not.
+    pub fn in_day(age_us: i64) -> bool {
+        age_us < Self::DAY_US
+    }
+}
+
 /// This customer's (e-mail's) earlier amounts, all time.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct AmountStats {
@@ -23,6 +47,33 @@ pub struct AmountStats {
     /// Population or sample standard deviation; either works for the z-score here.
     pub stddev: f64,
     pub max: f64,
+}
+
+impl AmountStats {
+    /// How many of the customer's most recent amounts the statistics cover.
+    pub const RECENT: usize = 100;
+
+    /// Count, mean, sample standard deviation (0 below two amounts) and maximum
+    /// (0 when there are none) of `amounts`.
+    pub fn of(amounts: &[f64]) -> AmountStats {
+        let n = amounts.len();
+        if n == 0 {
+            return AmountStats::default();
+        }
+        let mean = amounts.iter().sum::<f64>() / n as f64;
+        let stddev = if n < 2 {
+            0.0
+        } else {
+            let squares: f64 = amounts.iter().map(|a| (a - mean) * (a - mean)).sum();
+            (squares / (n - 1) as f64).sqrt()
+        };
+        AmountStats {
+            count: u32::try_from(n).unwrap_or(u32::MAX),
+            mean,
+            stddev,
+            max: amounts.iter().copied().fold(f64::MIN, f64::max),
+        }
+    }
 }
 
 /// Which identity of the request a hard rule matched.
@@ -115,5 +166,47 @@ impl History {
     /// customer, which raises confidence.
     pub fn knows_customer(&self) -> bool {
         self.customer_amounts.count > 0 || self.email.last_day > 0 || self.device.last_day > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_count_by_age() {
+        let mut w = Window::default();
+        for age_us in [
+            -5,
+            0,
+            Window::HOUR_US - 1,
+            Window::HOUR_US,
+            Window::DAY_US - 1,
+            Window::DAY_US,
+        ] {
+            w.add(age_us);
+        }
+        assert_eq!(
+            w,
+            Window {
+                last_hour: 3,
+                last_day: 5
+            }
+        );
+        assert!(Window::in_day(Window::DAY_US - 1) && !Window::in_day(Window::DAY_US));
+    }
+
+    #[test]
+    fn amount_stats_match_sql_aggregates() {
+        assert_eq!(AmountStats::of(&[]), AmountStats::default());
+        let one = AmountStats::of(&[42.0]);
+        assert_eq!(
+            (one.count, one.mean, one.stddev, one.max),
+            (1, 42.0, 0.0, 42.0)
+        );
+        // stddev_samp(2, 4, 4, 4, 5, 5, 7, 9) = sqrt(32 / 7)
+        let s = AmountStats::of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
+        assert_eq!((s.count, s.mean, s.max), (8, 5.0, 9.0));
+        assert!((s.stddev - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
     }
 }

@@ -1,47 +1,27 @@
 //! What the database knows about a transaction's identities, and the record of
 //! each assessment.
 //!
-//! Both statements are prepared once per backend. The history is one query
-//! whose parts are each an index range: each identity's rows in the last day
-//! (`transactions_<identity>` indexes; for devices and IPs the same range also
-//! counts the other e-mails), this customer's last 100 amounts, and the hard
-//! rules (blocklist and confirmed-fraud primary keys).
+//! The history is read from index ranges directly ([`index_range`]): each
+//! identity's rows of the last day (`transactions_<identity>`; for devices and
+//! IPs the same entries carry the e-mail, to count the others), the e-mail's
+//! range newest first, which also gives this customer's last 100 amounts, and
+//! the hard rules (blocklist and confirmed-fraud primary keys). The record is
+//! one prepared INSERT through SPI, so it gets the table's defaults, domains,
+//! indexes and triggers.
 
 use std::cell::RefCell;
+use std::ops::ControlFlow;
 
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 use pgrx::spi::OwnedPreparedStatement;
-use pgrx::JsonB;
 use vigil_risk::{
     AmountStats, Assessment, HardRule, HardRuleSource, History, Identities, IdentityKind, Request,
     Window,
 };
 
-const HISTORY: &str = "
-SELECT
-  (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'), count(*)]
-     FROM vigil.transactions WHERE email = $1 AND received_at > now() - interval '1 day'),
-  (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'), count(*),
-                count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1)]
-     FROM vigil.transactions WHERE device = $2 AND received_at > now() - interval '1 day'),
-  (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'), count(*),
-                count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1)]
-     FROM vigil.transactions WHERE ip = $3 AND received_at > now() - interval '1 day'),
-  (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'), count(*)]
-     FROM vigil.transactions WHERE card = $4 AND received_at > now() - interval '1 day'),
-  (SELECT ARRAY[count(amount), coalesce(avg(amount), 0), coalesce(stddev_samp(amount), 0),
-                coalesce(max(amount), 0)]::float8[]
-     FROM (SELECT amount FROM vigil.transactions
-            WHERE email = $1 AND amount IS NOT NULL ORDER BY received_at DESC LIMIT 100) recent),
-  (SELECT array_agg(kind || ':' || source ORDER BY kind, source) FROM (
-     SELECT kind, 'blocklist' AS source FROM vigil.blocklist
-      WHERE (kind, value) IN (('email', $1), ('device', $2), ('ip', $3), ('card', $4))
-        AND (expires_at IS NULL OR expires_at > now())
-     UNION
-     SELECT kind, 'fraud' FROM vigil.fraud_identities
-      WHERE (kind, value) IN (('email', $1), ('device', $2), ('ip', $3), ('card', $4))) rules)
-";
+use super::index_range::{scan, Direction, Entry, Key, Relation, Snapshot};
+use crate::jsonb::Jsonb;
 
 const RECORD: &str = "
 INSERT INTO vigil.transactions
@@ -50,8 +30,160 @@ INSERT INTO vigil.transactions
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
 
 thread_local! {
-    static HISTORY_PLAN: RefCell<Option<OwnedPreparedStatement>> = const { RefCell::new(None) };
     static RECORD_PLAN: RefCell<Option<OwnedPreparedStatement>> = const { RefCell::new(None) };
+}
+
+/// Columns of the history's indexes (schema.sql), in index order.
+mod column {
+    /// `transactions_<identity> (<identity>, received_at) INCLUDE (...)`.
+    pub const RECEIVED_AT: usize = 2;
+    /// `transactions_email`: `INCLUDE (amount)`.
+    pub const AMOUNT: usize = 3;
+    /// `transactions_device` and `transactions_ip`: `INCLUDE (email)`.
+    pub const EMAIL: usize = 3;
+    /// `blocklist_pkey (kind, value) INCLUDE (expires_at)`.
+    pub const EXPIRES_AT: usize = 3;
+}
+
+/// Reads the history of `ids` as of now (the transaction's start, as `now()`).
+pub fn load(ids: &Identities) -> History {
+    let now = unsafe { pg_sys::GetCurrentTransactionStartTimestamp() };
+    let day_ago = now - 24 * 3_600_000_000;
+    let age = |entry: &Entry| now - entry.timestamp(column::RECEIVED_AT).unwrap_or(now);
+    let snapshot = Snapshot::take();
+    let table = Relation::open("transactions");
+    let mut history = History::default();
+
+    if let Some(email) = &ids.email {
+        // Newest first: the day's velocity, then amounts until there are 100.
+        let index = Relation::open("transactions_email");
+        let mut amounts = Vec::with_capacity(AmountStats::RECENT);
+        scan(
+            &table,
+            &index,
+            &snapshot,
+            &[Key::TextEq(email)],
+            Direction::Backward,
+            |entry| {
+                let age = age(entry);
+                history.email.add(age);
+                if amounts.len() < AmountStats::RECENT {
+                    amounts.extend(entry.float8(column::AMOUNT));
+                }
+                if amounts.len() >= AmountStats::RECENT && !Window::in_day(age) {
+                    return ControlFlow::Break(());
+                }
+                ControlFlow::Continue(())
+            },
+        );
+        history.customer_amounts = AmountStats::of(&amounts);
+        index.close();
+    }
+    let email = ids.email.as_deref().map(str::as_bytes);
+    let mut others = Vec::new();
+    for (value, index, window, distinct) in [
+        (
+            &ids.device,
+            "transactions_device",
+            &mut history.device,
+            Some(&mut history.device_distinct_emails_day),
+        ),
+        (
+            &ids.ip,
+            "transactions_ip",
+            &mut history.ip,
+            Some(&mut history.ip_distinct_emails_day),
+        ),
+        (&ids.card, "transactions_card", &mut history.card, None),
+    ] {
+        let Some(value) = value else { continue };
+        let index = Relation::open(index);
+        others.clear();
+        let keys = [Key::TextEq(value), Key::After(day_ago)];
+        scan(
+            &table,
+            &index,
+            &snapshot,
+            &keys,
+            Direction::Forward,
+            |entry| {
+                window.add(age(entry));
+                if distinct.is_some() {
+                    // Other e-mails seen with this identity (IS DISTINCT FROM).
+                    if let Some(other) = entry.text(column::EMAIL).filter(|e| Some(*e) != email) {
+                        others.push(other.to_vec());
+                    }
+                }
+                ControlFlow::Continue(())
+            },
+        );
+        if let Some(distinct) = distinct {
+            others.sort_unstable();
+            others.dedup();
+            *distinct = count(others.len());
+        }
+        index.close();
+    }
+    history.hard_rules = hard_rules(ids, now, &snapshot);
+    table.close();
+    snapshot.release();
+    history
+}
+
+/// Blocklist entries (unexpired) and confirmed-fraud identities among `ids`,
+/// ordered by kind name.
+fn hard_rules(ids: &Identities, now: pg_sys::TimestampTz, snapshot: &Snapshot) -> Vec<HardRule> {
+    let mut rules = Vec::new();
+    for (source, table, index) in [
+        (HardRuleSource::Blocklist, "blocklist", "blocklist_pkey"),
+        (
+            HardRuleSource::ConfirmedFraud,
+            "fraud_identities",
+            "fraud_identities_pkey",
+        ),
+    ] {
+        let (table, index) = (Relation::open(table), Relation::open(index));
+        for (kind, value) in
+            IdentityKind::ALL
+                .into_iter()
+                .zip([&ids.email, &ids.device, &ids.ip, &ids.card])
+        {
+            let Some(value) = value else { continue };
+            let mut found = false;
+            let keys = [Key::TextEq(kind.as_str()), Key::TextEq(value)];
+            scan(
+                &table,
+                &index,
+                snapshot,
+                &keys,
+                Direction::Forward,
+                |entry| {
+                    let expired = source == HardRuleSource::Blocklist
+                        && entry
+                            .timestamp(column::EXPIRES_AT)
+                            .is_some_and(|at| at <= now);
+                    found = !expired;
+                    if found {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                },
+            );
+            if found {
+                // The reason the engine writes already says which identity and why.
+                rules.push(HardRule {
+                    identity: kind,
+                    source,
+                    detail: String::new(),
+                });
+            }
+        }
+        index.close();
+        table.close();
+    }
+    rules.sort_by_key(|rule| rule.identity.as_str());
+    rules
 }
 
 fn identity_args(ids: &Identities) -> [DatumWithOid<'_>; 4] {
@@ -63,75 +195,8 @@ fn identity_args(ids: &Identities) -> [DatumWithOid<'_>; 4] {
     ]
 }
 
-pub fn load(ids: &Identities) -> History {
-    let text = PgOid::BuiltIn(PgBuiltInOids::TEXTOID);
-    let result = Spi::connect(|client| {
-        HISTORY_PLAN.with(|cell| -> Result<History, pgrx::spi::Error> {
-            let mut plan = cell.borrow_mut();
-            if plan.is_none() {
-                *plan = Some(client.prepare(HISTORY, &[text, text, text, text])?.keep());
-            }
-            let Some(statement) = plan.as_ref() else {
-                unreachable!("prepared above")
-            };
-            let row = client
-                .select(statement, Some(1), &identity_args(ids))?
-                .first();
-            // [last hour, last day(, other e-mails in the last day)] per identity.
-            let counts = |i: usize| -> Result<Vec<i64>, pgrx::spi::Error> {
-                Ok(row.get(i)?.unwrap_or_default())
-            };
-            let window = |c: &[i64]| Window {
-                last_hour: count(c.first()),
-                last_day: count(c.get(1)),
-            };
-            let (email, device, ip, card) = (counts(1)?, counts(2)?, counts(3)?, counts(4)?);
-            let amounts: Vec<f64> = row.get(5)?.unwrap_or_default();
-            let rules: Vec<String> = row.get(6)?.unwrap_or_default();
-            Ok(History {
-                email: window(&email),
-                device: window(&device),
-                ip: window(&ip),
-                card: window(&card),
-                device_distinct_emails_day: count(device.get(2)),
-                ip_distinct_emails_day: count(ip.get(2)),
-                customer_amounts: AmountStats {
-                    count: amounts.first().map_or(0, |c| *c as u32),
-                    mean: amounts.get(1).copied().unwrap_or(0.0),
-                    stddev: amounts.get(2).copied().unwrap_or(0.0),
-                    max: amounts.get(3).copied().unwrap_or(0.0),
-                },
-                hard_rules: rules.iter().filter_map(|r| hard_rule(r)).collect(),
-            })
-        })
-    });
-    result.unwrap_or_else(|e| error!("could not read the transaction history: {e}"))
-}
-
-fn count(value: Option<&i64>) -> u32 {
-    value.map_or(0, |v| u32::try_from(*v).unwrap_or(u32::MAX))
-}
-
-/// `kind:source` as the history query spells a hard rule.
-fn hard_rule(spelled: &str) -> Option<HardRule> {
-    let (kind, source) = spelled.split_once(':')?;
-    let identity = match kind {
-        "email" => IdentityKind::Email,
-        "device" => IdentityKind::Device,
-        "ip" => IdentityKind::Ip,
-        "card" => IdentityKind::Card,
-        _ => return None,
-    };
-    let source = match source {
-        "blocklist" => HardRuleSource::Blocklist,
-        _ => HardRuleSource::ConfirmedFraud,
-    };
-    // The reason the engine writes already says which identity and why.
-    Some(HardRule {
-        identity,
-        source,
-        detail: String::new(),
-    })
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// Inserts the assessment with its `features`; returns the transaction id it
@@ -179,13 +244,13 @@ pub fn record(
             let args: [DatumWithOid; 14] = [
                 id.into(),
                 api_key_id.into(),
-                JsonB(request.to_json()).into(),
-                JsonB(features).into(),
+                Jsonb(request.to_json()).into(),
+                Jsonb(features).into(),
                 assessment.score.into(),
                 i16::from(assessment.level).into(),
                 assessment.result.as_str().into(),
                 assessment.confidence.as_str().into(),
-                JsonB(assessment.reasons_json()).into(),
+                Jsonb(assessment.reasons_json()).into(),
                 email,
                 device,
                 ip,

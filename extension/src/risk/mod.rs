@@ -9,11 +9,13 @@
 
 mod geo;
 mod history;
+mod index_range;
 #[cfg(any(test, feature = "pg_test"))]
 mod pg_tests;
 
 use pgrx::prelude::*;
-use pgrx::JsonB;
+
+use crate::jsonb::Jsonb;
 
 pub use geo::register_settings;
 
@@ -23,7 +25,7 @@ pub use geo::register_settings;
 /// the history tables; `api_key_id` attributes the record to the sidecar's caller.
 #[pg_extern(volatile, security_definer)]
 #[search_path(pg_catalog, vigil)]
-fn risk_score(body: JsonB, api_key_id: default!(Option<i64>, "NULL")) -> JsonB {
+fn risk_score(body: Jsonb, api_key_id: default!(Option<i64>, "NULL")) -> Jsonb {
     let request = match vigil_risk::parse_request(&body.0) {
         Ok(request) => request,
         Err(e) => invalid_input(&e.field, &e.message),
@@ -35,7 +37,7 @@ fn risk_score(body: JsonB, api_key_id: default!(Option<i64>, "NULL")) -> JsonB {
     // The features go to the record only; the response does not carry them.
     let features = std::mem::take(&mut assessment.features);
     let id = history::record(api_key_id, &request, &identities, &assessment, features);
-    JsonB(assessment.to_json(&id.to_string()))
+    Jsonb(assessment.to_json(&id.to_string()))
 }
 
 /// The identity `value` of `kind` (email, device, ip, card) as the history keys
@@ -72,12 +74,7 @@ extension_sql_file!(
 
 extension_sql!(
     "-- Security definer: only the application role (sql/bootstrap.sql) and the owner record.\n\
-     REVOKE EXECUTE ON FUNCTION vigil.risk_score(jsonb, bigint) FROM PUBLIC;\n\
-     -- The history and record statements are prepared once per backend. Left to\n\
-     -- itself the plan cache re-plans them for every call (their custom plans look\n\
-     -- cheaper), which cost 3x the whole assessment; their generic plans are index\n\
-     -- ranges on every identity anyway.\n\
-     ALTER FUNCTION vigil.risk_score(jsonb, bigint) SET plan_cache_mode = force_generic_plan;",
+     REVOKE EXECUTE ON FUNCTION vigil.risk_score(jsonb, bigint) FROM PUBLIC;",
     name = "risk_score_settings",
     requires = [risk_score]
 );

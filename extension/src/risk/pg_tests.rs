@@ -131,4 +131,125 @@ mod tests {
         ))
         .unwrap();
     }
+
+    /// The history as one SQL query over the same tables: what the direct
+    /// index ranges must agree with.
+    const REFERENCE: &str = "
+    SELECT
+      (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'), count(*)]
+         FROM vigil.transactions WHERE email = $1 AND received_at > now() - interval '1 day'),
+      (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'), count(*),
+                    count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1)]
+         FROM vigil.transactions WHERE device = $2 AND received_at > now() - interval '1 day'),
+      (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'), count(*),
+                    count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1)]
+         FROM vigil.transactions WHERE ip = $3 AND received_at > now() - interval '1 day'),
+      (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'), count(*)]
+         FROM vigil.transactions WHERE card = $4 AND received_at > now() - interval '1 day'),
+      (SELECT ARRAY[count(amount), coalesce(avg(amount), 0), coalesce(stddev_samp(amount), 0),
+                    coalesce(max(amount), 0)]::float8[]
+         FROM (SELECT amount FROM vigil.transactions
+                WHERE email = $1 AND amount IS NOT NULL ORDER BY received_at DESC LIMIT 100) recent),
+      (SELECT array_agg(kind || ':' || source ORDER BY source, kind) FROM (
+         SELECT kind, 'blocklist' AS source FROM vigil.blocklist
+          WHERE (kind, value) IN (('email', $1), ('device', $2), ('ip', $3), ('card', $4))
+            AND (expires_at IS NULL OR expires_at > now())
+         UNION
+         SELECT kind, 'fraud' FROM vigil.fraud_identities
+          WHERE (kind, value) IN (('email', $1), ('device', $2), ('ip', $3), ('card', $4))) rules)";
+
+    #[pg_test]
+    fn history_from_index_ranges_matches_sql() {
+        // 20 e-mails, 15 devices, 12 IPs, 10 cards, some absent; received over
+        // three days, a few minutes in the future (concurrent callers); a
+        // fifth without an amount; e0 with 170 rows, for its last 100 amounts.
+        Spi::run(
+            "INSERT INTO vigil.transactions (received_at, request, features, score, level, result,
+                                             confidence, reasons, email, device, ip, card, amount)
+             SELECT now() - (i * 7919 % 4320) * interval '1 minute' + interval '5 minutes',
+                    '{}', '{}', 0, 0, 'Passed', 'Low', '[]',
+                    CASE WHEN i % 13 <> 0 THEN 'e' || (CASE WHEN i > 400 THEN 0 ELSE i % 20 END) END,
+                    CASE WHEN i % 11 <> 0 THEN 'd' || i % 15 END,
+                    CASE WHEN i % 7 <> 0 THEN 'ip' || i % 12 END,
+                    CASE WHEN i % 3 <> 0 THEN 'c' || i % 10 END,
+                    CASE WHEN i % 5 <> 0 THEN (i * 37 % 1000) / 4.0 END
+             FROM generate_series(1, 550) i",
+        )
+        .unwrap();
+        let some_id = "(SELECT id FROM vigil.transactions LIMIT 1)";
+        Spi::run(&format!(
+            "INSERT INTO vigil.blocklist (kind, value, expires_at) VALUES
+               ('email', 'e1', now() - interval '1 second'), ('email', 'e2', now() + interval '1 day'),
+               ('device', 'd3', NULL), ('card', 'c4', NULL);
+             INSERT INTO vigil.fraud_identities (kind, value, transaction_id) VALUES
+               ('email', 'e2', {some_id}), ('ip', 'ip5', {some_id}), ('device', 'd3', {some_id})"
+        ))
+        .unwrap();
+
+        let name = |prefix: &str, n: usize, of: usize| {
+            (n % (of + 1) < of).then(|| format!("{prefix}{}", n % (of + 1)))
+        };
+        for n in 0..60usize {
+            let ids = vigil_risk::Identities {
+                email: name("e", n, 21),
+                device: name("d", n * 7, 16),
+                ip: name("ip", n * 5, 13),
+                card: name("c", n * 3, 11),
+            };
+            let direct = super::super::history::load(&ids);
+            let args = [&ids.email, &ids.device, &ids.ip, &ids.card].map(|v| v.clone().into());
+            Spi::connect(|client| {
+                let row = client.select(REFERENCE, Some(1), &args).unwrap().first();
+                let counts = |i| row.get::<Vec<i64>>(i).unwrap().unwrap_or_default();
+                let window = |c: &[i64]| vigil_risk::Window {
+                    last_hour: c[0] as u32,
+                    last_day: c[1] as u32,
+                };
+                let (email, device, ip, card) = (counts(1), counts(2), counts(3), counts(4));
+                assert_eq!(direct.email, window(&email), "{ids:?}");
+                assert_eq!(direct.device, window(&device), "{ids:?}");
+                assert_eq!(direct.ip, window(&ip), "{ids:?}");
+                assert_eq!(direct.card, window(&card), "{ids:?}");
+                assert_eq!(
+                    direct.device_distinct_emails_day as i64, device[2],
+                    "{ids:?}"
+                );
+                assert_eq!(direct.ip_distinct_emails_day as i64, ip[2], "{ids:?}");
+                let amounts: Vec<f64> = row.get(5).unwrap().unwrap();
+                let a = direct.customer_amounts;
+                assert_eq!(a.count as f64, amounts[0], "{ids:?}");
+                for (got, want) in [
+                    (a.mean, amounts[1]),
+                    (a.stddev, amounts[2]),
+                    (a.max, amounts[3]),
+                ] {
+                    assert!(
+                        (got - want).abs() <= 1e-9 * want.abs().max(1.0),
+                        "{ids:?}: {a:?} against {amounts:?}"
+                    );
+                }
+                let rules: Vec<String> = row.get(6).unwrap().unwrap_or_default();
+                let spelled: Vec<String> = direct
+                    .hard_rules
+                    .iter()
+                    .map(|r| {
+                        let source = match r.source {
+                            vigil_risk::HardRuleSource::Blocklist => "blocklist",
+                            vigil_risk::HardRuleSource::ConfirmedFraud => "fraud",
+                        };
+                        format!("{}:{source}", r.identity.as_str())
+                    })
+                    .collect();
+                let mut spelled_by_source = spelled.clone();
+                spelled_by_source.sort_by_key(|s| s.split(':').nth(1).map(str::to_owned));
+                assert_eq!(spelled_by_source, rules, "{ids:?}");
+            });
+        }
+        // The data exercised what it was meant to.
+        assert!(
+            count(
+                "SELECT count(*) FROM vigil.transactions WHERE email = 'e0' AND amount IS NOT NULL"
+            ) > 100
+        );
+    }
 }

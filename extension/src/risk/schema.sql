@@ -17,7 +17,10 @@ CREATE DOMAIN vigil.risk_confidence_value AS text CHECK (VALUE IN ('Low', 'Mediu
 CREATE TABLE vigil.transactions (
     id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
     received_at timestamptz NOT NULL DEFAULT now(),
-    api_key_id  bigint REFERENCES vigil.api_keys (id) ON DELETE SET NULL,
+    -- The API key that asked (vigil.api_keys.id). Not a foreign key: keys are
+    -- revoked, never deleted, and checking one would lock the key's row for
+    -- every assessment, which all of a key's concurrent calls contend on.
+    api_key_id  bigint,
     request     jsonb NOT NULL,             -- normalised: one shape for forms A and B
     features    jsonb NOT NULL,             -- what the signals were computed from
     score       vigil.risk_score_value NOT NULL,
@@ -71,7 +74,8 @@ CREATE TABLE vigil.blocklist (
     reason     text CHECK (length(reason) <= 1000),
     created_at timestamptz NOT NULL DEFAULT now(),
     expires_at timestamptz,
-    PRIMARY KEY (kind, value)
+    -- The history reads the expiry from the index (risk/history.rs).
+    PRIMARY KEY (kind, value) INCLUDE (expires_at)
 );
 
 REVOKE ALL ON vigil.transactions, vigil.feedback, vigil.fraud_identities, vigil.blocklist FROM PUBLIC;
