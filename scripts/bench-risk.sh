@@ -12,6 +12,10 @@
 #    POST /api/transaction with a different customer per request, against the
 #    baseline of GET /healthz (one database round trip) on the same sidecar,
 #    which holds BENCH_POOL (default 8) database connections.
+#
+# The cluster has shared_buffers 1GB, max_wal_size 8GB and checkpoint_timeout
+# 30min (so no checkpoint falls in a run), its relations are prewarmed, and it
+# is stopped at the end.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -29,13 +33,30 @@ if ! command -v wrk >/dev/null; then
 fi
 
 # A cluster made by an older build of the extension is remade (its data is synthetic).
-cluster="$("$VIGIL_ROOT/scripts/pg-cluster.sh" up "$dir" "$port")" || {
-    "$VIGIL_ROOT/scripts/pg-cluster.sh" remove "$dir"
-    cluster="$("$VIGIL_ROOT/scripts/pg-cluster.sh" up "$dir" "$port")"
+cluster_up() {
+    cluster="$("$VIGIL_ROOT/scripts/pg-cluster.sh" up "$dir" "$port")" || {
+        "$VIGIL_ROOT/scripts/pg-cluster.sh" remove "$dir"
+        cluster="$("$VIGIL_ROOT/scripts/pg-cluster.sh" up "$dir" "$port")"
+    }
 }
+cluster_up
+sidecar=""
+trap '[ -z "$sidecar" ] || kill "$sidecar" 2>/dev/null || true; "$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir"' EXIT
 database_url="$(sed -n 's/^DATABASE_URL=//p' <<<"$cluster")"
 export VIGIL_ADMIN_DATABASE_URL="$(sed -n 's/^ADMIN_DATABASE_URL=//p' <<<"$cluster")"
 psql() { "$VIGIL_ROOT/scripts/pg-cluster.sh" psql "$dir" -X -q -At "$@"; }
+
+# Sized for the data (history and indexes fit in shared buffers), and no
+# checkpoint during a run: each figure is the steady state, not a checkpoint's
+# burst of full-page writes. The rest is PostgreSQL's defaults, durable commits
+# included.
+if [ "$(psql -c "SHOW shared_buffers")" != "1GB" ]; then
+    step "tuning the bench cluster (shared_buffers 1GB, max_wal_size 8GB, checkpoint_timeout 30min; restart)"
+    psql -c "ALTER SYSTEM SET shared_buffers = '1GB'" -c "ALTER SYSTEM SET max_wal_size = '8GB'" \
+         -c "ALTER SYSTEM SET checkpoint_timeout = '30min'"
+    "$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir"
+    cluster_up
+fi
 
 loaded="$(psql -c "SELECT count(*) FROM vigil.transactions")"
 if [ "$loaded" -lt "$history" ]; then
@@ -53,8 +74,12 @@ SELECT now() - random() * interval '30 days', '{}', '{}', s, 4, 'Passed', 'Mediu
        round((exp(random() * 6))::numeric, 2)
 FROM (SELECT (random() * 100)::real AS s FROM generate_series(1, $history)) g;
 VACUUM ANALYZE vigil.transactions;
+CHECKPOINT;
 SQL
 fi
+psql -c "CREATE EXTENSION IF NOT EXISTS pg_prewarm" \
+     -c "SELECT pg_prewarm(c.oid) FROM pg_class c WHERE c.oid = 'vigil.transactions'::regclass
+           OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = 'vigil.transactions'::regclass)" >/dev/null
 
 step "in-database: $fresh fresh transactions, one backend"
 # In one transaction that is rolled back, so runs leave the history as loaded.
@@ -118,7 +143,6 @@ LUA
 "$VIGIL_ROOT/target/release/vigil-sidecar" serve --listen 127.0.0.1:0 --database-url "$database_url" \
     --pool-size "$pool" > "$dir/sidecar.out" 2> "$dir/sidecar.log" &
 sidecar=$!
-trap 'kill $sidecar 2>/dev/null || true' EXIT
 for _ in $(seq 50); do grep -q listening "$dir/sidecar.out" && break; sleep 0.1; done
 base="$(sed -n 's/^vigil-sidecar listening on //p' "$dir/sidecar.out")"
 wrk -t2 -c64 -d"${seconds}s" --latency "$base/healthz" > "$dir/wrk-healthz.txt"

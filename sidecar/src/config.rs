@@ -74,7 +74,8 @@ pub struct TlsArgs {
 }
 
 /// Token buckets: per key (a key's own limits in the database take precedence),
-/// and for failed authentication per client address.
+/// and for failed authentication per client address; and how long a key that
+/// passed is believed without asking the database again.
 #[derive(Args, Debug, Clone)]
 pub struct LimitArgs {
     /// Requests per second each key may sustain.
@@ -92,6 +93,12 @@ pub struct LimitArgs {
     /// Failed authentications one client address may make in a burst.
     #[arg(long, env = "VIGIL_AUTH_FAILURE_BURST", default_value_t = 20)]
     pub auth_failure_burst: u32,
+
+    /// Milliseconds an API key that passed its check is believed for the same
+    /// scope and client address before the database is asked again; a revoked
+    /// or expired key is refused at most this much later. 0: ask every time.
+    #[arg(long, env = "VIGIL_AUTH_CACHE_MS", default_value_t = 1000)]
+    pub auth_cache_ms: u64,
 }
 
 impl ServeArgs {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use vigil_e2e::{start, Env, Sidecar, SidecarOptions};
+use vigil_e2e::{start, wait_until, Env, Sidecar, SidecarOptions};
 
 /// The environment of this file: failed attempts are not limited here (the
 /// tests fail on purpose); one test checks that limit on a sidecar of its own.
@@ -139,9 +139,16 @@ fn api_key_failure_modes_have_their_status_and_error() {
         Some(&expired),
     );
 
+    // A key that passed is believed for --auth-cache-ms (1 s by default), so
+    // its revocation shows within that time, not necessarily at once.
     let revoked = api_key(env, &["--name", "gone"]);
     assert_eq!(whoami(env, Some(&revoked), "").status(), StatusCode::OK);
     env.admin_ok(&["keys", "revoke", prefix(&revoked)]);
+    wait_until(
+        "the revocation to show",
+        Duration::from_secs(1) + Duration::from_millis(500),
+        || whoami(env, Some(&revoked), "").status() != StatusCode::OK,
+    );
     assert_refused(
         whoami(env, Some(&revoked), ""),
         403,
@@ -672,5 +679,34 @@ fn the_admin_command_lists_and_refuses_clearly() {
         gone.status(),
         StatusCode::UNAUTHORIZED,
         "its keys went with it"
+    );
+}
+
+#[test]
+fn with_the_auth_cache_off_a_revoked_key_is_refused_at_once() {
+    let env = env();
+    let sidecar = Sidecar::start(
+        &env.database_url,
+        SidecarOptions {
+            args: &["--auth-cache-ms", "0"],
+            env: &[],
+            log: None,
+        },
+    );
+    let uncached = Env {
+        base: sidecar.base.clone(),
+        ..env.clone()
+    };
+    let key = api_key(env, &["--name", "uncached"]);
+    for _ in 0..3 {
+        assert_eq!(whoami(&uncached, Some(&key), "").status(), StatusCode::OK);
+    }
+    env.admin_ok(&["keys", "revoke", prefix(&key)]);
+    assert_refused(
+        whoami(&uncached, Some(&key), ""),
+        403,
+        "key_revoked",
+        Some("x-api-key"),
+        Some(&key),
     );
 }

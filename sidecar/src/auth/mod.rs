@@ -5,7 +5,8 @@
 //! with its `account` in the body for the vector endpoints. The checks
 //! themselves are the extension's SECURITY DEFINER functions
 //! `vigil.authenticate_api_key` and `vigil.enter_account`: the keys' hashes never
-//! leave the database. This module reads the credentials, turns each outcome
+//! leave the database. An API key that passed is believed for a moment
+//! ([`recent`]), so a busy client costs one check a second, not one a request. This module reads the credentials, turns each outcome
 //! into its status (401 missing or unknown, 403 not allowed here), and applies
 //! the rate limits: a token bucket per key, and one per client address that
 //! only failed attempts drain, so guessing keys is slow.
@@ -15,11 +16,12 @@
 
 pub mod client_ip;
 pub mod rate;
+mod recent;
 mod whoami;
 
 use std::fmt;
 use std::net::IpAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, StatusCode};
 use deadpool_postgres::GenericClient;
@@ -28,18 +30,21 @@ use serde::Deserialize;
 use crate::config::LimitArgs;
 use crate::error::ApiError;
 use rate::{retry_after_secs, Buckets, Quota};
+use recent::RecentKeys;
 
 pub use whoami::whoami;
 
 /// The header that carries API keys.
 pub const API_KEY_HEADER: &str = "x-api-key";
 
-/// Rate-limit state shared by all requests.
+/// Authentication state shared by all requests: the rate limits, and the API
+/// keys that passed a moment ago.
 pub struct Limits {
     per_key: Buckets<KeyRef>,
     failures: Buckets<IpAddr>,
     key_default: Quota,
     failure: Quota,
+    recent: RecentKeys,
 }
 
 /// A bucket's key: API and user keys have separate id spaces.
@@ -59,6 +64,7 @@ impl Limits {
                 args.auth_failures_per_minute / 60.0,
                 args.auth_failure_burst,
             )?,
+            recent: RecentKeys::new(Duration::from_millis(args.auth_cache_ms)),
         })
     }
 
@@ -120,7 +126,8 @@ pub struct ApiCaller {
 }
 
 /// Checks the `x-api-key` header for `scope` (None: any scope) from `ip`, on
-/// the request's database connection.
+/// the request's database connection unless the same check passed a moment
+/// ago ([`recent`]).
 pub async fn check_api_key(
     limits: &Limits,
     db: &impl GenericClient,
@@ -137,6 +144,11 @@ pub async fn check_api_key(
         // Not visible ASCII, so no key of ours: unknown, without asking the database.
         Some(Err(_)) => return Err(limits.failed(ip, refusal("unknown", Credential::ApiKey))),
     };
+    if let Some(caller) = limits.recent.get(key, scope, ip, Instant::now()) {
+        tracing::Span::current().record("key", format!("api:{}", caller.key_id));
+        limits.take(KeyRef::Api(caller.key_id), caller.quota)?;
+        return Ok(caller);
+    }
     let statement = db
         .prepare_cached(
             "SELECT key_id, outcome, name, prefix, scopes, to_json(expires_at) #>> '{}', \
@@ -151,15 +163,19 @@ pub async fn check_api_key(
     let key_id: i64 = row.try_get(0)?;
     tracing::Span::current().record("key", format!("api:{key_id}"));
     let quota = limits.quota_of(row.try_get(6)?, row.try_get(7)?);
-    limits.take(KeyRef::Api(key_id), quota)?;
-    Ok(ApiCaller {
+    let caller = ApiCaller {
         key_id,
         name: row.try_get(2)?,
         prefix: row.try_get(3)?,
         scopes: row.try_get(4)?,
         expires_at: row.try_get(5)?,
         quota,
-    })
+    };
+    limits
+        .recent
+        .insert(key, scope, ip, &caller, Instant::now());
+    limits.take(KeyRef::Api(key_id), quota)?;
+    Ok(caller)
 }
 
 /// The body credentials of the vector endpoints; flattened into each request.
