@@ -511,7 +511,7 @@ mod tests {
 
     #[test]
     fn two_thousand_dimensions_fit_a_page() {
-        assert!(MAX_DIMS >= 2000, "{MAX_DIMS}");
+        const { assert!(MAX_DIMS >= 2000) };
         assert!(item_footprint(element_size(MAX_DIMS)) <= PAGE_CAPACITY);
     }
 
@@ -567,13 +567,10 @@ mod tests {
             &mut item,
             16,
             1,
-            &vec![
-                Tid {
-                    block: 1,
-                    offset: 1
-                };
-                17
-            ]
+            &[Tid {
+                block: 1,
+                offset: 1
+            }; 17]
         )
         .is_err());
         assert!(read_layer(&item, 16, 2, &mut out).is_err());

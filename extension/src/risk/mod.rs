@@ -25,8 +25,10 @@ pub use geo::register_settings;
 /// the history tables; `api_key_id` attributes the record to the sidecar's caller.
 #[pg_extern(volatile, security_definer)]
 #[search_path(pg_catalog, vigil)]
-fn risk_score(body: Jsonb, api_key_id: default!(Option<i64>, "NULL")) -> Jsonb {
-    let request = match vigil_risk::parse_request(&body.0) {
+fn risk_score(body: Option<Jsonb>, api_key_id: default!(Option<i64>, "NULL")) -> Jsonb {
+    // NULL is refused as JSON null is: the transaction must be an object.
+    let body = body.map_or(serde_json::Value::Null, |b| b.0);
+    let request = match vigil_risk::parse_request(&body) {
         Ok(request) => request,
         Err(e) => invalid_input(&e.field, &e.message),
     };
