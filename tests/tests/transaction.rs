@@ -168,6 +168,32 @@ fn the_history_reads_the_same_once_vacuum_marks_pages_all_visible() {
 }
 
 #[test]
+fn the_longest_accepted_strings_are_assessed_and_recorded() {
+    // 1,000 characters of three bytes each, in every identity a btree indexes:
+    // too long for an index entry as written, so they are keyed by a digest.
+    let long = |c: &str| c.repeat(1_000);
+    let body = json!({
+        "customerEmail": format!("{}@example.com", "é".repeat(300)),
+        "deviceFingerprint": long("指"), "paymentMethod": long("紙"),
+        "customerName": long("名"), "billingAddress": long("址"),
+    });
+    let first = ok(assess(&body));
+    let second = ok(assess(&body));
+    let f = features(second["transactionId"].as_str().unwrap());
+    assert_eq!(f["velocity"]["device"], json!([1, 1]), "{f}");
+    assert_eq!(f["velocity"]["card"], json!([1, 1]), "{f}");
+    assert_eq!(f["velocity"]["email"], json!([1, 1]), "{f}");
+    let id = first["transactionId"].as_str().unwrap();
+    assert_eq!(
+        env().psql(&format!(
+            "SELECT left(device, 7) || length(device) || ' ' || left(card, 7) || length(card)
+             FROM vigil.transactions WHERE id = '{id}'"
+        )),
+        "sha256:71 sha256:71"
+    );
+}
+
+#[test]
 fn vpn_never_lowers_the_score_over_http() {
     let mut with = form_b("vpn-http@example.com");
     let mut without = with.clone();

@@ -28,6 +28,7 @@ use std::fmt;
 use std::net::IpAddr;
 
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 use time::{Date, Month, OffsetDateTime, PrimitiveDateTime, Time, UtcOffset};
 
 /// Longest string accepted in any field, in characters.
@@ -512,11 +513,46 @@ fn normalise_email(s: &str) -> Result<String, &'static str> {
 ///   part) or, for convenience, the same three parts separated by `|` without labels
 ///   (`Credit Card|Jane Doe|12 Main St`); see [`Request::card_identity`].
 ///
+/// A value longer than [`MAX_IDENTITY_BYTES`] becomes its `sha256:` key, as in the
+/// history; such a key (copied from `vigil.transactions`) is taken as it is.
+///
 /// The error is a sentence for the operator.
 pub fn normalise_identity(kind: &str, value: &str) -> Result<String, String> {
     let text = checked_text(kind, value)
         .map_err(|e| format!("the {kind} {}", e.message))?
         .ok_or_else(|| format!("the {kind} must not be empty"))?;
+    if is_identity_digest(text) && kind != "ip" {
+        return Ok(text.to_ascii_lowercase());
+    }
+    normalise_identity_text(kind, text).map(bounded_identity)
+}
+
+/// Longest identity kept as written, in bytes. A longer one (a device
+/// fingerprint of 1,000 multi-byte characters, a card identity of three long
+/// parts) is keyed by its SHA-256 instead, `sha256:` and 64 hex digits, so that
+/// any accepted input fits a btree entry (at most 2,704 bytes, and the device
+/// and IP indexes carry the e-mail too). Real identities are far shorter.
+pub const MAX_IDENTITY_BYTES: usize = 256;
+
+fn bounded_identity(identity: String) -> String {
+    if identity.len() <= MAX_IDENTITY_BYTES {
+        return identity;
+    }
+    let digest = Sha256::digest(identity.as_bytes());
+    let mut key = String::with_capacity(71);
+    key.push_str("sha256:");
+    for byte in digest {
+        key.push_str(&format!("{byte:02x}"));
+    }
+    key
+}
+
+fn is_identity_digest(text: &str) -> bool {
+    text.strip_prefix("sha256:")
+        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+fn normalise_identity_text(kind: &str, text: &str) -> Result<String, String> {
     match kind {
         "email" => normalise_email(text).map_err(|m| format!("the email {m}")),
         "device" => Ok(text.to_owned()),
@@ -739,10 +775,10 @@ impl Request {
     /// Identity keys the history is looked up by (`None` when absent).
     pub fn identities(&self) -> Identities {
         Identities {
-            email: self.email.clone(),
-            device: self.device_fingerprint.clone(),
+            email: self.email.clone().map(bounded_identity),
+            device: self.device_fingerprint.clone().map(bounded_identity),
             ip: self.ip_address.map(|ip| ip.to_string()),
-            card: self.card_identity(),
+            card: self.card_identity().map(bounded_identity),
         }
     }
 

@@ -354,3 +354,41 @@ fn normalised_identities_match_recorded_ones() {
         assert_eq!(IdentityKind::from_name(k.as_str()), Some(k));
     }
 }
+
+#[test]
+fn identities_too_long_to_index_are_keyed_by_their_digest() {
+    // The longest accepted values: 1,000 three-byte characters, and a card
+    // identity of three 1,000-character parts.
+    let long = "指".repeat(1_000);
+    let words = "abcdefg ".repeat(125);
+    let body = json!({
+        "customerEmail": "short@example.com", "deviceFingerprint": long,
+        "paymentMethod": words.trim(), "customerName": words.trim(), "billingAddress": words.trim(),
+    });
+    let ids = parse_request(&body).unwrap().identities();
+    let device = ids.device.unwrap();
+    let card = ids.card.unwrap();
+    for key in [&device, &card] {
+        assert!(key.starts_with("sha256:") && key.len() == 71, "{key}");
+    }
+    assert_ne!(device, card);
+    assert_eq!(
+        ids.email.as_deref(),
+        Some("short@example.com"),
+        "short ones stay as written"
+    );
+    // An operator's blocklist entry for the same values finds the same keys,
+    // and a key copied from the records is taken as it is.
+    assert_eq!(normalise_identity("device", &long).unwrap(), device);
+    let part = "abcdefg ".repeat(37);
+    let mid = json!({"paymentMethod": part, "customerName": part, "billingAddress": part});
+    let mid_card = parse_request(&mid).unwrap().identities().card.unwrap();
+    assert!(mid_card.starts_with("sha256:"), "{mid_card}");
+    let card_text = format!("{0}|{0}|{0}", part.trim());
+    assert_eq!(normalise_identity("card", &card_text).unwrap(), mid_card);
+    assert_eq!(
+        normalise_identity("card", &card.to_uppercase().replace("SHA256:", "sha256:")).unwrap(),
+        card
+    );
+    assert!(normalise_identity("ip", &device).is_err());
+}

@@ -118,9 +118,13 @@ pub struct Entry<'a> {
 }
 
 impl Entry<'_> {
+    /// Column `attno` (1-based); None when NULL or past the index's columns.
     fn datum(&self, attno: usize) -> Option<pg_sys::Datum> {
-        let i = attno - 1;
-        (!self.nulls[i]).then(|| self.values[i])
+        let i = attno.checked_sub(1)?;
+        match self.nulls.get(i) {
+            Some(false) => self.values.get(i).copied(),
+            _ => None,
+        }
     }
 
     /// A timestamptz column (microseconds since 2000-01-01).
