@@ -28,10 +28,20 @@ vigil_geoip_path() { echo "$("$PG_CONFIG" --sharedir)/vigil/geoip/geo-whois-asn-
 GEOIP_VERSION="2.3.2026061719"
 GEOIP_SHA256="91757a1b06cdcd1955f292e4c4cfc54e091204f998e159a3187f7a2ef3724be0"
 
-# Builds the extension in release mode and installs it into this server's
-# directories (through sudo when we are not root).
+# Builds the extension in release mode (`cargo pgrx package`, into
+# $VIGIL_STATE/package) and installs each file into this server's directories
+# (through sudo when we are not root) by renaming a copy over the old one.
+# Backends that have the old vigil.so loaded keep their mapping of it;
+# overwriting it in place, as `cargo pgrx install` does, can crash them.
 install_extension() {
-    local flags=(--release --pg-config "$PG_CONFIG")
-    is_root || flags+=(--sudo)
-    (cd "$VIGIL_ROOT/extension" && cargo pgrx install "${flags[@]}")
+    local stage="$VIGIL_STATE/package" file dest mode
+    rm -rf "$stage"
+    (cd "$VIGIL_ROOT/extension" && cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$stage")
+    while IFS= read -r -d '' file; do
+        dest="${file#"$stage"}"
+        case "$dest" in *.so) mode=0755 ;; *) mode=0644 ;; esac
+        "${SUDO[@]}" install -D -m "$mode" "$file" "$dest.vigil-new"
+        "${SUDO[@]}" mv -f "$dest.vigil-new" "$dest"
+    done < <(find "$stage" -type f -print0)
+    step "installed the extension into $("$PG_CONFIG" --pkglibdir) and $("$PG_CONFIG" --sharedir)/extension"
 }

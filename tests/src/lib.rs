@@ -3,8 +3,8 @@
 //! `make run` uses) and the release `vigil-sidecar` binary in front of it, each
 //! on a free port, torn down when the test process exits.
 //!
-//! Needs `cargo pgrx install --release` and `cargo build --release -p
-//! vigil-sidecar` first; `make test` does both.
+//! Needs the extension installed (`install_extension` in scripts/lib.sh) and
+//! `cargo build --release -p vigil-sidecar` first; `make test` does both.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
