@@ -101,19 +101,60 @@ unsafe fn read(datum: pg_sys::Datum) -> Result<Value, String> {
     let mut iterator = pg_sys::JsonbIteratorInit(&mut (*jsonb).root);
     let mut reader = Reader {
         iterator: &mut iterator,
-        path: Vec::new(),
         depth: 0,
     };
     let mut first: pg_sys::JsonbValue = std::mem::zeroed();
     let token = reader.next(&mut first);
-    reader.value(token, &first)
+    reader.value(token, &first).map_err(ReadError::into_message)
 }
 
-/// A jsonb iterator and where in the document it is.
+/// Why a document could not be read. The path to the value is gathered only
+/// as the error travels out, so reading costs nothing for it.
+struct ReadError {
+    problem: Problem,
+    /// Keys and array positions, innermost first.
+    path: Vec<String>,
+}
+
+enum Problem {
+    TooDeep,
+    NumberOutOfRange,
+    NotUtf8,
+    UnexpectedType(pg_sys::jbvType::Type),
+}
+
+impl ReadError {
+    fn new(problem: Problem) -> ReadError {
+        ReadError {
+            problem,
+            path: Vec::new(),
+        }
+    }
+
+    /// The same error, inside the member or element `part`.
+    fn within(mut self, part: impl FnOnce() -> String) -> ReadError {
+        self.path.push(part());
+        self
+    }
+
+    fn into_message(self) -> String {
+        let at = if self.path.is_empty() {
+            "the top".to_owned()
+        } else {
+            self.path.into_iter().rev().collect::<Vec<_>>().join(".")
+        };
+        match self.problem {
+            Problem::TooDeep => format!("JSON nested deeper than {MAX_DEPTH} levels"),
+            Problem::NumberOutOfRange => format!("the number at {at} is out of range"),
+            Problem::NotUtf8 => format!("the string at {at} is not valid UTF-8"),
+            Problem::UnexpectedType(t) => format!("unexpected jsonb value type {t} at {at}"),
+        }
+    }
+}
+
+/// A jsonb iterator, and how deep in the document it is.
 struct Reader<'a> {
     iterator: &'a mut *mut pg_sys::JsonbIterator,
-    /// Keys and array positions down to the current value, for error messages.
-    path: Vec<String>,
     /// Containers open around the current value.
     depth: usize,
 }
@@ -129,19 +170,19 @@ impl Reader<'_> {
         &mut self,
         token: Token::Type,
         current: &pg_sys::JsonbValue,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ReadError> {
         match token {
             Token::WJB_BEGIN_OBJECT => {
                 self.enter()?;
                 let mut map = Map::new();
                 let mut key: pg_sys::JsonbValue = std::mem::zeroed();
                 while self.next(&mut key) == Token::WJB_KEY {
-                    let name = string(&key)?;
-                    self.path.push(name.clone());
+                    let name = string(&key).ok_or_else(|| ReadError::new(Problem::NotUtf8))?;
                     let mut member: pg_sys::JsonbValue = std::mem::zeroed();
                     let token = self.next(&mut member);
-                    let value = self.value(token, &member)?;
-                    self.path.pop();
+                    let value = self
+                        .value(token, &member)
+                        .map_err(|e| e.within(|| name.clone()))?;
                     map.insert(name, value);
                 }
                 self.depth -= 1;
@@ -161,9 +202,11 @@ impl Reader<'_> {
                     if token == Token::WJB_END_ARRAY || token == Token::WJB_DONE {
                         break;
                     }
-                    self.path.push(format!("[{}]", items.len()));
-                    items.push(self.value(token, &element)?);
-                    self.path.pop();
+                    let at = items.len();
+                    let item = self
+                        .value(token, &element)
+                        .map_err(|e| e.within(|| format!("[{at}]")))?;
+                    items.push(item);
                 }
                 if raw_scalar {
                     return Ok(items.pop().unwrap_or(Value::Null));
@@ -171,23 +214,25 @@ impl Reader<'_> {
                 self.depth -= 1;
                 Ok(Value::Array(items))
             }
-            _ => self.scalar(current),
+            _ => Self::scalar(current),
         }
     }
 
-    fn enter(&mut self) -> Result<(), String> {
+    fn enter(&mut self) -> Result<(), ReadError> {
         if self.depth >= MAX_DEPTH {
-            return Err(format!("JSON nested deeper than {MAX_DEPTH} levels"));
+            return Err(ReadError::new(Problem::TooDeep));
         }
         self.depth += 1;
         Ok(())
     }
 
-    unsafe fn scalar(&self, v: &pg_sys::JsonbValue) -> Result<Value, String> {
+    unsafe fn scalar(v: &pg_sys::JsonbValue) -> Result<Value, ReadError> {
         Ok(match v.type_ {
             pg_sys::jbvType::jbvNull => Value::Null,
             pg_sys::jbvType::jbvBool => Value::Bool(v.val.boolean),
-            pg_sys::jbvType::jbvString => Value::String(string(v)?),
+            pg_sys::jbvType::jbvString => {
+                Value::String(string(v).ok_or_else(|| ReadError::new(Problem::NotUtf8))?)
+            }
             pg_sys::jbvType::jbvNumeric => {
                 let spelled = pgrx::direct_function_call_as_datum(
                     pg_sys::numeric_out,
@@ -199,32 +244,19 @@ impl Reader<'_> {
                     .and_then(|s| s.parse::<Number>().ok());
                 match number {
                     Some(n) => Value::Number(n),
-                    None => return Err(format!("the number at {} is out of range", self.at())),
+                    None => return Err(ReadError::new(Problem::NumberOutOfRange)),
                 }
             }
-            other => {
-                return Err(format!(
-                    "unexpected jsonb value type {other} at {}",
-                    self.at()
-                ))
-            }
+            other => return Err(ReadError::new(Problem::UnexpectedType(other))),
         })
-    }
-
-    /// Where the reader is, as a path of keys: `amount`, `items.[2]`, or `the top`.
-    fn at(&self) -> String {
-        if self.path.is_empty() {
-            "the top".to_owned()
-        } else {
-            self.path.join(".")
-        }
     }
 }
 
-unsafe fn string(v: &pg_sys::JsonbValue) -> Result<String, String> {
+/// A jsonb string's text; None if it is not UTF-8.
+unsafe fn string(v: &pg_sys::JsonbValue) -> Option<String> {
     let s = v.val.string;
     let bytes = std::slice::from_raw_parts(s.val as *const u8, s.len as usize);
-    String::from_utf8(bytes.to_vec()).map_err(|_| "a JSON string is not valid UTF-8".to_owned())
+    std::str::from_utf8(bytes).ok().map(str::to_owned)
 }
 
 /// Builds a jsonb datum (palloc'd in the current memory context).

@@ -17,8 +17,8 @@ pub struct Window {
 
 impl Window {
     /// Microseconds in the two windows.
-    const HOUR_US: i64 = 3_600_000_000;
-    const DAY_US: i64 = 24 * Self::HOUR_US;
+    pub const HOUR_US: i64 = 3_600_000_000;
+    pub const DAY_US: i64 = 24 * Self::HOUR_US;
 
     /// Counts an earlier transaction received `age_us` microseconds before this
     /// one (negative when a concurrent one was received later); older than a

@@ -24,7 +24,7 @@
 //! Count bounds: `transactionFrequency` and `orderQuantity` at most 1,000,000;
 //! `accountAge` (days) at most 36,525 (100 years).
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::net::IpAddr;
 
 use serde_json::{Map, Value};
@@ -542,7 +542,8 @@ fn bounded_identity(identity: String) -> String {
     let mut key = String::with_capacity(71);
     key.push_str("sha256:");
     for byte in digest {
-        key.push_str(&format!("{byte:02x}"));
+        // Writing to a String cannot fail.
+        let _ = write!(key, "{byte:02x}");
     }
     key
 }

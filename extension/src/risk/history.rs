@@ -48,7 +48,7 @@ mod column {
 /// Reads the history of `ids` as of now (the transaction's start, as `now()`).
 pub fn load(ids: &Identities) -> History {
     let now = unsafe { pg_sys::GetCurrentTransactionStartTimestamp() };
-    let day_ago = now - 24 * 3_600_000_000;
+    let day_ago = now - Window::DAY_US;
     let age = |entry: &Entry| now - entry.timestamp(column::RECEIVED_AT).unwrap_or(now);
     let snapshot = Snapshot::take();
     let table = Relation::open("transactions");

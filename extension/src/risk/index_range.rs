@@ -36,15 +36,14 @@ pub struct Relation(pg_sys::Relation);
 impl Relation {
     /// Opens `vigil.<name>` (a table or an index) with `AccessShareLock`.
     pub fn open(name: &str) -> Relation {
-        let lookup = |schema: &str| -> pg_sys::Oid {
-            let (schema, name) = (cstring(schema), cstring(name));
-            // SAFETY: both are NUL-terminated; missing names give InvalidOid.
-            unsafe {
-                let namespace = pg_sys::get_namespace_oid(schema.as_ptr(), true);
-                pg_sys::get_relname_relid(name.as_ptr(), namespace)
-            }
+        let relname = cstring(name);
+        // SAFETY: both names are NUL-terminated; a missing one gives InvalidOid.
+        // (Two syscache probes; not cached across calls, so that a recreated
+        // extension is found.)
+        let oid = unsafe {
+            let namespace = pg_sys::get_namespace_oid(c"vigil".as_ptr(), true);
+            pg_sys::get_relname_relid(relname.as_ptr(), namespace)
         };
-        let oid = lookup("vigil");
         if oid == pg_sys::InvalidOid {
             ereport!(
                 ERROR,

@@ -42,7 +42,10 @@ impl RecentKeys {
         digest.update([0]);
         digest.update(scope.unwrap_or("").as_bytes());
         digest.update([0, u8::from(scope.is_some())]);
-        digest.update(ip.to_string().as_bytes());
+        match ip {
+            IpAddr::V4(v4) => digest.update(v4.octets()),
+            IpAddr::V6(v6) => digest.update(v6.octets()),
+        }
         digest.finalize().into()
     }
 
