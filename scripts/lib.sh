@@ -36,7 +36,17 @@ GEOIP_SHA256="91757a1b06cdcd1955f292e4c4cfc54e091204f998e159a3187f7a2ef3724be0"
 install_extension() {
     local stage="$VIGIL_STATE/package" file dest mode
     rm -rf "$stage"
-    (cd "$VIGIL_ROOT/extension" && cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$stage")
+    (cd "$VIGIL_ROOT/extension" && cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$stage") \
+        || die "the extension did not build; nothing was installed"
+    # pgrx packages the upgrade scripts (extension/sql/vigil--A--B.sql); the full
+    # scripts of earlier versions go too, so a cluster of one can be made to test
+    # the upgrade from it.
+    local base
+    for base in "$VIGIL_ROOT"/extension/sql/vigil--*.sql; do
+        [ -e "$base" ] || continue
+        case "$(basename "$base")" in vigil--*--*) continue ;; esac
+        install -D -m 0644 "$base" "$stage$("$PG_CONFIG" --sharedir)/extension/$(basename "$base")"
+    done
     while IFS= read -r -d '' file; do
         dest="${file#"$stage"}"
         case "$dest" in *.so) mode=0755 ;; *) mode=0644 ;; esac
@@ -44,4 +54,53 @@ install_extension() {
         "${SUDO[@]}" mv -f "$dest.vigil-new" "$dest"
     done < <(find "$stage" -type f -print0)
     step "installed the extension into $("$PG_CONFIG" --pkglibdir) and $("$PG_CONFIG" --sharedir)/extension"
+}
+
+# A private, relocated copy of the PostgreSQL 15 installation, for `cargo pgrx
+# test`: its test build of vigil.so and its SQL are installed there, never into the
+# directories a running server (`make run`'s) loads from. PostgreSQL finds its
+# library and share directories relative to its own binary, so copies of
+# bin/, lib/ and share/ under one prefix make a working installation; the headers
+# and vigil's model, runtime and IP data are linked, since nothing writes them.
+# Recopied when the system's server changes (a Debian update). Prints the root;
+# as root it lives where the `postgres` user can read it.
+private_pg() {
+    local root="$VIGIL_STATE/pg15-private" stamp want
+    if is_root && ! sudo -u postgres test -x "$VIGIL_STATE" 2>/dev/null; then
+        root="/var/lib/postgresql/vigil/$(echo -n "$VIGIL_ROOT" | sha256sum | cut -c1-16)/pg15-private"
+    fi
+    want="$("$PG_CONFIG" --version) $(stat -c %Y "$PG_BIN/postgres")"
+    stamp="$root/.copied-from"
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+        step "copying the PostgreSQL 15 installation to $root (for the extension tests)" >&2
+        rm -rf "$root"
+        mkdir -p "$root/usr/lib/postgresql" "$root/usr/share/postgresql" "$root/usr/include"
+        cp -a /usr/lib/postgresql/15 "$root/usr/lib/postgresql/"
+        cp -a /usr/share/postgresql/15 "$root/usr/share/postgresql/"
+        # The copies of vigil's own files are dropped: pgrx installs its test build.
+        rm -rf "$root"/usr/lib/postgresql/15/lib/vigil* "$root"/usr/share/postgresql/15/extension/vigil*
+        rm -rf "$root/usr/lib/postgresql/15/lib/vigil" "$root/usr/share/postgresql/15/vigil"
+        ln -s /usr/include/postgresql "$root/usr/include/postgresql"
+        ln -s "$("$PG_CONFIG" --pkglibdir)/vigil" "$root/usr/lib/postgresql/15/lib/vigil"
+        ln -s "$("$PG_CONFIG" --sharedir)/vigil" "$root/usr/share/postgresql/15/vigil"
+        chmod -R a+rX "$root"
+        echo "$want" > "$stamp"
+    fi
+    echo "$root"
+}
+
+# PGRX_HOME for the extension tests: pgrx's config names the private copy's
+# pg_config, so `cargo pgrx test` installs into and runs from it. Written only
+# when it changes: pgrx's bindings rebuild when the config file does.
+pgrx_test_home() {
+    local root home config
+    root="$(private_pg)"
+    home="$VIGIL_STATE/pgrx-home"
+    config="[configs]
+pg15 = \"$root/usr/lib/postgresql/15/bin/pg_config\""
+    mkdir -p "$home"
+    if [ "$(cat "$home/config.toml" 2>/dev/null)" != "$config" ]; then
+        echo "$config" > "$home/config.toml"
+    fi
+    echo "$home"
 }

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # A local PostgreSQL 15 cluster with the vigil extension, for `make run` and tests.
 #
-#   pg-cluster.sh up DIR PORT   create (first time) and start the cluster in DIR on
+#   pg-cluster.sh up DIR PORT [VERSION]
+#                               create (first time) and start the cluster in DIR on
 #                               127.0.0.1:PORT, database `vigil` with the extension,
 #                               roles `vigil_app` and `vigil_admin`; prints
-#                               DATABASE_URL=... and ADMIN_DATABASE_URL=... on stdout
+#                               DATABASE_URL=... and ADMIN_DATABASE_URL=... on stdout.
+#                               An existing cluster's extension is upgraded
+#                               (ALTER EXTENSION vigil UPDATE), keeping its data.
+#                               With VERSION, a new cluster gets that earlier version
+#                               of the extension, and no upgrade is made
 #   pg-cluster.sh down DIR      stop it (fast shutdown); no-op when not running
 #   pg-cluster.sh remove DIR    stop it and delete its files
 #   pg-cluster.sh psql DIR ARGS psql as the superuser over the cluster's socket
@@ -20,7 +25,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-usage() { sed -n '2,15p' "$0" >&2; exit 2; }
+usage() { sed -n '2,21p' "$0" >&2; exit 2; }
 
 # As root the server runs as `postgres`, which must reach DIR: if DIR's parents are
 # closed to it (a checkout under /root), keep the data under /var/lib/postgresql and
@@ -49,19 +54,19 @@ role_password() {
     as_pg cat "$file"
 }
 
-# Until the first release the schema changes without upgrade scripts, so a
-# cluster remembers the extension script it was created with and refuses to run
-# a different one rather than fail later in confusing ways.
-check_schema() {
-    local dir="$1" fresh="$2" version script now
-    version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$VIGIL_ROOT/Cargo.toml" | head -n1)"
-    script="$("$PG_CONFIG" --sharedir)/extension/vigil--$version.sql"
-    now="$(sha256sum "$script" | cut -c1-64)"
-    if [ -n "$fresh" ]; then
-        echo "$now" | as_pg tee "$dir/schema.sha256" >/dev/null
-    elif [ "$(as_pg cat "$dir/schema.sha256" 2>/dev/null)" != "$now" ]; then
-        die "the cluster in $dir was made with an older vigil schema; recreate it (this deletes its data): scripts/pg-cluster.sh remove $dir   (or: make reset)"
+# After `ALTER EXTENSION vigil UPDATE` the database must hold the version the
+# installed control file names; otherwise no upgrade path leads there from the
+# cluster's version (a version never released, or an installation older than the
+# cluster), and the cluster is left as it is rather than used half-upgraded.
+check_version() {
+    local dir="$1" have want
+    have="$(psql_super "$dir" -d vigil -Atc "SELECT extversion FROM pg_extension WHERE extname = 'vigil'")"
+    want="$(psql_super "$dir" -d vigil -Atc "SELECT default_version FROM pg_available_extensions WHERE name = 'vigil'")"
+    if [ "$have" != "$want" ]; then
+        die "the cluster in $dir holds vigil $have and no upgrade script leads from it to the installed $want; install a build that has one, or recreate the cluster (this deletes its data): scripts/pg-cluster.sh remove $dir   (or: make reset)"
     fi
+    # Clusters made before versioned upgrades remembered a hash of their script.
+    as_pg rm -f "$dir/schema.sha256"
 }
 
 pg_user() { if is_root; then echo postgres; else id -un; fi; }
@@ -72,7 +77,7 @@ psql_super() {
 }
 
 up() {
-    local dir="$1" port="$2" fresh=""
+    local dir="$1" port="$2" version="${3:-}" fresh=""
     dir="$(realpath -m "$dir")"
     prepare_dir "$dir"
     if as_pg test -f "$dir/data/standby.signal"; then
@@ -102,10 +107,17 @@ CONF
     local password admin_password
     password="$(role_password "$dir" app_password)"
     admin_password="$(role_password "$dir" admin_password)"
-    psql_super "$dir" -d vigil -c "SET client_min_messages = warning" \
-        -c "CREATE EXTENSION IF NOT EXISTS vigil" -c "ALTER EXTENSION vigil UPDATE" \
-        -c "ALTER DATABASE vigil SET search_path = vigil, public"
-    check_schema "$dir" "$fresh"
+    if [ -n "$version" ]; then
+        # A cluster of an earlier version, as an upgrade test needs: made, not updated.
+        psql_super "$dir" -d vigil -c "SET client_min_messages = warning" \
+            -c "CREATE EXTENSION IF NOT EXISTS vigil VERSION '$version'" \
+            -c "ALTER DATABASE vigil SET search_path = vigil, public"
+    else
+        psql_super "$dir" -d vigil -c "SET client_min_messages = warning" \
+            -c "CREATE EXTENSION IF NOT EXISTS vigil" -c "ALTER EXTENSION vigil UPDATE" \
+            -c "ALTER DATABASE vigil SET search_path = vigil, public"
+        check_version "$dir"
+    fi
     psql_super "$dir" -d vigil -v app_password="$password" -v admin_password="$admin_password" \
         -f "$VIGIL_ROOT/sql/bootstrap.sql" >/dev/null
     echo "DATABASE_URL=postgres://vigil_app:$password@127.0.0.1:$port/vigil"
@@ -140,7 +152,7 @@ SQL
 unix_socket_directories = '$dir/run'
 CONF
         local file
-        for file in app_password admin_password schema.sha256; do
+        for file in app_password admin_password; do
             as_pg cp -p "$primary/$file" "$dir/$file"
         done
     fi
@@ -169,7 +181,7 @@ remove() {
 }
 
 case "${1:-}" in
-    up) [ $# -eq 3 ] || usage; up "$2" "$3" ;;
+    up) [ $# -eq 3 ] || [ $# -eq 4 ] || usage; up "$2" "$3" "${4:-}" ;;
     down) [ $# -eq 2 ] || usage; down "$2" ;;
     remove) [ $# -eq 2 ] || usage; remove "$2" ;;
     replica) [ $# -eq 4 ] || usage; replica "$2" "$3" "$4" ;;

@@ -6,6 +6,8 @@ set -euo pipefail
 
 port="${VIGIL_PG_PORT:-28815}"
 http_addr="${VIGIL_HTTP_ADDR:-127.0.0.1:8080}"
+# Browsers on this origin may call the API (a local front end); set it empty for none.
+export VIGIL_CORS_ORIGINS="${VIGIL_CORS_ORIGINS-http://localhost:3000}"
 creds="$VIGIL_STATE/credentials.env"
 
 cluster="$("$VIGIL_ROOT/scripts/pg-cluster.sh" up "$VIGIL_STATE/pg" "$port")"

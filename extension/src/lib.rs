@@ -12,6 +12,8 @@
 //!   on `real[]`.
 //! - [`risk`]: `vigil.risk_score(jsonb)`, the transaction risk engine's edge:
 //!   history, recording, feedback and the blocklist.
+//! - [`pg`]: Postgres plumbing the capabilities share (errors naming their
+//!   field, btree ranges, relation names, strong random bytes).
 
 use pgrx::prelude::*;
 
@@ -19,6 +21,7 @@ pub mod embed;
 pub mod hnsw;
 pub mod jsonb;
 pub mod keys;
+pub mod pg;
 pub mod risk;
 pub mod vectordb;
 
@@ -26,21 +29,11 @@ pub mod vectordb;
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
+    pg::error::register();
     embed::settings::register();
     hnsw::register();
     keys::register_settings();
     risk::register_settings();
-}
-
-/// `N` bytes from the server's strong random source (`pg_strong_random`);
-/// an ERROR naming `what` they were for if it fails.
-pub(crate) fn strong_random<const N: usize>(what: &str) -> [u8; N] {
-    let mut bytes = [0u8; N];
-    // SAFETY: the buffer is N bytes long, as passed.
-    if !unsafe { pg_sys::pg_strong_random(bytes.as_mut_ptr().cast(), N) } {
-        error!("could not generate random bytes for {what}");
-    }
-    bytes
 }
 
 /// Hooks for `cargo pgrx test`.

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::{feed_script, free_port, remove_at_exit, removed, workspace_root};
+use crate::{feed_script, free_port, remove_at_exit, removed, workspace_root, Env};
 
 /// How long a server gets to start, recover, catch up or die before a test
 /// gives up: generous, since a timeout only turns a hang into a failure.
@@ -71,6 +71,95 @@ impl Cluster {
         ]);
         cluster.read_urls(&out);
         cluster
+    }
+
+    /// A fresh cluster whose extension is the earlier `version` (`pg-cluster.sh
+    /// up DIR PORT VERSION`), not upgraded; [`Cluster::upgrade`] moves it on.
+    pub fn start_at_version(version: &str) -> Cluster {
+        let mut cluster = Cluster::new(None);
+        let out = run_script(&[
+            "up",
+            cluster.dir.to_str().unwrap(),
+            &cluster.port.to_string(),
+            version,
+        ]);
+        cluster.read_urls(&out);
+        cluster
+    }
+
+    /// What `make run` does to an existing cluster: `pg-cluster.sh up`, which
+    /// runs `ALTER EXTENSION vigil UPDATE` and refuses a version it cannot reach.
+    pub fn upgrade(&self) -> Result<(), String> {
+        let out = Command::new(script())
+            .args(["up", self.dir.to_str().unwrap(), &self.port.to_string()])
+            .output()
+            .expect("pg-cluster.sh runs");
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
+    /// This cluster as an [`Env`] without a sidecar; `with_sidecar` adds one.
+    pub fn env(&self) -> Env {
+        Env {
+            base: String::new(),
+            database_url: self.database_url.clone(),
+            admin_url: self.admin_url.clone(),
+            cluster_dir: self.dir.clone(),
+        }
+    }
+
+    /// The extension's objects as `pg_dump --schema-only --binary-upgrade`
+    /// writes them (it lists an extension's members one by one, as pg_upgrade
+    /// needs), without what differs between equal schemas: object ids, and the
+    /// dump's own header.
+    pub fn schema_dump(&self) -> String {
+        let port = self.port.to_string();
+        let run = self.dir.join("run");
+        let mut dump = Command::new("/usr/lib/postgresql/15/bin/pg_dump");
+        dump.args(["--schema-only", "--binary-upgrade", "--no-comments", "-d", "vigil"])
+            .args(["-h", run.to_str().unwrap(), "-p", &port]);
+        // SAFETY: geteuid has no preconditions.
+        let out = if unsafe { libc::geteuid() } == 0 {
+            Command::new("sudo")
+                .args(["-u", "postgres", "--"])
+                .arg(dump.get_program())
+                .args(dump.get_args())
+                .output()
+        } else {
+            dump.output()
+        }
+        .expect("pg_dump runs");
+        assert!(
+            out.status.success(),
+            "pg_dump failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .filter(|l| {
+                // Object ids, transaction ids and the dump's random \restrict key.
+                !(l.contains("binary_upgrade_set_next")
+                    || l.starts_with("-- Dumped")
+                    || l.starts_with("SET relfrozenxid")
+                    || l.starts_with("WHERE oid = '")
+                    || l.starts_with("\\restrict")
+                    || l.starts_with("\\unrestrict"))
+            })
+            .map(|l| {
+                // binary_upgrade_create_empty_extension(..., '{16500,16510}'::oid[], ...)
+                // names the configuration tables by oid.
+                if l.contains("binary_upgrade_create_empty_extension") {
+                    l.split("'{").next().unwrap_or(l).to_owned()
+                } else {
+                    l.to_owned()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     /// A hot standby of this cluster (`pg-cluster.sh replica`: `pg_basebackup

@@ -5,7 +5,11 @@
 //! range, length, format) fails the whole request with an [`InputError`] naming that
 //! field exactly as the client spelled it, because a 400 that says *which* field is
 //! wrong is the only useful answer to a malformed transaction. `null` and blank strings
-//! mean absent (form A clients send `""` for "unknown"), unknown fields are ignored. Fields are checked in the order of the SPEC table, so
+//! mean absent (form A clients send `""` for "unknown"). Field names match exactly, else
+//! without regard to ASCII case, and the publisher's demo page spellings `Name` and
+//! `Profile` mean `customerName` and `customerProfile` (`Email` is `email` by case);
+//! fields that are none of these are not an error but are listed in
+//! [`Request::ignored_fields`], so a typo is visible. Fields are checked in the order of the SPEC table, so
 //! the first bad one in that order is the one reported.
 //!
 //! What is accepted, per field type:
@@ -80,6 +84,9 @@ pub struct Request {
     pub order_quantity: Option<u32>,
     /// 0..=100, default 50; higher is stricter.
     pub strictness: u8,
+    /// Keys of the body that are not transaction fields (nor a second spelling of
+    /// one), as the client spelled them; the response lists them as `ignoredFields`.
+    pub ignored_fields: Vec<String>,
 }
 
 impl Default for Request {
@@ -111,6 +118,7 @@ impl Default for Request {
             proxy_or_vpn: None,
             order_quantity: None,
             strictness: DEFAULT_STRICTNESS,
+            ignored_fields: Vec::new(),
         }
     }
 }
@@ -336,19 +344,112 @@ fn parse_datetime(b: &[u8]) -> Option<Timestamp> {
 }
 
 /// Field access with `null` treated as absent.
-struct Body<'a>(&'a Map<String, Value>);
+/// The transaction's fields as SPEC names them, in SPEC order.
+const FIELDS: [&str; 26] = [
+    "email",
+    "product",
+    "amount",
+    "location",
+    "time",
+    "customerProfile",
+    "onlinePurchase",
+    "paymentMethod",
+    "shippingAddress",
+    "billingAddress",
+    "customerEmail",
+    "customerName",
+    "isVPN",
+    "clientBrowser",
+    "deviceType",
+    "ipAddress",
+    "deviceFingerprint",
+    "transactionFrequency",
+    "accountAge",
+    "emailDomain",
+    "addressMismatch",
+    "twoFactorAuth",
+    "referralSource",
+    "proxyOrVPN",
+    "orderQuantity",
+    "strictness",
+];
+
+/// Other names integrators send (the publisher's demo page posts `Email`, `Name`
+/// and `Profile`; `Email` is `email` by case alone).
+const ALIASES: [(&str, &str); 2] = [("name", "customerName"), ("profile", "customerProfile")];
+
+/// A body's fields resolved to [`FIELDS`]: each slot holds the value and the key as
+/// the client spelled it (errors name that). A key matches its field exactly, else
+/// without regard to ASCII case or through [`ALIASES`]; an exact match beats the
+/// others, and two inexact keys for one field are refused as ambiguous. Keys that
+/// match no field are kept in `ignored`, so a typo shows in the response.
+struct Body<'a> {
+    slots: [Option<(&'a str, &'a Value, bool)>; FIELDS.len()],
+    ignored: Vec<String>,
+}
 
 impl<'a> Body<'a> {
+    fn resolve(map: &'a Map<String, Value>) -> Result<Body<'a>, InputError> {
+        let mut body = Body {
+            slots: [None; FIELDS.len()],
+            ignored: Vec::new(),
+        };
+        // Exact names first, so that an exact key wins whatever the order of keys.
+        let mut inexact = Vec::new();
+        for (key, value) in map {
+            match FIELDS.iter().position(|f| *f == key) {
+                Some(index) => body.slots[index] = Some((key, value, true)),
+                None => inexact.push((key.as_str(), value)),
+            }
+        }
+        for (key, value) in inexact {
+            let Some(index) = field_index_ignoring_case(key) else {
+                body.ignored.push(key.to_owned());
+                continue;
+            };
+            match body.slots[index] {
+                None => body.slots[index] = Some((key, value, false)),
+                Some((_, _, true)) => body.ignored.push(key.to_owned()),
+                Some((other, _, false)) => {
+                    return Err(InputError::new(
+                        key,
+                        format!(
+                            "is ambiguous: {other:?} and {key:?} both mean {:?}; send one",
+                            FIELDS[index]
+                        ),
+                    ))
+                }
+            }
+        }
+        body.ignored.sort_unstable();
+        Ok(body)
+    }
+
+    /// The slot of field `name` (one of [`FIELDS`]).
+    fn slot(&self, name: &str) -> Option<(&'a str, &'a Value, bool)> {
+        let index = FIELDS.iter().position(|f| *f == name)?;
+        self.slots[index]
+    }
+
+    /// The value of field `name`, `null` being absent.
     fn get(&self, name: &str) -> Option<&'a Value> {
-        self.0.get(name).filter(|v| !v.is_null())
+        self.slot(name).map(|(_, v, _)| v).filter(|v| !v.is_null())
+    }
+
+    /// Field `name` as the client spelled it, for errors.
+    fn key<'n>(&self, name: &'n str) -> &'n str
+    where
+        'a: 'n,
+    {
+        self.slot(name).map_or(name, |(key, _, _)| key)
     }
 
     /// A string field: at most 1,000 characters, trimmed, empty means absent.
     fn text(&self, name: &str) -> Result<Option<String>, InputError> {
         match self.get(name) {
             None => Ok(None),
-            Some(Value::String(s)) => Ok(checked_text(name, s)?.map(str::to_owned)),
-            Some(_) => Err(InputError::new(name, "must be a string")),
+            Some(Value::String(s)) => Ok(checked_text(self.key(name), s)?.map(str::to_owned)),
+            Some(_) => Err(InputError::new(self.key(name), "must be a string")),
         }
     }
 
@@ -358,7 +459,7 @@ impl<'a> Body<'a> {
         };
         normalise_email(&s)
             .map(Some)
-            .map_err(|message| InputError::new(name, message))
+            .map_err(|message| InputError::new(self.key(name), message))
     }
 
     /// `true`/`false`, or `"Yes"`/`"No"` (also `"true"`/`"false"`), any case.
@@ -367,7 +468,7 @@ impl<'a> Body<'a> {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
             Some(Value::String(s)) => {
-                let Some(t) = checked_text(name, s)? else {
+                let Some(t) = checked_text(self.key(name), s)? else {
                     return Ok(None);
                 };
                 if t.eq_ignore_ascii_case("yes") || t.eq_ignore_ascii_case("true") {
@@ -376,13 +477,13 @@ impl<'a> Body<'a> {
                     Ok(Some(false))
                 } else {
                     Err(InputError::new(
-                        name,
+                        self.key(name),
                         "must be true/false or \"Yes\"/\"No\"",
                     ))
                 }
             }
             Some(_) => Err(InputError::new(
-                name,
+                self.key(name),
                 "must be true/false or \"Yes\"/\"No\"",
             )),
         }
@@ -390,7 +491,7 @@ impl<'a> Body<'a> {
 
     /// A non-negative integer up to `max`: `5`, `5.0` or `"5"`.
     fn count(&self, name: &str, max: u32) -> Result<Option<u32>, InputError> {
-        let range = || InputError::new(name, format!("must be an integer from 0 to {max}"));
+        let range = || InputError::new(self.key(name), format!("must be an integer from 0 to {max}"));
         match self.get(name) {
             None => Ok(None),
             Some(Value::Number(n)) => {
@@ -412,7 +513,7 @@ impl<'a> Body<'a> {
                     .ok_or_else(range)
             }
             Some(Value::String(s)) => {
-                let Some(t) = checked_text(name, s)? else {
+                let Some(t) = checked_text(self.key(name), s)? else {
                     return Ok(None);
                 };
                 if !t.bytes().all(|c| c.is_ascii_digit()) {
@@ -431,7 +532,7 @@ impl<'a> Body<'a> {
     fn amount(&self, name: &str) -> Result<Option<f64>, InputError> {
         let range = || {
             InputError::new(
-                name,
+                self.key(name),
                 "must be a number from 0 to 1e12, or a string of digits with at most one '.'",
             )
         };
@@ -439,7 +540,7 @@ impl<'a> Body<'a> {
             None => return Ok(None),
             Some(Value::Number(n)) => n.as_f64().ok_or_else(range)?,
             Some(Value::String(s)) => {
-                let Some(t) = checked_text(name, s)? else {
+                let Some(t) = checked_text(self.key(name), s)? else {
                     return Ok(None);
                 };
                 let digit_count = t.bytes().filter(u8::is_ascii_digit).count();
@@ -464,7 +565,7 @@ impl<'a> Body<'a> {
         };
         Timestamp::parse(&s).map(Some).ok_or_else(|| {
             InputError::new(
-                name,
+                self.key(name),
                 "must be \"YYYY-MM-DD HH:MM:SS\" or an ISO 8601 date-time such as 2024-05-01T13:45:00Z",
             )
         })
@@ -476,8 +577,19 @@ impl<'a> Body<'a> {
         };
         s.parse::<IpAddr>()
             .map(|ip| Some(ip.to_canonical()))
-            .map_err(|_| InputError::new(name, "must be an IPv4 or IPv6 address"))
+            .map_err(|_| InputError::new(self.key(name), "must be an IPv4 or IPv6 address"))
     }
+}
+
+/// The field `key` names without regard to ASCII case, directly or as an alias.
+fn field_index_ignoring_case(key: &str) -> Option<usize> {
+    let canonical = ALIASES
+        .iter()
+        .find(|(alias, _)| alias.eq_ignore_ascii_case(key))
+        .map_or(key, |(_, field)| *field);
+    FIELDS
+        .iter()
+        .position(|f| f.eq_ignore_ascii_case(canonical))
 }
 
 /// The e-mail rule (the text rule already applied): at most 320 characters, exactly
@@ -608,7 +720,7 @@ pub fn parse_request(body: &Value) -> Result<Request, InputError> {
     let Some(map) = body.as_object() else {
         return Err(InputError::new("", "the body must be a JSON object"));
     };
-    let b = Body(map);
+    let b = Body::resolve(map)?;
     let form_a_email = b.email("email")?;
     let product = b.text("product")?;
     let amount = b.amount("amount")?;
@@ -682,6 +794,7 @@ pub fn parse_request(body: &Value) -> Result<Request, InputError> {
         proxy_or_vpn,
         order_quantity,
         strictness,
+        ignored_fields: b.ignored,
     })
 }
 

@@ -236,6 +236,19 @@ impl Assessment {
         Value::Object(m)
     }
 
+    /// [`Assessment::to_json`] for the response to `request`: with `ignoredFields`
+    /// when the body held fields the engine does not read.
+    pub fn response_json(&self, transaction_id: &str, request: &Request) -> Value {
+        let mut json = self.to_json(transaction_id);
+        if let (false, Value::Object(m)) = (request.ignored_fields.is_empty(), &mut json) {
+            m.insert(
+                "ignoredFields".into(),
+                request.ignored_fields.iter().map(|f| Value::from(f.as_str())).collect(),
+            );
+        }
+        json
+    }
+
     /// `reasons` as the response and the record spell them:
     /// `[{"code","points","detail"}]`.
     pub fn reasons_json(&self) -> Value {

@@ -392,3 +392,47 @@ fn identities_too_long_to_index_are_keyed_by_their_digest() {
     );
     assert!(normalise_identity("ip", &device).is_err());
 }
+
+#[test]
+fn field_names_match_without_regard_to_case_and_the_demo_page_spellings() {
+    // The publisher's demo page sends Email, Name and Profile.
+    let r = parse_request(&json!({
+        "Email": "Bob@Mailinator.com", "Name": "Bob Smith", "Profile": "returning",
+        "AMOUNT": "25.50", "isvpn": "Yes",
+    }))
+    .expect("valid");
+    assert_eq!(r.email.as_deref(), Some("bob@mailinator.com"));
+    assert_eq!(r.customer_name.as_deref(), Some("Bob Smith"));
+    assert_eq!(r.customer_profile.as_deref(), Some("returning"));
+    assert_eq!(r.amount, Some(25.5));
+    assert_eq!(r.is_vpn, Some(true));
+    assert!(r.ignored_fields.is_empty(), "{:?}", r.ignored_fields);
+}
+
+#[test]
+fn fields_that_are_not_part_of_a_transaction_are_listed_not_refused() {
+    let r = parse_request(&json!({"amount": 10, "ammount": 12, "foo": {"deep": [1]}, "ipAdress": "1.2.3.4"}))
+        .expect("unknown fields are not an error");
+    assert_eq!(r.amount, Some(10.0));
+    assert_eq!(r.ignored_fields, ["ammount", "foo", "ipAdress"]);
+    assert_eq!(r.ip_address, None);
+}
+
+#[test]
+fn an_exact_name_wins_and_two_inexact_ones_are_ambiguous() {
+    let r = parse_request(&json!({"customerName": "Ann", "Name": "Bob", "CUSTOMERNAME": "Cy"}))
+        .expect("the exact spelling wins");
+    assert_eq!(r.customer_name.as_deref(), Some("Ann"));
+    assert_eq!(r.ignored_fields, ["CUSTOMERNAME", "Name"]);
+
+    let e = parse_request(&json!({"Name": "Bob", "CUSTOMERNAME": "Cy"})).unwrap_err();
+    assert!(["Name", "CUSTOMERNAME"].contains(&e.field.as_str()), "{e:?}");
+    assert!(e.message.contains("ambiguous"), "{e:?}");
+}
+
+#[test]
+fn errors_name_the_field_as_the_client_spelled_it() {
+    assert_eq!(field_of(json!({"AMOUNT": "ten"})), "AMOUNT");
+    assert_eq!(field_of(json!({"Email": "not-an-address"})), "Email");
+    assert_eq!(field_of(json!({"Name": 5})), "Name");
+}

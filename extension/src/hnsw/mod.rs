@@ -36,6 +36,8 @@ mod pg_tests;
 
 use std::ffi::CStr;
 
+use crate::pg::relation_name;
+
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting, PostgresGucEnum};
@@ -215,21 +217,49 @@ fn new_params(index: pg_sys::Relation) -> Params {
     }
 }
 
-/// Raises a crate error as an ERROR naming the index.
-fn raise<E: std::fmt::Display>(index: pg_sys::Relation, e: E) -> ! {
+/// Raises an error as an ERROR naming the index, with the SQLSTATE of its kind
+/// ([`Sqlstate`]): clients must tell their own bad vector from a broken index.
+fn raise<E: std::fmt::Display + Sqlstate>(index: pg_sys::Relation, e: E) -> ! {
     ereport!(
         ERROR,
-        PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
+        e.sqlstate(),
         format!("vigil_hnsw index \"{}\": {e}", relation_name(index))
     );
 }
 
-/// The relation's name, for messages.
-fn relation_name(rel: pg_sys::Relation) -> String {
-    // SAFETY: rel is open.
-    unsafe { CStr::from_ptr((*(*rel).rd_rel).relname.data.as_ptr()) }
-        .to_string_lossy()
-        .into_owned()
+/// Which SQLSTATE an error is raised with. By default the caller's data is at
+/// fault (22000, data_exception); the crate's errors say otherwise for the
+/// index's own state (XX002, index_corrupted) and for failures inside Postgres
+/// or the build (XX000, internal_error), which are never the caller's doing.
+/// (The sidecar answers the first 400 and the others 500.)
+pub(crate) trait Sqlstate {
+    fn sqlstate(&self) -> PgSqlErrorCode {
+        PgSqlErrorCode::ERRCODE_DATA_EXCEPTION
+    }
+}
+
+impl Sqlstate for String {}
+impl Sqlstate for &str {}
+
+impl<I: vigil_hnsw::ElementId, E: std::error::Error + 'static> Sqlstate for vigil_hnsw::Error<I, E> {
+    fn sqlstate(&self) -> PgSqlErrorCode {
+        use vigil_hnsw::Error;
+        match self {
+            Error::Dimensions { .. } | Error::InvalidVector(_) | Error::InvalidParams(_) => {
+                PgSqlErrorCode::ERRCODE_DATA_EXCEPTION
+            }
+            // The page store fails only on pages that do not hold what the
+            // graph says they do.
+            Error::Corrupt(_) | Error::Storage(_) => PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED,
+            Error::Build(_) => PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+        }
+    }
+}
+
+impl Sqlstate for store::PageError {
+    fn sqlstate(&self) -> PgSqlErrorCode {
+        PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED
+    }
 }
 
 ops::function_info_v1!(pg_finfo_vigil_hnsw_handler);

@@ -15,6 +15,7 @@
 use std::cell::Cell;
 
 use pgrx::pg_sys;
+use pgrx::prelude::*;
 use vigil_hnsw::{ElementMeta, EntryPoint, GraphStore, Params};
 
 use super::page::{
@@ -33,6 +34,15 @@ impl std::fmt::Display for PageError {
 }
 
 impl std::error::Error for PageError {}
+
+/// ERROR XX002 (index_corrupted): the metapage does not hold what it must.
+fn corrupted(e: &dyn std::fmt::Display) -> ! {
+    ereport!(
+        ERROR,
+        PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED,
+        format!("vigil_hnsw: {e}")
+    );
+}
 
 fn err<T>(at: Tid, what: impl std::fmt::Display) -> Result<T, PageError> {
     Err(PageError(format!("item {at:?}: {what}")))
@@ -190,7 +200,7 @@ pub fn read_meta(rel: pg_sys::Relation) -> Meta {
     };
     match Meta::decode(bytes) {
         Ok(m) => m,
-        Err(e) => pgrx::error!("vigil_hnsw: {e}"),
+        Err(e) => corrupted(&e),
     }
 }
 
@@ -617,7 +627,7 @@ fn read_meta_image(page: pg_sys::Page) -> Result<Meta, PageError> {
 pub fn update_meta(rel: pg_sys::Relation, change: impl FnOnce(&mut Meta)) {
     let mut wal = Wal::start(rel);
     let page = wal.register(Locked::exclusive(rel, META_BLOCK), false);
-    let mut meta = read_meta_image(page).unwrap_or_else(|e| pgrx::error!("vigil_hnsw: {e}"));
+    let mut meta = read_meta_image(page).unwrap_or_else(|e| corrupted(&e));
     change(&mut meta);
     // SAFETY: meta page image under the WAL record.
     unsafe { write_meta(page, &meta) };

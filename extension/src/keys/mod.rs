@@ -66,7 +66,7 @@ fn new_key(
         name!(hash, Vec<u8>),
     ),
 > {
-    let random = crate::strong_random::<SECRET_BYTES>("a key");
+    let random = crate::pg::strong_random::<SECRET_BYTES>("a key");
     let key = vigil_auth::new_key(kind(kind_name), random);
     TableIterator::once((key.secret, key.prefix, key.hash.to_vec()))
 }

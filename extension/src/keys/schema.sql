@@ -143,7 +143,8 @@ DECLARE
     k record;
 BEGIN
     IF NOT EXISTS (SELECT FROM vigil.accounts a WHERE a.account = create_user_key.account) THEN
-        RAISE EXCEPTION 'no account "%"', create_user_key.account USING ERRCODE = 'no_data_found';
+        RAISE EXCEPTION 'no account "%"', create_user_key.account
+            USING ERRCODE = 'no_data_found', COLUMN = 'account';
     END IF;
     SELECT * INTO k FROM vigil._new_key('user');
     INSERT INTO vigil.user_keys AS u (account, name, prefix, hash, databases, expires_at, rate_per_second, burst)
@@ -197,7 +198,8 @@ DECLARE
     k record;
 BEGIN
     IF old_key_lives IS NULL OR old_key_lives < interval '0' THEN
-        RAISE EXCEPTION 'old_key_lives must be zero or more' USING ERRCODE = 'invalid_parameter_value';
+        RAISE EXCEPTION 'invalid old_key_lives: must be zero or more'
+            USING ERRCODE = 'invalid_parameter_value', COLUMN = 'old_key_lives';
     END IF;
     SELECT * INTO k FROM vigil._new_key(kind);
     IF kind = 'api' THEN
@@ -218,7 +220,8 @@ BEGIN
         RETURNING u.id INTO id;
     END IF;
     IF old_id IS NULL THEN
-        RAISE EXCEPTION 'no active key with prefix "%"', rotate_key.key_prefix USING ERRCODE = 'no_data_found';
+        RAISE EXCEPTION 'no active key with prefix "%"', rotate_key.key_prefix
+            USING ERRCODE = 'no_data_found', COLUMN = 'key_prefix';
     END IF;
     key := k.secret;
     prefix := k.prefix;

@@ -1,7 +1,7 @@
 //! What the database knows about a transaction's identities, and the record of
 //! each assessment.
 //!
-//! The history is read from index ranges directly ([`index_range`]): each
+//! The history is read from index ranges directly ([`crate::pg::index_range`]): each
 //! identity's rows of the last day (`transactions_<identity>`; for devices and
 //! IPs the same entries carry the e-mail, to count the others), the e-mail's
 //! range newest first, which also gives this customer's last 100 amounts, and
@@ -20,7 +20,7 @@ use vigil_risk::{
     Window,
 };
 
-use super::index_range::{scan, Direction, Entry, Key, Relation, Snapshot};
+use crate::pg::index_range::{scan, Direction, Entry, Key, Relation, Snapshot};
 use crate::jsonb::Jsonb;
 
 const RECORD: &str = "
@@ -208,7 +208,7 @@ pub fn record(
     assessment: &Assessment,
     features: serde_json::Value,
 ) -> pgrx::Uuid {
-    let mut id = crate::strong_random::<16>("a transaction id");
+    let mut id = crate::pg::strong_random::<16>("a transaction id");
     id[6] = (id[6] & 0x0f) | 0x40;
     id[8] = (id[8] & 0x3f) | 0x80;
     let id = pgrx::Uuid::from_bytes(id);

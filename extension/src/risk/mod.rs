@@ -9,13 +9,13 @@
 
 mod geo;
 mod history;
-mod index_range;
 #[cfg(any(test, feature = "pg_test"))]
 mod pg_tests;
 
 use pgrx::prelude::*;
 
 use crate::jsonb::Jsonb;
+use crate::pg::invalid_input;
 
 pub use geo::register_settings;
 
@@ -39,7 +39,7 @@ fn risk_score(body: Option<Jsonb>, api_key_id: default!(Option<i64>, "NULL")) ->
     // The features go to the record only; the response does not carry them.
     let features = std::mem::take(&mut assessment.features);
     let id = history::record(api_key_id, &request, &identities, &assessment, features);
-    Jsonb(assessment.to_json(&id.to_string()))
+    Jsonb(assessment.response_json(&id.to_string(), &request))
 }
 
 /// The identity `value` of `kind` (email, device, ip, card) as the history keys
@@ -50,22 +50,6 @@ fn identity(kind: &str, value: &str) -> String {
         Ok(normalised) => normalised,
         Err(message) => invalid_input(kind, &message),
     }
-}
-
-/// ERROR 22023 naming the offending field; the sidecar validates with the same
-/// crate first, so over HTTP this is a 400 before the database is asked.
-fn invalid_input(field: &str, message: &str) -> ! {
-    let message = if field.is_empty() {
-        message.to_owned()
-    } else {
-        format!("invalid {field}: {message}")
-    };
-    ereport!(
-        PgLogLevel::ERROR,
-        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-        message
-    );
-    unreachable!("ereport(ERROR) does not return")
 }
 
 extension_sql_file!(

@@ -1,0 +1,33 @@
+//! Postgres plumbing that several capabilities share, so none reaches into
+//! another's folder: errors that name their field ([`error`]), btree ranges read
+//! straight from Rust and the relations they open ([`index_range`]), relation
+//! names for messages, and the server's strong random source.
+
+pub mod error;
+pub mod index_range;
+
+use std::ffi::CStr;
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+pub use error::invalid_input;
+
+/// `N` bytes from the server's strong random source (`pg_strong_random`);
+/// an ERROR naming `what` they were for if it fails.
+pub fn strong_random<const N: usize>(what: &str) -> [u8; N] {
+    let mut bytes = [0u8; N];
+    // SAFETY: the buffer is N bytes long, as passed.
+    if !unsafe { pg_sys::pg_strong_random(bytes.as_mut_ptr().cast(), N) } {
+        error!("could not generate random bytes for {what}");
+    }
+    bytes
+}
+
+/// An open relation's name, for messages.
+pub fn relation_name(rel: pg_sys::Relation) -> String {
+    // SAFETY: rel is open, so its pg_class row is valid.
+    unsafe { CStr::from_ptr((*(*rel).rd_rel).relname.data.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}

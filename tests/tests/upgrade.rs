@@ -1,0 +1,194 @@
+//! Upgrades keep data: a cluster made with the previous version's script (kept in
+//! `extension/sql/`), filled through the API, upgraded the way `make run` does it
+//! (`ALTER EXTENSION vigil UPDATE` in `pg-cluster.sh up`), still holds every key,
+//! account, transaction, label and indexed row, every function works, and its
+//! schema equals a fresh install's.
+
+use std::path::Path;
+
+use reqwest::blocking::Client;
+use serde_json::{json, Value};
+use vigil_e2e::{workspace_root, Cluster, Env, SidecarOptions};
+
+const CURRENT: &str = env!("CARGO_PKG_VERSION");
+
+/// The newest version before this one whose full script the repository keeps.
+fn previous_version() -> String {
+    let dir = workspace_root().join("extension/sql");
+    let mut versions: Vec<Vec<u32>> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|entry| {
+            let name = entry.ok()?.file_name().into_string().ok()?;
+            let version = name.strip_prefix("vigil--")?.strip_suffix(".sql")?;
+            (!version.contains("--")).then(|| parse(version))
+        })
+        .filter(|v| *v < parse(CURRENT))
+        .collect();
+    versions.sort();
+    let newest = versions
+        .pop()
+        .expect("extension/sql/ keeps the script of the version before this one");
+    newest
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+fn parse(version: &str) -> Vec<u32> {
+    version
+        .split('.')
+        .map(|p| p.parse().expect("numeric version"))
+        .collect()
+}
+
+fn post(env: &Env, path: &str, key: Option<&str>, body: Value) -> (u16, Value) {
+    let mut request = Client::new().post(env.url(path)).json(&body);
+    if let Some(key) = key {
+        request = request.header("x-api-key", key);
+    }
+    let response = request.send().expect("request sent");
+    let status = response.status().as_u16();
+    (status, response.json().unwrap_or(Value::Null))
+}
+
+fn transaction(n: usize) -> Value {
+    json!({
+        "customerEmail": format!("buyer{}@example.com", n % 3),
+        "amount": 20 + n,
+        "deviceFingerprint": format!("device-{}", n % 2),
+        "ipAddress": "203.0.113.7",
+        "time": "2026-11-20T10:00:00Z",
+    })
+}
+
+/// What the cluster holds, as the test compares it before and after.
+fn census(cluster: &Cluster) -> String {
+    cluster.psql(
+        "SELECT (SELECT count(*) FROM vigil.api_keys), (SELECT count(*) FROM vigil.user_keys), \
+                (SELECT count(*) FROM vigil.accounts), (SELECT count(*) FROM vigil.vector_databases), \
+                (SELECT count(*) FROM vigil.transactions), (SELECT count(*) FROM vigil.blocklist), \
+                (SELECT string_agg(label, ',' ORDER BY label) FROM vigil.feedback), \
+                (SELECT count(*) FROM public.notes)",
+    )
+}
+
+#[test]
+fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
+    let previous = previous_version();
+    assert_ne!(previous, CURRENT);
+    let cluster = Cluster::start_at_version(&previous);
+    assert_eq!(
+        cluster.psql("SELECT extversion FROM pg_extension WHERE extname = 'vigil'"),
+        previous
+    );
+    let log = std::env::temp_dir().join(format!("vigil-upgrade-{}.log", std::process::id()));
+    let env = cluster.env().with_sidecar(SidecarOptions {
+        log: Some(Path::new(&log)),
+        ..Default::default()
+    });
+
+    // Filled through the API, as users of the previous version did.
+    let api_key = env.admin_ok(&["keys", "create", "--name", "before the upgrade"]);
+    env.admin_ok(&["accounts", "create", "acme"]);
+    let user_key = env.admin_ok(&["user-keys", "create", "acme"]);
+    let db = json!({"userKey": user_key, "account": "acme", "dbName": "notes"});
+    assert_eq!(post(&env, "/createDatabase", None, db.clone()).0, 201);
+    let mut ids = Vec::new();
+    for n in 0..6 {
+        let (status, body) = post(&env, "/api/transaction", Some(&api_key), transaction(n));
+        assert_eq!(status, 200, "{body}");
+        ids.push(body["transactionId"].as_str().unwrap().to_owned());
+    }
+    let (status, body) = post(
+        &env,
+        &format!("/api/transaction/{}/feedback", ids[0]),
+        Some(&api_key),
+        json!({"label": "fraud"}),
+    );
+    assert_eq!(status, 200, "{body}");
+    cluster.psql(
+        "SELECT vigil.blocklist_add('email', 'blocked@example.com', 'upgrade test', NULL);
+         CREATE TABLE public.notes (id int PRIMARY KEY, body text, v real[]);
+         INSERT INTO public.notes
+             SELECT i, 'note ' || i, vigil.embed('note number ' || i || ' about ' || (i % 7)) FROM generate_series(1, 40) i;
+         CREATE INDEX notes_v ON public.notes USING vigil_hnsw (v vigil.cosine_ops);",
+    );
+    let nearest = "SET enable_seqscan = off; \
+                   SELECT string_agg(id::text, ',') FROM (SELECT id FROM public.notes \
+                   ORDER BY v OPERATOR(vigil.<=>) vigil.embed('note number 12 about 5') LIMIT 5) t;";
+    let nearest_before = cluster.psql(nearest);
+    let before = census(&cluster);
+
+    // Upgraded as `make run` upgrades, with the sidecar still serving.
+    cluster.upgrade().expect("the upgrade succeeds");
+    assert_eq!(
+        cluster.psql("SELECT extversion FROM pg_extension WHERE extname = 'vigil'"),
+        CURRENT
+    );
+    assert_eq!(census(&cluster), before, "every row is still there");
+    assert_eq!(cluster.psql(nearest), nearest_before, "the index answers as before");
+    let report: Value =
+        serde_json::from_str(&cluster.psql("SELECT vigil.hnsw_check('public.notes_v')")).unwrap();
+    assert_eq!(report["elements"], 40, "{report}");
+
+    // The same credentials work, and every function does.
+    let (status, body) = post(&env, "/createDatabase", None, db);
+    assert_eq!((status, &body["created"]), (200, &json!(false)), "{body}");
+    let (status, body) = post(&env, "/api/transaction", Some(&api_key), transaction(0));
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = post(
+        &env,
+        "/api/transaction",
+        Some(&api_key),
+        json!({"customerEmail": "blocked@example.com", "amount": 10}),
+    );
+    assert_eq!((status, &body["Result"]), (200, &json!("Failed")), "{body}");
+    let (status, body) = post(
+        &env,
+        "/api/transaction",
+        Some(&api_key),
+        json!({"amount": "ten"}),
+    );
+    assert_eq!((status, &body["error"]["field"]), (400, &json!("amount")), "{body}");
+    assert_eq!(
+        cluster.psql("SELECT array_length(vigil.embed('hello'), 1)"),
+        "384"
+    );
+    // What 0.2.0 changed: admin errors name their argument.
+    let (ok, _, err) = cluster.run(
+        "\\set VERBOSITY verbose\nSELECT * FROM vigil.rotate_key('vk_nonexistent', interval '-1 hour');",
+    );
+    assert!(!ok && err.contains("COLUMN NAME:  old_key_lives"), "{err}");
+
+    // The schema is the one a fresh install makes.
+    let fresh = Cluster::start();
+    let (upgraded, made) = (cluster.schema_dump(), fresh.schema_dump());
+    assert!(
+        made.contains("vigil.risk_score"),
+        "the dump lists the extension's members"
+    );
+    if upgraded != made {
+        let diff: Vec<_> = upgraded
+            .lines()
+            .zip(made.lines())
+            .filter(|(a, b)| a != b)
+            .take(10)
+            .collect();
+        panic!("the upgraded schema differs from a fresh install's: {diff:#?}");
+    }
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!log.contains("ERROR"), "the sidecar logged errors: {log}");
+}
+
+#[test]
+fn a_cluster_of_a_version_without_an_upgrade_path_is_left_alone() {
+    let cluster = Cluster::start();
+    // A version no script leads from, as a cluster made by a newer build would hold.
+    cluster.psql("UPDATE pg_extension SET extversion = '9.9.9' WHERE extname = 'vigil'");
+    let err = cluster.upgrade().expect_err("no path from 9.9.9");
+    assert!(
+        err.contains("9.9.9") && err.contains(CURRENT),
+        "the refusal names both versions: {err}"
+    );
+}
