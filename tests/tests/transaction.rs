@@ -463,3 +463,69 @@ fn the_analysis_queries_run_on_real_records() {
         );
     }
 }
+
+/// The publisher's demo page posts this body (its field names, form A values).
+#[test]
+fn the_demo_pages_body_is_read_with_its_own_field_names() {
+    let body = json!({
+        "Email": "bob@mailinator.com", "Name": "Bob Smith", "Profile": "new",
+        "amount": "2500", "isVPN": "Yes", "time": "2026-11-21 03:12:00",
+    });
+    let a = ok(assess(&body));
+    let codes: Vec<&str> = a["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"DISPOSABLE_EMAIL"), "Email is read as email: {a}");
+    assert!(a.get("ignoredFields").is_none(), "every field was read: {a}");
+    let lower = ok(assess(&json!({
+        "email": "bob@mailinator.com", "customerName": "Bob Smith", "customerProfile": "new",
+        "amount": "2500", "isVPN": "Yes", "time": "2026-11-21 03:12:00",
+    })));
+    assert_eq!(a["RiskScore"], lower["RiskScore"], "the same data scores the same");
+}
+
+#[test]
+fn fields_outside_the_transaction_are_listed_in_ignored_fields() {
+    let a = ok(assess(&json!({"amount": 10, "ammount": 12, "ipAdress": "1.2.3.4"})));
+    assert_eq!(a["ignoredFields"], json!(["ammount", "ipAdress"]), "{a}");
+}
+
+/// Invalid input is refused by the extension alone (the sidecar does not
+/// validate transactions): its error names the field as the client spelled it.
+#[test]
+fn the_extensions_error_names_the_field_over_http() {
+    let response = assess(&json!({"AMOUNT": "ten"}));
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let e: Value = response.json().unwrap();
+    assert_eq!(e["error"]["field"], "AMOUNT", "{e}");
+    assert_eq!(e["error"]["code"], "invalid_field", "{e}");
+    assert!(e["error"]["message"].as_str().unwrap().starts_with("invalid AMOUNT:"), "{e}");
+    // psql shows the same field as the error's COLUMN.
+    let (ok, _, err) = env().psql_as_app(
+        "\\set VERBOSITY verbose\nSELECT vigil.risk_score('{\"AMOUNT\": \"ten\"}');",
+    );
+    assert!(!ok && err.contains("22023") && err.contains("COLUMN NAME:  AMOUNT"), "{err}");
+}
+
+/// A failure inside the database that is no fault of the request (here: an
+/// index the history reads is missing) is a 500 with a stable code, never a 400.
+#[test]
+fn an_internal_failure_is_not_a_client_error() {
+    let cluster = vigil_e2e::Cluster::start();
+    let env = cluster.env().with_sidecar(vigil_e2e::SidecarOptions::default());
+    let key = env.admin_ok(&["keys", "create"]);
+    cluster.psql("ALTER INDEX vigil.transactions_email RENAME TO transactions_email_gone");
+    let response = Client::new()
+        .post(env.url("/api/transaction"))
+        .header("x-api-key", &key)
+        .json(&json!({"customerEmail": "a@example.com", "amount": 10}))
+        .send()
+        .expect("request sent");
+    assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    let e: Value = response.json().unwrap();
+    assert_eq!(e["error"]["code"], "internal", "{e}");
+    assert!(e["error"].get("field").is_none(), "{e}");
+}
