@@ -1,55 +1,55 @@
 //! The router: routes, and the layers every request passes through.
 //!
-//! Outermost first: request id, tracing, JSON rendering of foreign errors,
-//! timeout, body limit. Handlers only ever see requests within the limits.
+//! Routes are registered through utoipa-axum, so each one is in the OpenAPI
+//! document (`openapi`) with the types of its handler. Layers, outermost
+//! first: request id, metrics, tracing, CORS (when origins are allowed), JSON
+//! rendering of foreign errors, timeout; then per route, the body limit.
+//! CORS sits outside the error rendering so errors carry its headers, and
+//! metrics outside everything but the request id so they count every answer.
 
 use axum::error_handling::HandleErrorLayer;
-use axum::extract::DefaultBodyLimit;
-use axum::extract::Request;
+use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{HeaderName, StatusCode};
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::{middleware, BoxError, Router};
 use std::sync::Arc;
 
-use deadpool_postgres::{Object, Pool};
-use ipnet::IpNet;
 use tower::ServiceBuilder;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
+use utoipa::OpenApi;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
+use utoipa_axum::routes;
 
-use crate::auth::{self, Limits};
 use crate::config::ServeArgs;
 use crate::error::{render_foreign_errors, ApiError};
-use crate::{health, transaction, vectordb};
+use crate::metrics::MetricsLayer;
+use crate::openapi::ApiDoc;
+use crate::state::AppState;
+use crate::{auth, cors, health, metrics, openapi, transaction, vectordb};
 
-#[derive(Clone)]
-pub struct AppState {
-    pub pool: Pool,
-    pub limits: Arc<Limits>,
-    pub trusted_proxies: Arc<[IpNet]>,
-}
-
-impl AppState {
-    /// A pooled connection, or 503 when the database cannot be reached.
-    pub async fn db(&self) -> Result<Object, ApiError> {
-        Ok(self.pool.get().await?)
-    }
-}
-
-pub fn router(state: AppState, args: &ServeArgs) -> Router {
+pub fn router(state: AppState, args: &ServeArgs) -> Result<Router, String> {
+    // Each route that reads a body has its own limit: JSON routes
+    // --max-body-bytes (1 MiB); an upload route may allow more.
+    let json = RequestBodyLimitLayer::new(args.max_body_bytes);
+    let (routes, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(health::healthz))
+        .routes(routes!(auth::whoami::whoami))
+        .routes(routes!(transaction::assess).layer(json))
+        .routes(routes!(transaction::feedback).layer(json))
+        .routes(routes!(vectordb::create_database).layer(json))
+        .routes(routes!(metrics::scrape))
+        .split_for_parts();
+    let document = openapi::rendered(&doc)?;
+    let cors = cors::layer(&args.cors_origins)?;
     let request_id = HeaderName::from_static("x-request-id");
-    Router::new()
-        .route("/healthz", get(health::healthz))
-        .route("/api/key", get(auth::whoami))
-        .route("/api/transaction", post(transaction::assess))
-        .route(
-            "/api/transaction/{transaction_id}/feedback",
-            post(transaction::feedback),
-        )
-        .route("/createDatabase", post(vectordb::create_database))
+    let metrics = MetricsLayer(Arc::clone(&state.metrics));
+    Ok(routes
+        // Documented by ApiDoc; its state is the rendered document.
+        .route("/openapi.json", get(openapi::document).with_state(document))
         .fallback(|| async { ApiError::from_status(StatusCode::NOT_FOUND) })
         .method_not_allowed_fallback(|| async {
             ApiError::from_status(StatusCode::METHOD_NOT_ALLOWED)
@@ -59,19 +59,21 @@ pub fn router(state: AppState, args: &ServeArgs) -> Router {
             ServiceBuilder::new()
                 .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
                 .layer(PropagateRequestIdLayer::new(request_id))
+                .layer(metrics)
                 .layer(
                     TraceLayer::new_for_http()
                         .make_span_with(request_span)
                         .on_response(DefaultOnResponse::new().level(Level::INFO)),
                 )
+                .option_layer(cors)
                 .layer(middleware::map_response(render_foreign_errors))
                 .layer(HandleErrorLayer::new(|_: BoxError| async {
                     ApiError::timeout().into_response()
                 }))
                 .timeout(args.request_timeout())
-                .layer(DefaultBodyLimit::disable())
-                .layer(RequestBodyLimitLayer::new(args.max_body_bytes)),
-        )
+                // The per-route RequestBodyLimitLayer is the limit.
+                .layer(DefaultBodyLimit::disable()),
+        ))
 }
 
 /// The log span of a request: method, path and request id. Never headers, query
@@ -90,4 +92,200 @@ fn request_span(request: &Request) -> tracing::Span {
         // The database id of the authenticated key, once known (never the key).
         key = tracing::field::Empty,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    //! The router without a database: the pool points at a closed port, so
+    //! whatever needs it answers 503, which is enough to see the layers.
+
+    use super::*;
+    use crate::auth::Limits;
+    use crate::config::{Cli, Command};
+    use crate::metrics::Metrics;
+    use axum::body::{to_bytes, Body};
+    use axum::extract::ConnectInfo;
+    use axum::http::{header, Method, Response};
+    use clap::Parser;
+    use serde_json::Value;
+    use std::net::SocketAddr;
+    use tower::ServiceExt;
+
+    const ALLOWED: &str = "http://localhost:3000";
+
+    fn app() -> Router {
+        let cli = Cli::try_parse_from([
+            "vigil-sidecar",
+            "serve",
+            "--database-url",
+            "postgres://nobody@127.0.0.1:1/none",
+            "--request-timeout-ms",
+            "2000",
+            "--cors-origins",
+            ALLOWED,
+        ])
+        .unwrap();
+        let Command::Serve(args) = cli.command else {
+            unreachable!("serve was parsed")
+        };
+        let state = AppState {
+            pool: crate::db::pool(&args).unwrap(),
+            limits: Arc::new(Limits::new(&args.limits).unwrap()),
+            trusted_proxies: Arc::from([]),
+            metrics: Arc::new(Metrics::new()),
+        };
+        router(state, &args).unwrap()
+    }
+
+    async fn send(
+        app: &Router,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Response<Body> {
+        let mut request = Request::builder().method(method).uri(path);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let mut request = request.body(Body::from("{}")).unwrap();
+        let peer: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        request.extensions_mut().insert(ConnectInfo(peer));
+        app.clone().oneshot(request).await.unwrap()
+    }
+
+    async fn json(response: Response<Body>) -> Value {
+        serde_json::from_slice(&to_bytes(response.into_body(), 1 << 20).await.unwrap()).unwrap()
+    }
+
+    fn allowed_origin(response: &Response<Body>) -> Option<&str> {
+        response
+            .headers()
+            .get(header::ACCESS_CONTROL_ALLOW_ORIGIN)
+            .and_then(|v| v.to_str().ok())
+    }
+
+    #[tokio::test]
+    async fn a_preflight_from_an_allowed_origin_is_204_with_methods_and_headers() {
+        let app = app();
+        let preflight = |origin| {
+            [
+                ("origin", origin),
+                ("access-control-request-method", "POST"),
+                ("access-control-request-headers", "content-type,x-api-key"),
+            ]
+        };
+        let ok = send(
+            &app,
+            Method::OPTIONS,
+            "/api/transaction",
+            &preflight(ALLOWED),
+        )
+        .await;
+        assert_eq!(ok.status(), StatusCode::NO_CONTENT);
+        assert_eq!(allowed_origin(&ok), Some(ALLOWED));
+        let h = ok.headers();
+        assert_eq!(h["access-control-allow-methods"], "GET,POST,OPTIONS");
+        assert_eq!(h["access-control-allow-headers"], "content-type,x-api-key");
+        let other = send(
+            &app,
+            Method::OPTIONS,
+            "/api/transaction",
+            &preflight("http://evil.example"),
+        )
+        .await;
+        assert_eq!(allowed_origin(&other), None);
+    }
+
+    #[tokio::test]
+    async fn errors_carry_cors_headers_for_allowed_origins_only() {
+        let app = app();
+        for (method, path, status) in [
+            (Method::GET, "/no/such/route", StatusCode::NOT_FOUND),
+            (Method::DELETE, "/healthz", StatusCode::METHOD_NOT_ALLOWED),
+            (Method::GET, "/healthz", StatusCode::SERVICE_UNAVAILABLE),
+        ] {
+            let response = send(&app, method.clone(), path, &[("origin", ALLOWED)]).await;
+            assert_eq!(response.status(), status, "{method} {path}");
+            assert_eq!(allowed_origin(&response), Some(ALLOWED), "{method} {path}");
+            let exposed = response.headers()["access-control-expose-headers"]
+                .to_str()
+                .unwrap();
+            assert_eq!(exposed, "retry-after,x-request-id");
+            assert!(json(response).await["error"]["code"].is_string());
+            let other = send(
+                &app,
+                method.clone(),
+                path,
+                &[("origin", "http://evil.example")],
+            )
+            .await;
+            assert_eq!(allowed_origin(&other), None, "{method} {path}");
+        }
+    }
+
+    #[tokio::test]
+    async fn every_documented_operation_is_routed() {
+        let app = app();
+        let doc = json(send(&app, Method::GET, "/openapi.json", &[]).await).await;
+        assert_eq!(doc["openapi"], "3.1.0");
+        let paths = doc["paths"].as_object().unwrap();
+        for path in [
+            "/healthz",
+            "/api/key",
+            "/api/transaction",
+            "/api/transaction/{transactionId}/feedback",
+            "/createDatabase",
+            "/openapi.json",
+            "/metrics",
+        ] {
+            assert!(paths.contains_key(path), "{path} is not documented");
+        }
+        for (path, item) in paths {
+            for method in item.as_object().unwrap().keys() {
+                let uri = path.replace("{transactionId}", "00000000-0000-4000-8000-000000000000");
+                let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+                let response = send(
+                    &app,
+                    method.clone(),
+                    &uri,
+                    &[("content-type", "application/json")],
+                )
+                .await;
+                assert!(
+                    ![StatusCode::NOT_FOUND, StatusCode::METHOD_NOT_ALLOWED]
+                        .contains(&response.status()),
+                    "{method} {path}: {}",
+                    response.status()
+                );
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn metrics_count_by_route_pattern_never_the_raw_path() {
+        let app = app();
+        let id = "11111111-2222-4333-8444-555555555555";
+        send(
+            &app,
+            Method::POST,
+            &format!("/api/transaction/{id}/feedback"),
+            &[],
+        )
+        .await;
+        let response = send(&app, Method::GET, "/metrics", &[]).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let text = String::from_utf8(
+            to_bytes(response.into_body(), 1 << 20)
+                .await
+                .unwrap()
+                .to_vec(),
+        )
+        .unwrap();
+        assert!(
+            text.contains(r#"route="/api/transaction/{transactionId}/feedback""#),
+            "{text}"
+        );
+        assert!(!text.contains(id));
+        assert!(text.contains("vigil_db_pool_max_size 16"), "{text}");
+    }
 }

@@ -41,7 +41,7 @@ pub struct ServeArgs {
     #[arg(long, env = "VIGIL_POOL_SIZE", default_value_t = 16)]
     pub pool_size: usize,
 
-    /// Largest request body accepted, in bytes; larger ones get 413.
+    /// Largest request body of the JSON endpoints, in bytes; larger ones get 413.
     #[arg(long, env = "VIGIL_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
 
@@ -59,6 +59,11 @@ pub struct ServeArgs {
     /// client address is then the right-most one in that header not in this list.
     #[arg(long, env = "VIGIL_TRUSTED_PROXIES", value_delimiter = ',')]
     pub trusted_proxies: Vec<IpNet>,
+
+    /// Browser origins allowed to call the API cross-origin (CORS), such as
+    /// `http://localhost:3000`, comma-separated; empty: none.
+    #[arg(long, env = "VIGIL_CORS_ORIGINS", value_delimiter = ',')]
+    pub cors_origins: Vec<String>,
 }
 
 /// HTTPS: both files, or neither for plain HTTP (behind a TLS-terminating proxy).

@@ -4,13 +4,15 @@
 //! when one input field is at fault). Errors produced outside our handlers
 //! (unknown route, wrong method, body limit, timeout) are rewritten into the same
 //! shape by [`render_foreign_errors`], so clients parse one format. Database
-//! errors are mapped here too, in one place: invalid input the extension reports
-//! becomes a 400 naming the field, an unreachable database 503, the rest 500.
+//! errors are mapped here too, in one place ([`from_sqlstate`]): invalid input
+//! the extension reports becomes a 400 naming the field, an unreachable or
+//! exhausted database 503, corruption and other faults 500 with stable codes.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
+use utoipa::ToSchema;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
@@ -22,18 +24,30 @@ pub struct ApiError {
     pub retry_after: Option<u64>,
 }
 
-#[derive(Serialize)]
-struct Body<'a> {
-    error: Detail<'a>,
+/// The body of every error response.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorBody<'a> {
+    error: ErrorDetail<'a>,
 }
 
-#[derive(Serialize)]
-struct Detail<'a> {
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorDetail<'a> {
+    /// Stable, machine-readable: see the error table of README.
+    #[schema(example = "invalid_field")]
     code: &'a str,
+    /// For people; may change between versions.
     message: &'a str,
+    /// The input field at fault (a body field, `x-api-key`, `transactionId`).
     #[serde(skip_serializing_if = "Option::is_none")]
     field: Option<&'a str>,
 }
+
+/// The code of an error response, for the metrics layer (it counts 429s by
+/// code) without reading the body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrorCode(pub &'static str);
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
@@ -110,14 +124,15 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = Body {
-            error: Detail {
+        let body = ErrorBody {
+            error: ErrorDetail {
                 code: self.code,
                 message: &self.message,
                 field: self.field.as_deref(),
             },
         };
         let mut response = (self.status, Json(body)).into_response();
+        response.extensions_mut().insert(ErrorCode(self.code));
         if let Some(secs) = self.retry_after {
             response
                 .headers_mut()
@@ -136,37 +151,65 @@ impl From<deadpool_postgres::PoolError> for ApiError {
 
 impl From<tokio_postgres::Error> for ApiError {
     fn from(e: tokio_postgres::Error) -> Self {
-        let Some(db) = e.as_db_error() else {
-            tracing::warn!(error = %e, "database connection failed");
-            return ApiError::unavailable("the database is unreachable");
-        };
-        let code = db.code().code();
-        // The extension names the input field at fault in the error's COLUMN.
-        let named = |e: ApiError| match db.column() {
-            Some(field) => e.with_field(field),
-            None => e,
-        };
-        match code {
-            // data_exception (22xxx): input the extension refused, naming the field.
-            c if c.starts_with("22") => named(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_field",
-                db.message(),
-            )),
-            // no_data_found: the thing the request names does not exist.
-            "P0002" => named(ApiError::new(
-                StatusCode::NOT_FOUND,
-                "not_found",
-                db.message(),
-            )),
-            // query_canceled: the statement timeout, which equals the request timeout.
-            "57014" => ApiError::timeout(),
-            c if c.starts_with("08") || c.starts_with("57P") => {
-                tracing::warn!(error = %db, "database unavailable");
-                ApiError::unavailable("the database is unavailable")
+        match e.as_db_error() {
+            Some(db) => from_sqlstate(db.code().code(), db.message(), db.column()),
+            None => {
+                tracing::warn!(error = %e, "database connection failed");
+                ApiError::unavailable("the database is unreachable")
             }
-            _ => ApiError::internal(&format!("database error {code}: {}", db.message())),
         }
+    }
+}
+
+/// The HTTP error of a database error, from its SQLSTATE, message and COLUMN
+/// (where the extension names the input field at fault). Only the classes
+/// that mean "the request is wrong" are client errors, so a fault of ours
+/// (a corrupt index, a full disk) is never blamed on the caller.
+pub fn from_sqlstate(code: &str, message: &str, column: Option<&str>) -> ApiError {
+    let named = |e: ApiError| match column {
+        Some(field) => e.with_field(field),
+        None => e,
+    };
+    let server = |status: StatusCode, stable: &'static str, public: &str| {
+        tracing::error!(sqlstate = code, error = message, "database error");
+        ApiError::new(status, stable, public)
+    };
+    match code {
+        // unique_violation: the thing to create exists under that name.
+        "23505" => named(ApiError::new(StatusCode::CONFLICT, "conflict", message)),
+        // data_exception: input the extension refused ("invalid <field>: <why>");
+        // other integrity violations: the request breaks a rule of the data.
+        c if c.starts_with("22") || c.starts_with("23") => named(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_field",
+            message,
+        )),
+        // no_data_found: the thing the request names does not exist.
+        "P0002" => named(ApiError::new(StatusCode::NOT_FOUND, "not_found", message)),
+        // query_canceled: the statement timeout, which equals the request timeout.
+        "57014" => ApiError::timeout(),
+        "XX001" => server(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "data_corrupted",
+            "stored data is damaged; the operator must repair it",
+        ),
+        "XX002" => server(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "index_corrupted",
+            "an index is damaged; the operator must rebuild it",
+        ),
+        // insufficient_resources (disk full, out of memory, too many
+        // connections), connection exceptions, operator intervention: retry later.
+        c if c.starts_with("53") || c.starts_with("08") || c.starts_with("57P") => server(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "the database is unavailable",
+        ),
+        _ => server(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal error",
+        ),
     }
 }
 
@@ -189,4 +232,75 @@ pub async fn render_foreign_errors(response: Response) -> Response {
         HeaderValue::from_static("application/json"),
     );
     Response::from_parts(parts, rendered.into_body())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mapped(code: &str, column: Option<&str>) -> (StatusCode, &'static str, Option<String>) {
+        let e = from_sqlstate(code, "invalid amount: must be a number", column);
+        (e.status, e.code, e.field)
+    }
+
+    #[test]
+    fn refused_input_is_a_400_naming_its_field() {
+        assert_eq!(
+            mapped("22023", Some("amount")),
+            (
+                StatusCode::BAD_REQUEST,
+                "invalid_field",
+                Some("amount".into())
+            )
+        );
+        assert_eq!(
+            mapped("22P02", None),
+            (StatusCode::BAD_REQUEST, "invalid_field", None)
+        );
+        let e = from_sqlstate("22023", "invalid body: must be an object", None);
+        assert_eq!(e.message, "invalid body: must be an object");
+    }
+
+    #[test]
+    fn integrity_and_missing_rows_are_client_errors() {
+        assert_eq!(mapped("23505", None).0, StatusCode::CONFLICT);
+        assert_eq!(mapped("23514", Some("label")).0, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            mapped("P0002", Some("transactionId")),
+            (
+                StatusCode::NOT_FOUND,
+                "not_found",
+                Some("transactionId".into())
+            )
+        );
+    }
+
+    #[test]
+    fn internal_failures_are_never_400_and_keep_their_own_codes() {
+        let cases = [
+            ("XX001", StatusCode::INTERNAL_SERVER_ERROR, "data_corrupted"),
+            (
+                "XX002",
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "index_corrupted",
+            ),
+            ("XX000", StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+            ("42P01", StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+            ("53100", StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            ("53200", StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            ("08006", StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            ("57P01", StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            ("57014", StatusCode::SERVICE_UNAVAILABLE, "timeout"),
+        ];
+        for (sqlstate, status, code) in cases {
+            // Even with a COLUMN, a server fault names no field and hides its message.
+            let e = from_sqlstate(sqlstate, "secret detail", Some("amount"));
+            assert_eq!(
+                (e.status, e.code, e.field),
+                (status, code, None),
+                "{sqlstate}"
+            );
+            assert!(!e.message.contains("secret"), "{sqlstate}");
+        }
+    }
 }

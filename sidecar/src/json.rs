@@ -19,12 +19,16 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        require_json(req.headers())?;
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(|rejection| ApiError::from_status(rejection.status()))?;
-        parse(&bytes).map(JsonBody)
+        parse(&json_bytes(req, state).await?).map(JsonBody)
     }
+}
+
+/// The body of a request that says it is JSON, not yet parsed.
+pub async fn json_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+    require_json(req.headers())?;
+    Bytes::from_request(req, state)
+        .await
+        .map_err(|rejection| ApiError::from_status(rejection.status()))
 }
 
 /// 415 unless the request says its body is JSON.

@@ -9,11 +9,16 @@ mod admin;
 mod app;
 mod auth;
 mod config;
+mod cors;
 mod db;
 mod error;
+mod extract;
 mod health;
 mod json;
+mod metrics;
+mod openapi;
 mod serve;
+mod state;
 mod transaction;
 mod vectordb;
 

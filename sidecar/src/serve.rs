@@ -8,10 +8,12 @@ use std::time::Duration;
 use axum_server::tls_rustls::RustlsConfig;
 use axum_server::Handle;
 
-use crate::app::{self, AppState};
+use crate::app;
 use crate::auth::Limits;
 use crate::config::ServeArgs;
 use crate::db;
+use crate::metrics::Metrics;
+use crate::state::AppState;
 
 type BoxError = Box<dyn std::error::Error>;
 
@@ -20,7 +22,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
         pool: db::pool(&args)?,
         limits: Arc::new(Limits::new(&args.limits)?),
         trusted_proxies: args.trusted_proxies.clone().into(),
+        metrics: Arc::new(Metrics::new()),
     };
+    let router = app::router(state, &args)?;
     let tls = match (&args.tls.tls_cert, &args.tls.tls_key) {
         (Some(cert), Some(key)) => {
             // One crypto provider for the process; ring builds without cmake.
@@ -43,7 +47,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
     let handle = Handle::new();
     tokio::spawn(shutdown_on_signal(handle.clone())?);
 
-    let service = app::router(state, &args).into_make_service_with_connect_info::<SocketAddr>();
+    let service = router.into_make_service_with_connect_info::<SocketAddr>();
     let scheme = if tls.is_some() { "https" } else { "http" };
     // A plain line on stdout for scripts and tests that start us on port 0.
     println!("vigil-sidecar listening on {scheme}://{addr}");

@@ -1,60 +1,72 @@
-//! The vector database endpoints. Each authenticates the body's user key for
-//! its account and database inside the request's transaction, then makes one
-//! call into the extension, where row-level security confines it to that account.
+//! The vector database endpoints. Each takes the body credentials
+//! ([`AccountJson`]), enters the account inside the request's transaction,
+//! then makes one call into the extension, where row-level security confines
+//! it to that account.
 
-use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::Serialize;
+use utoipa::ToSchema;
 
-use crate::app::AppState;
-use crate::auth::client_ip::ClientIp;
-use crate::auth::{self, AccountCredentials};
 use crate::error::ApiError;
-use crate::json::JsonBody;
+use crate::extract::{AccountJson, BodyCredentials, NoFields};
+use crate::openapi::{AuthRefusals, BodyRefusals};
 
-#[derive(Deserialize, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct CreateDatabase {
-    #[serde(flatten)]
-    credentials: AccountCredentials,
-    db_name: Option<String>,
+/// A vector database.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Database {
+    account: String,
+    db_name: String,
+    /// Nanoseconds since the Unix epoch, 19 digits.
+    #[schema(pattern = "^[0-9]{19}$", example = "1795255200123456000")]
+    created_at: String,
+    /// False when it existed already.
+    created: bool,
 }
 
-/// `POST /createDatabase`: 201 with the new database, or 200 when it exists.
+/// Creates the database `dbName` of the account; idempotent.
+#[utoipa::path(
+    post,
+    path = "/createDatabase",
+    tag = "vector database",
+    request_body = BodyCredentials,
+    responses(
+        (status = 201, description = "Created", body = Database),
+        (status = 200, description = "It existed already", body = Database),
+        AuthRefusals,
+        BodyRefusals,
+    ),
+)]
 pub async fn create_database(
-    State(state): State<AppState>,
-    ClientIp(ip): ClientIp,
-    JsonBody(body): JsonBody<CreateDatabase>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let db_name = body
-        .db_name
-        .ok_or_else(|| ApiError::invalid("dbName", "dbName is required"))?;
-    let mut conn = state.db().await?;
-    let tx = conn.transaction().await?;
-    auth::enter_account(&state.limits, &tx, &body.credentials, Some(&db_name), ip).await?;
-    let statement = tx
+    AccountJson {
+        mut account,
+        body: NoFields {},
+    }: AccountJson<NoFields>,
+) -> Result<(StatusCode, Json<Database>), ApiError> {
+    let entered = account.enter().await?;
+    let statement = entered
+        .tx
         .prepare_cached(
             "SELECT account, name, vigil.epoch_ns(created_at), created \
              FROM vigil.create_database($1)",
         )
         .await?;
-    let row = tx.query_one(&statement, &[&db_name]).await?;
-    tx.commit().await?;
-    let created: bool = row.try_get(3)?;
-    let status = if created {
+    let row = entered
+        .tx
+        .query_one(&statement, &[&entered.db_name])
+        .await?;
+    entered.tx.commit().await?;
+    let database = Database {
+        account: row.try_get(0)?,
+        db_name: row.try_get(1)?,
+        created_at: row.try_get(2)?,
+        created: row.try_get(3)?,
+    };
+    let status = if database.created {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
-    Ok((
-        status,
-        Json(json!({
-            "account": row.try_get::<_, String>(0)?,
-            "dbName": row.try_get::<_, String>(1)?,
-            "createdAt": row.try_get::<_, String>(2)?,
-            "created": created,
-        })),
-    ))
+    Ok((status, Json(database)))
 }

@@ -12,8 +12,8 @@ use axum::http::request::Parts;
 use axum::http::HeaderMap;
 use ipnet::IpNet;
 
-use crate::app::AppState;
 use crate::error::ApiError;
+use crate::state::AppState;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientIp(pub IpAddr);

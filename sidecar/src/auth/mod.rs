@@ -17,7 +17,7 @@
 pub mod client_ip;
 pub mod rate;
 mod recent;
-mod whoami;
+pub mod whoami;
 
 use std::fmt;
 use std::net::IpAddr;
@@ -25,14 +25,11 @@ use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, StatusCode};
 use deadpool_postgres::GenericClient;
-use serde::Deserialize;
 
 use crate::config::LimitArgs;
 use crate::error::ApiError;
 use rate::{retry_after_secs, Buckets, Quota};
 use recent::RecentKeys;
-
-pub use whoami::whoami;
 
 /// The header that carries API keys.
 pub const API_KEY_HEADER: &str = "x-api-key";
@@ -178,9 +175,8 @@ pub async fn check_api_key(
     Ok(caller)
 }
 
-/// The body credentials of the vector endpoints; flattened into each request.
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+/// The body credentials of the vector endpoints, as read by `extract::AccountJson`.
+#[derive(Default)]
 pub struct AccountCredentials {
     pub user_key: Option<String>,
     pub account: Option<String>,

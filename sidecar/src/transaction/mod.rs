@@ -1,86 +1,93 @@
 //! `POST /api/transaction` and its feedback endpoint: API key with scope
-//! `transaction`, then one call of `vigil.risk_score` or
+//! `transaction` ([`KeyedJson`]), then one call of `vigil.risk_score` or
 //! `vigil.transaction_feedback`.
 //!
-//! The caller is authenticated before its body is read as JSON (401 before
-//! 400), and the body is validated by the same crate the extension uses, so a
-//! bad field is a 400 naming it without a database write.
+//! The body goes to the extension as it is: the extension validates it and
+//! refuses bad input with SQLSTATE 22023 naming the field, which `error`
+//! turns into a 400 with `field`. Validating here too would say it twice.
 
-use axum::body::Bytes;
+mod schema;
+
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
+use tokio_postgres::types::Json as Jsonb;
+use utoipa::ToSchema;
 
-use crate::app::AppState;
-use crate::auth::client_ip::ClientIp;
-use crate::auth::{self, ApiCaller};
 use crate::error::ApiError;
-use crate::json::{parse, require_json};
+use crate::extract::{KeyedJson, TransactionScope};
+use crate::openapi::{AuthRefusals, BodyRefusals};
+use crate::state::AppState;
+use schema::{Assessment, FeedbackResult, TransactionRequest};
 
-const SCOPE: &str = "transaction";
-
-/// Authenticates, then checks the body is JSON; the order clients expect.
-async fn authenticated_body<T: serde::de::DeserializeOwned>(
-    state: &AppState,
-    db: &deadpool_postgres::Object,
-    headers: &HeaderMap,
-    ip: ClientIp,
-    body: &[u8],
-) -> Result<(ApiCaller, T), ApiError> {
-    let caller = auth::check_api_key(&state.limits, db, headers, ip.0, Some(SCOPE)).await?;
-    require_json(headers)?;
-    Ok((caller, parse(body)?))
-}
-
+/// Assesses a transaction (SPEC form A or B, field by field) and records it.
+#[utoipa::path(
+    post,
+    path = "/api/transaction",
+    tag = "transactions",
+    request_body = TransactionRequest,
+    responses(
+        (status = 200, description = "The assessment", body = Assessment),
+        AuthRefusals,
+        BodyRefusals,
+    ),
+    security(("apiKey" = [])),
+)]
 pub async fn assess(
     State(state): State<AppState>,
-    ip: ClientIp,
-    headers: HeaderMap,
-    body: Bytes,
+    // A JSON object; anything else is a 400 before the database is asked.
+    request: KeyedJson<TransactionScope, Map<String, Value>>,
 ) -> Result<Json<Value>, ApiError> {
-    let db = state.db().await?;
-    let (caller, transaction): (ApiCaller, Value) =
-        authenticated_body(&state, &db, &headers, ip, &body).await?;
-    if let Err(e) = vigil_risk::parse_request(&transaction) {
-        // Worded as the extension words it: "invalid amount: must be ...".
-        return Err(if e.field.is_empty() {
-            ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", e.message)
-        } else {
-            ApiError::invalid(&e.field, format!("invalid {}: {}", e.field, e.message))
-        });
-    }
+    let db = &request.db;
     let statement = db.prepare_cached("SELECT vigil.risk_score($1, $2)").await?;
     let row = db
-        .query_one(&statement, &[&transaction, &caller.key_id])
+        .query_one(&statement, &[&Jsonb(&request.body), &request.caller.key_id])
         .await?;
-    Ok(Json(row.try_get(0)?))
+    let assessment: Value = row.try_get(0)?;
+    state
+        .metrics
+        .assessed(assessment.get("Result").and_then(Value::as_str));
+    Ok(Json(assessment))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 pub struct Feedback {
+    /// `fraud`, `legit` or `chargeback`: fraud and chargeback make the
+    /// transaction's identities hard rules; a later `legit` withdraws them.
+    #[schema(required = true, value_type = schema::Label)]
     label: Option<String>,
+    /// Free text kept with the label.
     note: Option<String>,
 }
 
-/// `POST /api/transaction/{transactionId}/feedback` with `{"label": "fraud"|"legit"|"chargeback"}`.
+/// Labels an assessed transaction.
+#[utoipa::path(
+    post,
+    path = "/api/transaction/{transactionId}/feedback",
+    tag = "transactions",
+    params(("transactionId" = String, Path,
+            description = "as returned by POST /api/transaction")),
+    request_body = Feedback,
+    responses(
+        (status = 200, description = "The label was recorded", body = FeedbackResult),
+        (status = 404, description = "not_found: no such transaction", body = crate::error::ErrorBody),
+        AuthRefusals,
+        BodyRefusals,
+    ),
+    security(("apiKey" = [])),
+)]
 pub async fn feedback(
-    State(state): State<AppState>,
-    ip: ClientIp,
     Path(transaction_id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    request: KeyedJson<TransactionScope, Feedback>,
 ) -> Result<Json<Value>, ApiError> {
-    let db = state.db().await?;
-    let (_, feedback): (ApiCaller, Feedback) =
-        authenticated_body(&state, &db, &headers, ip, &body).await?;
     if !is_uuid(&transaction_id) {
         return Err(ApiError::invalid(
             "transactionId",
             "transactionId must be a UUID as returned by POST /api/transaction",
         ));
     }
+    let (db, feedback) = (&request.db, &request.body);
     let statement = db
         .prepare_cached("SELECT vigil.transaction_feedback($1::text::uuid, $2, $3)")
         .await?;

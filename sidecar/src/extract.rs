@@ -1,0 +1,208 @@
+//! Request extractors that make an endpoint its types plus one SQL call.
+//!
+//! - [`KeyedJson`]: an API key with scope `S` (header `x-api-key`), then a
+//!   JSON body. The key is checked first, so a caller without one gets 401
+//!   before any 415 or 400 about its body.
+//! - [`AccountJson`]: a JSON body carrying the body credentials `userKey`,
+//!   `account` and `dbName` beside the endpoint's own fields; the account is
+//!   entered inside the request's transaction by [`Account::enter`].
+//!
+//! Both hold the request's pooled connection, so the check and the work share it.
+
+use std::marker::PhantomData;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use deadpool_postgres::{Object, Transaction};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use crate::auth::client_ip::ClientIp;
+use crate::auth::{self, AccountCredentials, ApiCaller, Limits};
+use crate::error::ApiError;
+use crate::json::{json_bytes, parse, JsonBody};
+use crate::state::AppState;
+
+/// An API key scope, as a type, so each endpoint names its own in its signature.
+pub trait Scope {
+    const NAME: &'static str;
+}
+
+/// The scope of `POST /api/transaction` and its feedback.
+pub struct TransactionScope;
+
+impl Scope for TransactionScope {
+    const NAME: &'static str = "transaction";
+}
+
+/// A caller whose API key holds scope `S`, and its JSON body.
+pub struct KeyedJson<S, T> {
+    pub caller: ApiCaller,
+    /// The connection the key was checked on, for the endpoint's own call.
+    pub db: Object,
+    pub body: T,
+    scope: PhantomData<fn() -> S>,
+}
+
+impl<S: Scope, T: DeserializeOwned> FromRequest<AppState> for KeyedJson<S, T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let (mut parts, body) = req.into_parts();
+        let ClientIp(ip) = ClientIp::from_request_parts(&mut parts, state).await?;
+        let db = state.db().await?;
+        let caller =
+            auth::check_api_key(&state.limits, &db, &parts.headers, ip, Some(S::NAME)).await?;
+        let JsonBody(body) =
+            JsonBody::from_request(Request::from_parts(parts, body), state).await?;
+        Ok(KeyedJson {
+            caller,
+            db,
+            body,
+            scope: PhantomData,
+        })
+    }
+}
+
+/// The body credentials of the vector endpoints. OpenAPI security schemes
+/// cannot say "in the body", so the document shows them as this schema,
+/// which every vector request includes.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BodyCredentials {
+    /// A user key (vu_…) of the account, granted the database.
+    #[schema(required = true, value_type = String)]
+    user_key: Option<String>,
+    /// The account, an e-mail-like identifier.
+    #[schema(required = true, value_type = String, example = "demo@vigil.local")]
+    account: Option<String>,
+    /// The vector database the request is about.
+    #[schema(required = true, value_type = String, example = "notes")]
+    db_name: Option<String>,
+}
+
+/// A body with no fields of its own beyond the credentials.
+#[derive(Deserialize)]
+pub struct NoFields {}
+
+/// A JSON body with body credentials, not yet checked, and the endpoint's own fields.
+pub struct AccountJson<T> {
+    pub account: Account,
+    pub body: T,
+}
+
+/// The request's connection and the credentials to enter the account with.
+pub struct Account {
+    db: Object,
+    limits: Arc<Limits>,
+    ip: IpAddr,
+    credentials: AccountCredentials,
+    db_name: String,
+}
+
+/// The request's transaction, acting for the account (row-level security
+/// keys on it), and the database it may use. Dropped without commit, it rolls back.
+pub struct Entered<'a> {
+    pub tx: Transaction<'a>,
+    pub db_name: &'a str,
+}
+
+impl<T: DeserializeOwned + Send> FromRequest<AppState> for AccountJson<T> {
+    type Rejection = ApiError;
+
+    /// The credentials and the endpoint's fields are two reads of the same
+    /// object, each skipping what is not its own: serde's `flatten` would
+    /// buffer the body and lose the path that names a field at fault.
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let (mut parts, body) = req.into_parts();
+        let ClientIp(ip) = ClientIp::from_request_parts(&mut parts, state).await?;
+        let bytes = json_bytes(Request::from_parts(parts, body), state).await?;
+        let context: BodyCredentials = parse(&bytes)?;
+        let body: T = parse(&bytes)?;
+        let db_name = context
+            .db_name
+            .ok_or_else(|| ApiError::invalid("dbName", "dbName is required"))?;
+        let account = Account {
+            db: state.db().await?,
+            limits: Arc::clone(&state.limits),
+            ip,
+            credentials: AccountCredentials {
+                user_key: context.user_key,
+                account: context.account,
+            },
+            db_name,
+        };
+        Ok(AccountJson { account, body })
+    }
+}
+
+impl Account {
+    /// Begins the request's transaction and checks the credentials in it
+    /// (401/403 otherwise, and the failure counts against the client address).
+    pub async fn enter(&mut self) -> Result<Entered<'_>, ApiError> {
+        let tx = self.db.transaction().await?;
+        auth::enter_account(
+            &self.limits,
+            &tx,
+            &self.credentials,
+            Some(&self.db_name),
+            self.ip,
+        )
+        .await?;
+        Ok(Entered {
+            tx,
+            db_name: &self.db_name,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::StatusCode;
+
+    #[derive(Deserialize, Debug)]
+    #[serde(rename_all = "camelCase")]
+    #[allow(dead_code)]
+    struct Search {
+        query: Option<String>,
+        limit: Option<u32>,
+    }
+
+    fn read<T: DeserializeOwned>(body: &[u8]) -> Result<(BodyCredentials, T), ApiError> {
+        Ok((parse(body)?, parse(body)?))
+    }
+
+    #[test]
+    fn credentials_and_own_fields_come_from_one_object() {
+        let (context, search) = read::<Search>(
+            br#"{"userKey":"vu_x","account":"a@b.c","dbName":"notes","query":"q","limit":3}"#,
+        )
+        .unwrap();
+        assert_eq!(context.db_name.as_deref(), Some("notes"));
+        assert_eq!(context.account.as_deref(), Some("a@b.c"));
+        assert_eq!(search.limit, Some(3));
+        let (context, NoFields {}) = read(br#"{"dbName":"notes","other":1}"#).unwrap();
+        assert!(context.user_key.is_none());
+    }
+
+    #[test]
+    fn a_wrong_type_is_a_400_naming_its_field() {
+        for (body, field) in [
+            (&br#"{"dbName": 5}"#[..], Some("dbName")),
+            (br#"{"userKey": 5}"#, Some("userKey")),
+            (br#"{"limit": -1}"#, Some("limit")),
+            (b"[1]", None),
+        ] {
+            let Err(e) = read::<Search>(body) else {
+                panic!("{} was accepted", String::from_utf8_lossy(body));
+            };
+            assert_eq!(
+                (e.status, e.field.as_deref()),
+                (StatusCode::BAD_REQUEST, field)
+            );
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! Prometheus metrics, served at `GET /metrics`.
+//!
+//! Built on prometheus-client, the Prometheus project's own Rust client,
+//! rather than the `metrics` facade and its exporter: its label sets are typed
+//! values looked up by reference, so counting a request allocates nothing once
+//! its series exists (the facade's macros build a key with a label vector on
+//! every call), and it needs no process-wide recorder.
+//!
+//! Labels are bounded: the route is the router's pattern (`MatchedPath`,
+//! never the raw path, which could carry an id), methods and results are
+//! fixed sets. Keys and bodies never appear.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::extract::{MatchedPath, State};
+use axum::http::{header, Method, Request, Response, StatusCode};
+use axum::response::IntoResponse;
+use deadpool_postgres::Status;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use tower::{Layer, Service};
+
+use crate::error::{ApiError, ErrorCode};
+use crate::state::AppState;
+
+/// Request latency buckets in seconds: 1 ms to 10 s (the default request timeout).
+const LATENCY_BUCKETS: [f64; 12] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
+];
+/// Pool wait buckets: mostly zero, then up to the request timeout.
+const WAIT_BUCKETS: [f64; 9] = [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 1.0, 10.0];
+
+/// The pool's figures, read from deadpool at each scrape, in `Metrics::pool` order.
+const POOL_GAUGES: [(&str, &str); 4] = [
+    (
+        "vigil_db_pool_max_size",
+        "Most database connections the pool may hold",
+    ),
+    ("vigil_db_pool_size", "Database connections open now"),
+    (
+        "vigil_db_pool_available",
+        "Open database connections idle now",
+    ),
+    (
+        "vigil_db_pool_waiting",
+        "Requests waiting for a database connection now",
+    ),
+];
+
+const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<RouteLabel, Histogram, fn() -> Histogram>,
+    /// As [`POOL_GAUGES`] names them.
+    pool: [Gauge; 4],
+    pool_wait: Histogram,
+    rejections: Family<CodeLabel, Counter>,
+    assessments: Family<ResultLabel, Counter>,
+}
+
+/// The route pattern a request matched; "unmatched" for the 404 fallback.
+#[derive(Clone, Debug)]
+struct Route(Option<MatchedPath>);
+
+impl Route {
+    fn as_str(&self) -> &str {
+        self.0.as_ref().map_or("unmatched", MatchedPath::as_str)
+    }
+}
+
+impl PartialEq for Route {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Route {}
+
+impl std::hash::Hash for Route {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state)
+    }
+}
+
+impl EncodeLabelValue for Route {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+        EncodeLabelValue::encode(&self.as_str(), encoder)
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: Route,
+    method: &'static str,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabel {
+    route: Route,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CodeLabel {
+    code: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabel {
+    result: &'static str,
+}
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(LATENCY_BUCKETS)
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let m = Metrics {
+            registry: Registry::default(),
+            requests: Family::default(),
+            latency: Family::new_with_constructor(latency_histogram),
+            pool: Default::default(),
+            pool_wait: Histogram::new(WAIT_BUCKETS),
+            rejections: Family::default(),
+            assessments: Family::default(),
+        };
+        m.registered()
+    }
+
+    fn registered(mut self) -> Metrics {
+        let r = &mut self.registry;
+        r.register(
+            "vigil_http_requests",
+            "HTTP requests answered, by route pattern, method and status",
+            self.requests.clone(),
+        );
+        r.register(
+            "vigil_http_request_duration_seconds",
+            "Time to answer an HTTP request, by route pattern",
+            self.latency.clone(),
+        );
+        for (gauge, (name, help)) in self.pool.iter().zip(POOL_GAUGES) {
+            r.register(name, help, gauge.clone());
+        }
+        r.register(
+            "vigil_db_pool_wait_seconds",
+            "Time a request waited for a database connection",
+            self.pool_wait.clone(),
+        );
+        r.register(
+            "vigil_rate_limit_rejections",
+            "Requests refused with 429, by error code (rate_limited, too_many_failures)",
+            self.rejections.clone(),
+        );
+        r.register(
+            "vigil_assessments",
+            "Transaction assessments answered, by Result",
+            self.assessments.clone(),
+        );
+        self
+    }
+
+    /// Time spent in `AppState::db` waiting for a connection.
+    pub fn pool_waited(&self, wait: Duration) {
+        self.pool_wait.observe(wait.as_secs_f64());
+    }
+
+    /// An assessment answered with this `Result` field.
+    pub fn assessed(&self, result: Option<&str>) {
+        let result = match result {
+            Some("Passed") => "Passed",
+            Some("Review") => "Review",
+            Some("Failed") => "Failed",
+            _ => "other",
+        };
+        self.assessments
+            .get_or_create(&ResultLabel { result })
+            .inc();
+    }
+
+    fn answered(&self, route: Route, method: &'static str, status: StatusCode, took: Duration) {
+        self.latency
+            .get_or_create(&RouteLabel {
+                route: route.clone(),
+            })
+            .observe(took.as_secs_f64());
+        self.requests
+            .get_or_create(&RequestLabels {
+                route,
+                method,
+                status: status.as_u16(),
+            })
+            .inc();
+    }
+
+    fn rejected(&self, code: &'static str) {
+        self.rejections.get_or_create(&CodeLabel { code }).inc();
+    }
+
+    /// The text exposition, with the pool's figures as of now.
+    fn render(&self, pool: Status) -> Result<String, std::fmt::Error> {
+        let figures = [pool.max_size, pool.size, pool.available, pool.waiting];
+        for (gauge, n) in self.pool.iter().zip(figures) {
+            gauge.set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+        let mut text = String::with_capacity(8 * 1024);
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)?;
+        Ok(text)
+    }
+}
+
+/// `GET /metrics`: Prometheus text (OpenMetrics) exposition.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "operations",
+    responses(
+        (status = 200, description = "Metrics in the OpenMetrics text format",
+         content_type = "application/openmetrics-text", body = String),
+    ),
+)]
+pub async fn scrape(State(state): State<AppState>) -> axum::response::Response {
+    match state.metrics.render(state.pool.status()) {
+        Ok(text) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),
+        Err(e) => ApiError::internal(&format!("cannot encode the metrics: {e}")).into_response(),
+    }
+}
+
+/// A fixed label for the method, so an odd method cannot make a new series.
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::OPTIONS => "OPTIONS",
+        Method::HEAD => "HEAD",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        _ => "other",
+    }
+}
+
+/// Counts and times every response, errors from the layers inside it
+/// included. Applied through `Router::layer`, so routing has already put the
+/// `MatchedPath` in the request.
+#[derive(Clone)]
+pub struct MetricsLayer(pub Arc<Metrics>);
+
+impl<S> Layer<S> for MetricsLayer {
+    type Service = Measured<S>;
+
+    fn layer(&self, inner: S) -> Measured<S> {
+        Measured {
+            inner,
+            metrics: Arc::clone(&self.0),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Measured<S> {
+    inner: S,
+    metrics: Arc<Metrics>,
+}
+
+impl<S, B, R> Service<Request<B>> for Measured<S>
+where
+    S: Service<Request<B>, Response = Response<R>>,
+{
+    type Response = Response<R>;
+    type Error = S::Error;
+    type Future = MeasuredFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let route = Route(request.extensions().get::<MatchedPath>().cloned());
+        let method = method_label(request.method());
+        MeasuredFuture {
+            inner: self.inner.call(request),
+            metrics: Arc::clone(&self.metrics),
+            route: Some(route),
+            method,
+            start: Instant::now(),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    pub struct MeasuredFuture<F> {
+        #[pin]
+        inner: F,
+        metrics: Arc<Metrics>,
+        route: Option<Route>,
+        method: &'static str,
+        start: Instant,
+    }
+}
+
+impl<F, R, E> Future for MeasuredFuture<F>
+where
+    F: Future<Output = Result<Response<R>, E>>,
+{
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let output = std::task::ready!(this.inner.poll(cx));
+        if let (Ok(response), Some(route)) = (&output, this.route.take()) {
+            let status = response.status();
+            this.metrics
+                .answered(route, this.method, status, this.start.elapsed());
+            if status == StatusCode::TOO_MANY_REQUESTS {
+                let code = response.extensions().get::<ErrorCode>();
+                this.metrics.rejected(code.map_or("rate_limited", |c| c.0));
+            }
+        }
+        Poll::Ready(output)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use deadpool_postgres::Status;
+
+    fn pool() -> Status {
+        Status {
+            max_size: 16,
+            size: 3,
+            available: 2,
+            waiting: 0,
+        }
+    }
+
+    #[test]
+    fn the_exposition_holds_every_family_with_bounded_labels() {
+        let m = Metrics::new();
+        m.answered(
+            Route(None),
+            "GET",
+            StatusCode::NOT_FOUND,
+            Duration::from_millis(3),
+        );
+        m.rejected("too_many_failures");
+        m.assessed(Some("Review"));
+        m.assessed(Some("anything else"));
+        m.pool_waited(Duration::from_micros(50));
+        let text = m.render(pool()).unwrap();
+        for line in [
+            r#"vigil_http_requests_total{route="unmatched",method="GET",status="404"} 1"#,
+            r#"vigil_http_request_duration_seconds_count{route="unmatched"} 1"#,
+            r#"vigil_rate_limit_rejections_total{code="too_many_failures"} 1"#,
+            r#"vigil_assessments_total{result="Review"} 1"#,
+            r#"vigil_assessments_total{result="other"} 1"#,
+            "vigil_db_pool_max_size 16",
+            "vigil_db_pool_size 3",
+            "vigil_db_pool_available 2",
+            "vigil_db_pool_waiting 0",
+            "vigil_db_pool_wait_seconds_count 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no {line} in\n{text}");
+        }
+    }
+}
