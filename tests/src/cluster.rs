@@ -141,8 +141,9 @@ impl Cluster {
             .unwrap()
             .lines()
             .filter(|l| {
-                // Object ids, transaction ids and the dump's random \restrict key.
+                // Object ids, transaction ids, sequence positions (data) and the dump's random \restrict key.
                 !(l.contains("binary_upgrade_set_next")
+                    || l.starts_with("SELECT pg_catalog.setval(")
                     || l.starts_with("-- Dumped")
                     || l.starts_with("SET relfrozenxid")
                     || l.starts_with("WHERE oid = '")

@@ -36,7 +36,7 @@ fn requests(env: &Env, api_key: &str, user_key: &str) -> Vec<u16> {
                             .header("x-api-key", api_key)
                             .json(&json!({"customerEmail": format!("b{n}@example.com"), "amount": 10 + n})),
                         1 => client.post(env.url("/createDatabase")).json(
-                            &json!({"userKey": user_key, "account": "side", "dbName": format!("db{n}")}),
+                            &json!({"userKey": user_key, "account": "side@example.com", "dbName": format!("db{n}")}),
                         ),
                         _ => client
                             .post(env.url("/api/transaction"))
@@ -55,9 +55,9 @@ fn requests(env: &Env, api_key: &str, user_key: &str) -> Vec<u16> {
 fn the_extension_tests_leave_a_running_server_alone() {
     let cluster = Cluster::start();
     let env = cluster.env().with_sidecar(SidecarOptions::default());
-    let api_key = env.admin_ok(&["keys", "create"]);
-    env.admin_ok(&["accounts", "create", "side"]);
-    let user_key = env.admin_ok(&["user-keys", "create", "side"]);
+    let api_key = env.admin_ok(&["keys", "create", "--name", "test"]);
+    env.admin_ok(&["accounts", "create", "side@example.com"]);
+    let user_key = env.admin_ok(&["user-keys", "create", "side@example.com"]);
 
     let expected: Vec<u16> = (0..12)
         .map(|n| match n % 3 {

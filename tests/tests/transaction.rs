@@ -516,7 +516,7 @@ fn the_extensions_error_names_the_field_over_http() {
 fn an_internal_failure_is_not_a_client_error() {
     let cluster = vigil_e2e::Cluster::start();
     let env = cluster.env().with_sidecar(vigil_e2e::SidecarOptions::default());
-    let key = env.admin_ok(&["keys", "create"]);
+    let key = env.admin_ok(&["keys", "create", "--name", "test"]);
     cluster.psql("ALTER INDEX vigil.transactions_email RENAME TO transactions_email_gone");
     let response = Client::new()
         .post(env.url("/api/transaction"))
