@@ -43,7 +43,7 @@ pub fn router(state: AppState, args: &ServeArgs) -> Result<Router, String> {
         .routes(routes!(vectordb::create_database).layer(json))
         .routes(routes!(metrics::scrape))
         .split_for_parts();
-    let document = openapi::rendered(&doc)?;
+    let document = openapi::rendered(doc)?;
     let cors = cors::layer(&args.cors_origins)?;
     let request_id = HeaderName::from_static("x-request-id");
     let metrics = MetricsLayer(Arc::clone(&state.metrics));
@@ -241,7 +241,12 @@ mod tests {
             assert!(paths.contains_key(path), "{path} is not documented");
         }
         for (path, item) in paths {
-            for method in item.as_object().unwrap().keys() {
+            for (method, operation) in item.as_object().unwrap() {
+                let default = &operation["responses"]["default"]["content"]["application/json"];
+                assert_eq!(
+                    default["schema"]["$ref"], "#/components/schemas/ErrorBody",
+                    "{path}"
+                );
                 let uri = path.replace("{transactionId}", "00000000-0000-4000-8000-000000000000");
                 let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
                 let response = send(

@@ -4,8 +4,7 @@
 //! attributes; `app` registers each route through utoipa-axum, so a route
 //! cannot exist without its entry. This module adds what is common to all:
 //! the error shape, the refusals shared by many endpoints, the security
-//! scheme, and a `default` error response on every operation (every status an
-//! operation does not list is still the JSON error).
+//! scheme, and a `default` error response on every operation.
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -73,7 +72,7 @@ pub enum BodyRefusals {
     UnsupportedMediaType(ErrorBody<'static>),
 }
 
-/// The security scheme, and the `default` error response of every operation.
+/// The security scheme.
 struct Common;
 
 impl Modify for Common {
@@ -86,30 +85,35 @@ impl Modify for Common {
                 "An API key (vk_…) made by `vigil-sidecar keys create`",
             ))),
         );
-        let error = ResponseBuilder::new()
-            .description("Any other refusal or failure, as the JSON error (see README's table)")
-            .content(
-                "application/json",
-                ContentBuilder::new()
-                    .schema(Some(Ref::from_schema_name("ErrorBody")))
-                    .build(),
-            )
-            .build();
-        for item in openapi.paths.paths.values_mut() {
-            let operations = [
-                &mut item.get,
-                &mut item.post,
-                &mut item.put,
-                &mut item.delete,
-                &mut item.patch,
-            ];
-            for operation in operations.into_iter().flatten() {
-                operation
-                    .responses
-                    .responses
-                    .entry("default".to_owned())
-                    .or_insert_with(|| error.clone().into());
-            }
+    }
+}
+
+/// The `default` response of every operation: whatever status an operation
+/// does not list is still the JSON error. Added once all routes are in.
+fn add_default_errors(openapi: &mut utoipa::openapi::OpenApi) {
+    let error = ResponseBuilder::new()
+        .description("Any other refusal or failure, as the JSON error (see README's table)")
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                .build(),
+        )
+        .build();
+    for item in openapi.paths.paths.values_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.delete,
+            &mut item.patch,
+        ];
+        for operation in operations.into_iter().flatten() {
+            operation
+                .responses
+                .responses
+                .entry("default".to_owned())
+                .or_insert_with(|| error.clone().into());
         }
     }
 }
@@ -118,7 +122,9 @@ impl Modify for Common {
 #[derive(Clone)]
 pub struct Rendered(Bytes);
 
-pub fn rendered(doc: &utoipa::openapi::OpenApi) -> Result<Rendered, String> {
+/// Completes the document of the registered routes and renders it.
+pub fn rendered(mut doc: utoipa::openapi::OpenApi) -> Result<Rendered, String> {
+    add_default_errors(&mut doc);
     doc.to_json()
         .map(|json| Rendered(Bytes::from(json)))
         .map_err(|e| format!("cannot render the OpenAPI document: {e}"))
