@@ -119,8 +119,14 @@ impl Cluster {
         let port = self.port.to_string();
         let run = self.dir.join("run");
         let mut dump = Command::new("/usr/lib/postgresql/15/bin/pg_dump");
-        dump.args(["--schema-only", "--binary-upgrade", "--no-comments", "-d", "vigil"])
-            .args(["-h", run.to_str().unwrap(), "-p", &port]);
+        dump.args([
+            "--schema-only",
+            "--binary-upgrade",
+            "--no-comments",
+            "-d",
+            "vigil",
+        ])
+        .args(["-h", run.to_str().unwrap(), "-p", &port]);
         // SAFETY: geteuid has no preconditions.
         let out = if unsafe { libc::geteuid() } == 0 {
             Command::new("sudo")

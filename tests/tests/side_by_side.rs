@@ -71,7 +71,10 @@ fn the_extension_tests_leave_a_running_server_alone() {
         .psql("SELECT count(*) FROM pg_stat_activity WHERE usename = 'vigil_app'")
         .parse()
         .unwrap();
-    assert!(backends >= 2, "the sidecar pools several backends ({backends})");
+    assert!(
+        backends >= 2,
+        "the sidecar pools several backends ({backends})"
+    );
     let library = installed_library();
 
     // The step `make test` runs, on one quick test.
@@ -92,7 +95,11 @@ fn the_extension_tests_leave_a_running_server_alone() {
     let log = cluster.server_log();
     let problems: Vec<_> = log
         .lines()
-        .filter(|l| ["ERROR:", "FATAL:", "PANIC:", "terminated by signal"].iter().any(|p| l.contains(p)))
+        .filter(|l| {
+            ["ERROR:", "FATAL:", "PANIC:", "terminated by signal"]
+                .iter()
+                .any(|p| l.contains(p))
+        })
         .collect();
     assert!(problems.is_empty(), "the server logged: {problems:#?}");
 }

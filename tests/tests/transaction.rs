@@ -478,18 +478,29 @@ fn the_demo_pages_body_is_read_with_its_own_field_names() {
         .iter()
         .map(|r| r["code"].as_str().unwrap())
         .collect();
-    assert!(codes.contains(&"DISPOSABLE_EMAIL"), "Email is read as email: {a}");
-    assert!(a.get("ignoredFields").is_none(), "every field was read: {a}");
+    assert!(
+        codes.contains(&"DISPOSABLE_EMAIL"),
+        "Email is read as email: {a}"
+    );
+    assert!(
+        a.get("ignoredFields").is_none(),
+        "every field was read: {a}"
+    );
     let lower = ok(assess(&json!({
         "email": "bob@mailinator.com", "customerName": "Bob Smith", "customerProfile": "new",
         "amount": "2500", "isVPN": "Yes", "time": "2026-11-21 03:12:00",
     })));
-    assert_eq!(a["RiskScore"], lower["RiskScore"], "the same data scores the same");
+    assert_eq!(
+        a["RiskScore"], lower["RiskScore"],
+        "the same data scores the same"
+    );
 }
 
 #[test]
 fn fields_outside_the_transaction_are_listed_in_ignored_fields() {
-    let a = ok(assess(&json!({"amount": 10, "ammount": 12, "ipAdress": "1.2.3.4"})));
+    let a = ok(assess(
+        &json!({"amount": 10, "ammount": 12, "ipAdress": "1.2.3.4"}),
+    ));
     assert_eq!(a["ignoredFields"], json!(["ammount", "ipAdress"]), "{a}");
 }
 
@@ -502,12 +513,20 @@ fn the_extensions_error_names_the_field_over_http() {
     let e: Value = response.json().unwrap();
     assert_eq!(e["error"]["field"], "AMOUNT", "{e}");
     assert_eq!(e["error"]["code"], "invalid_field", "{e}");
-    assert!(e["error"]["message"].as_str().unwrap().starts_with("invalid AMOUNT:"), "{e}");
-    // psql shows the same field as the error's COLUMN.
-    let (ok, _, err) = env().psql_as_app(
-        "\\set VERBOSITY verbose\nSELECT vigil.risk_score('{\"AMOUNT\": \"ten\"}');",
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid AMOUNT:"),
+        "{e}"
     );
-    assert!(!ok && err.contains("22023") && err.contains("COLUMN NAME:  AMOUNT"), "{err}");
+    // psql shows the same field as the error's COLUMN.
+    let (ok, _, err) = env()
+        .psql_as_app("\\set VERBOSITY verbose\nSELECT vigil.risk_score('{\"AMOUNT\": \"ten\"}');");
+    assert!(
+        !ok && err.contains("22023") && err.contains("COLUMN NAME:  AMOUNT"),
+        "{err}"
+    );
 }
 
 /// A failure inside the database that is no fault of the request (here: an
@@ -515,7 +534,9 @@ fn the_extensions_error_names_the_field_over_http() {
 #[test]
 fn an_internal_failure_is_not_a_client_error() {
     let cluster = vigil_e2e::Cluster::start();
-    let env = cluster.env().with_sidecar(vigil_e2e::SidecarOptions::default());
+    let env = cluster
+        .env()
+        .with_sidecar(vigil_e2e::SidecarOptions::default());
     let key = env.admin_ok(&["keys", "create", "--name", "test"]);
     cluster.psql("ALTER INDEX vigil.transactions_email RENAME TO transactions_email_gone");
     let response = Client::new()

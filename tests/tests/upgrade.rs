@@ -127,7 +127,11 @@ fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
         CURRENT
     );
     assert_eq!(census(&cluster), before, "every row is still there");
-    assert_eq!(cluster.psql(nearest), nearest_before, "the index answers as before");
+    assert_eq!(
+        cluster.psql(nearest),
+        nearest_before,
+        "the index answers as before"
+    );
     let report: Value =
         serde_json::from_str(&cluster.psql("SELECT vigil.hnsw_check('public.notes_v')")).unwrap();
     assert_eq!(report["elements"], 40, "{report}");
@@ -150,7 +154,11 @@ fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
         Some(&api_key),
         json!({"amount": "ten"}),
     );
-    assert_eq!((status, &body["error"]["field"]), (400, &json!("amount")), "{body}");
+    assert_eq!(
+        (status, &body["error"]["field"]),
+        (400, &json!("amount")),
+        "{body}"
+    );
     assert_eq!(
         cluster.psql("SELECT array_length(vigil.embed('hello'), 1)"),
         "384"

@@ -491,7 +491,12 @@ impl<'a> Body<'a> {
 
     /// A non-negative integer up to `max`: `5`, `5.0` or `"5"`.
     fn count(&self, name: &str, max: u32) -> Result<Option<u32>, InputError> {
-        let range = || InputError::new(self.key(name), format!("must be an integer from 0 to {max}"));
+        let range = || {
+            InputError::new(
+                self.key(name),
+                format!("must be an integer from 0 to {max}"),
+            )
+        };
         match self.get(name) {
             None => Ok(None),
             Some(Value::Number(n)) => {

@@ -243,7 +243,11 @@ impl Assessment {
         if let (false, Value::Object(m)) = (request.ignored_fields.is_empty(), &mut json) {
             m.insert(
                 "ignoredFields".into(),
-                request.ignored_fields.iter().map(|f| Value::from(f.as_str())).collect(),
+                request
+                    .ignored_fields
+                    .iter()
+                    .map(|f| Value::from(f.as_str()))
+                    .collect(),
             );
         }
         json

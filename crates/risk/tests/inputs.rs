@@ -411,8 +411,10 @@ fn field_names_match_without_regard_to_case_and_the_demo_page_spellings() {
 
 #[test]
 fn fields_that_are_not_part_of_a_transaction_are_listed_not_refused() {
-    let r = parse_request(&json!({"amount": 10, "ammount": 12, "foo": {"deep": [1]}, "ipAdress": "1.2.3.4"}))
-        .expect("unknown fields are not an error");
+    let r = parse_request(
+        &json!({"amount": 10, "ammount": 12, "foo": {"deep": [1]}, "ipAdress": "1.2.3.4"}),
+    )
+    .expect("unknown fields are not an error");
     assert_eq!(r.amount, Some(10.0));
     assert_eq!(r.ignored_fields, ["ammount", "foo", "ipAdress"]);
     assert_eq!(r.ip_address, None);
@@ -426,7 +428,10 @@ fn an_exact_name_wins_and_two_inexact_ones_are_ambiguous() {
     assert_eq!(r.ignored_fields, ["CUSTOMERNAME", "Name"]);
 
     let e = parse_request(&json!({"Name": "Bob", "CUSTOMERNAME": "Cy"})).unwrap_err();
-    assert!(["Name", "CUSTOMERNAME"].contains(&e.field.as_str()), "{e:?}");
+    assert!(
+        ["Name", "CUSTOMERNAME"].contains(&e.field.as_str()),
+        "{e:?}"
+    );
     assert!(e.message.contains("ambiguous"), "{e:?}");
 }
 

@@ -241,7 +241,9 @@ pub(crate) trait Sqlstate {
 impl Sqlstate for String {}
 impl Sqlstate for &str {}
 
-impl<I: vigil_hnsw::ElementId, E: std::error::Error + 'static> Sqlstate for vigil_hnsw::Error<I, E> {
+impl<I: vigil_hnsw::ElementId, E: std::error::Error + 'static> Sqlstate
+    for vigil_hnsw::Error<I, E>
+{
     fn sqlstate(&self) -> PgSqlErrorCode {
         use vigil_hnsw::Error;
         match self {
