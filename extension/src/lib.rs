@@ -19,7 +19,6 @@ use pgrx::prelude::*;
 
 pub mod embed;
 pub mod hnsw;
-pub mod jsonb;
 pub mod keys;
 pub mod pg;
 pub mod risk;

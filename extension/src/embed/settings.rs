@@ -4,10 +4,12 @@
 //! from this server's own directories, so a set-up machine needs no configuration.
 //! They can load native code and read files, so only a superuser may change them.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::path::PathBuf;
 
-use pgrx::{pg_sys, GucContext, GucFlags, GucRegistry, GucSetting};
+use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
+
+use crate::pg::paths::{non_empty, pkglib_dir, share_dir};
 
 pub const MODEL_DIR_GUC: &str = "vigil.model_dir";
 pub const RUNTIME_PATH_GUC: &str = "vigil.onnxruntime_path";
@@ -49,13 +51,6 @@ pub fn register() {
     );
 }
 
-pub(crate) fn non_empty(setting: &GucSetting<Option<CString>>) -> Option<PathBuf> {
-    setting
-        .get()
-        .map(|s| PathBuf::from(s.to_string_lossy().into_owned()))
-        .filter(|p| !p.as_os_str().is_empty())
-}
-
 pub fn model_dir() -> PathBuf {
     non_empty(&MODEL_DIR).unwrap_or_else(|| share_dir().join("vigil").join("model"))
 }
@@ -66,26 +61,4 @@ pub fn runtime_path() -> PathBuf {
 
 pub fn threads() -> usize {
     usize::try_from(THREADS.get()).unwrap_or(1).max(1)
-}
-
-/// `$sharedir` of the running server, found the way Postgres finds it.
-pub(crate) fn share_dir() -> PathBuf {
-    let mut buf = [0 as std::ffi::c_char; pg_sys::MAXPGPATH as usize];
-    // SAFETY: my_exec_path is a NUL-terminated global set at startup; buf has the
-    // MAXPGPATH bytes get_share_path writes at most.
-    let path = unsafe {
-        pg_sys::get_share_path(
-            std::ptr::addr_of!(pg_sys::my_exec_path).cast(),
-            buf.as_mut_ptr(),
-        );
-        CStr::from_ptr(buf.as_ptr())
-    };
-    PathBuf::from(path.to_string_lossy().into_owned())
-}
-
-/// `$pkglibdir` of the running server.
-fn pkglib_dir() -> PathBuf {
-    // SAFETY: pkglib_path is a NUL-terminated global set at startup.
-    let path = unsafe { CStr::from_ptr(std::ptr::addr_of!(pg_sys::pkglib_path).cast()) };
-    PathBuf::from(path.to_string_lossy().into_owned())
 }

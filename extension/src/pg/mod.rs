@@ -1,10 +1,14 @@
 //! Postgres plumbing that several capabilities share, so none reaches into
 //! another's folder: errors that name their field ([`error`]), btree ranges read
-//! straight from Rust and the relations they open ([`index_range`]), relation
-//! names for messages, and the server's strong random source.
+//! straight from Rust and the relations they open ([`index_range`]), jsonb read
+//! and written without text ([`jsonb`]), the
+//! server's directories and path settings that default to them ([`paths`]),
+//! relation names for messages, and the server's strong random source.
 
 pub mod error;
 pub mod index_range;
+pub mod jsonb;
+pub mod paths;
 
 use std::ffi::CStr;
 
@@ -25,7 +29,7 @@ pub fn strong_random<const N: usize>(what: &str) -> [u8; N] {
 }
 
 /// An open relation's name, for messages.
-pub fn relation_name(rel: pg_sys::Relation) -> String {
+pub(crate) fn relation_name(rel: pg_sys::Relation) -> String {
     // SAFETY: rel is open, so its pg_class row is valid.
     unsafe { CStr::from_ptr((*(*rel).rd_rel).relname.data.as_ptr()) }
         .to_string_lossy()

@@ -14,7 +14,7 @@ use pgrx::prelude::*;
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 use vigil_risk::GeoIp;
 
-use crate::embed::settings::{non_empty, share_dir};
+use crate::pg::paths::{non_empty, share_dir};
 
 static GEOIP_PATH: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 

@@ -20,8 +20,8 @@ use vigil_risk::{
     Window,
 };
 
-use crate::jsonb::Jsonb;
 use crate::pg::index_range::{scan, Direction, Entry, Key, Relation, Snapshot};
+use crate::pg::jsonb::Jsonb;
 
 const RECORD: &str = "
 INSERT INTO vigil.transactions

@@ -14,8 +14,8 @@ mod pg_tests;
 
 use pgrx::prelude::*;
 
-use crate::jsonb::Jsonb;
 use crate::pg::invalid_input;
+use crate::pg::jsonb::Jsonb;
 
 pub use geo::register_settings;
 

@@ -83,13 +83,9 @@ impl IntoDatum for Jsonb {
     }
 }
 
-/// ERROR 22023 (invalid parameter value) with `message`.
+/// ERROR 22023 (invalid parameter value) with `message`, about the whole value.
 fn refuse(message: &str) -> ! {
-    ereport!(
-        ERROR,
-        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-        message
-    );
+    super::invalid_input("", message)
 }
 
 /// Reads a non-NULL jsonb datum.
