@@ -86,8 +86,16 @@ pub struct Embedder {
 
 impl Embedder {
     /// Loads `model.onnx` and `tokenizer.json` from `model_dir`, running the model
-    /// on `threads` intra-op threads (at least one).
-    pub fn load(runtime: &Runtime, model_dir: &Path, threads: usize) -> Result<Self, EmbedError> {
+    /// on `threads` intra-op threads (at least one). With `spinning`, those threads
+    /// wait for the next operator by spinning briefly before they sleep: a single
+    /// short text is a chain of small operators, and waking sleeping threads for
+    /// each costs more than the work (see README, embedding figures).
+    pub fn load(
+        runtime: &Runtime,
+        model_dir: &Path,
+        threads: usize,
+        spinning: bool,
+    ) -> Result<Self, EmbedError> {
         let tokenizer = load_tokenizer(&model_dir.join(TOKENIZER_FILE))?;
         let model_path = model_dir.join(MODEL_FILE);
         let fail = |reason: String| EmbedError::Model {
@@ -100,9 +108,7 @@ impl Embedder {
         let session = Session::builder(runtime)
             .and_then(|b| Ok(b.with_intra_threads(threads.max(1))?))
             .and_then(|b| Ok(b.with_inter_threads(1)?))
-            // Idle spinning would burn a core per backend between calls; a
-            // database shares its cores with queries.
-            .and_then(|b| Ok(b.with_intra_op_spinning(false)?))
+            .and_then(|b| Ok(b.with_intra_op_spinning(spinning)?))
             .and_then(|mut b| b.commit_from_file(&model_path))
             .map_err(|e| fail(e.to_string()))?;
         let embedder = Embedder { session, tokenizer };

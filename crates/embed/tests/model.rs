@@ -35,7 +35,7 @@ fn embedder() -> std::sync::MutexGuard<'static, Embedder> {
     static EMBEDDER: OnceLock<Mutex<Embedder>> = OnceLock::new();
     EMBEDDER
         .get_or_init(|| {
-            Mutex::new(Embedder::load(runtime(), &model_dir(), 2).expect("model installed"))
+            Mutex::new(Embedder::load(runtime(), &model_dir(), 2, true).expect("model installed"))
         })
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -79,9 +79,14 @@ fn missing_runtime_is_an_error_naming_the_path() {
 
 #[test]
 fn model_dir_without_files_is_an_error_naming_the_file() {
-    let err = Embedder::load(runtime(), std::path::Path::new("/nonexistent/model"), 1)
-        .err()
-        .unwrap();
+    let err = Embedder::load(
+        runtime(),
+        std::path::Path::new("/nonexistent/model"),
+        1,
+        false,
+    )
+    .err()
+    .unwrap();
     assert!(
         err.to_string()
             .contains("/nonexistent/model/tokenizer.json"),
@@ -99,7 +104,7 @@ fn corrupt_model_is_an_error_not_a_crash() {
     )
     .unwrap();
     std::fs::write(dir.join("model.onnx"), b"this is not an onnx model").unwrap();
-    let err = Embedder::load(runtime(), &dir, 1).err().unwrap();
+    let err = Embedder::load(runtime(), &dir, 1, false).err().unwrap();
     std::fs::remove_dir_all(&dir).ok();
     assert!(matches!(err, EmbedError::Model { .. }), "{err}");
 }

@@ -19,6 +19,7 @@ use vigil_embed::{EmbedError, Embedder};
 struct Loaded {
     model_dir: PathBuf,
     threads: usize,
+    spinning: bool,
     embedder: Embedder,
 }
 
@@ -57,19 +58,22 @@ fn embed_batch(texts: Vec<Option<String>>) -> SetOfIterator<'static, Option<Vec<
 fn with_embedder<R>(f: impl FnOnce(&mut Embedder) -> Result<R, EmbedError>) -> R {
     let model_dir = settings::model_dir();
     let threads = settings::threads();
+    let spinning = settings::spinning();
     let result = MODEL.with_borrow_mut(|slot| {
-        let fresh = matches!(slot, Some(l) if l.model_dir == model_dir && l.threads == threads);
+        let fresh = matches!(slot, Some(l) if l.model_dir == model_dir && l.threads == threads && l.spinning == spinning);
         if !fresh {
             *slot = None;
             let embedder = RUNTIME.with_borrow_mut(load_runtime).and_then(|()| {
                 RUNTIME.with_borrow(|rt| {
                     let (_, runtime) = rt.as_ref().expect("runtime loaded above");
-                    Embedder::load(runtime, &model_dir, threads).map_err(Failure::Embed)
+                    Embedder::load(runtime, &model_dir, threads, spinning)
+                        .map_err(Failure::Embed)
                 })
             })?;
             *slot = Some(Loaded {
                 model_dir: model_dir.clone(),
                 threads,
+                spinning,
                 embedder,
             });
         }

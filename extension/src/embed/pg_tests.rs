@@ -40,6 +40,23 @@ mod tests {
         assert_eq!(embed("repeatable"), embed("repeatable"));
     }
 
+    /// Threads and spinning change how fast a vector comes, never which one
+    /// (up to the order of floating-point sums across threads).
+    #[pg_test]
+    fn thread_settings_do_not_change_the_vector() {
+        let text = "Vigil keeps its embeddings inside PostgreSQL.";
+        let reference = embed(text);
+        for (threads, spinning) in [(2, "on"), (2, "off"), (1, "on")] {
+            Spi::run(&format!(
+                "SET vigil.embed_threads = {threads}; SET vigil.embed_spinning = {spinning}"
+            ))
+            .expect("SET ran");
+            let v = embed(text);
+            let cos = dot(&reference, &v);
+            assert!(cos > 0.99999, "threads {threads}, spinning {spinning}: cosine {cos}");
+        }
+    }
+
     #[pg_test]
     fn batch_form_equals_single_form_in_order() {
         let texts = [
