@@ -53,7 +53,10 @@ mod tests {
             .expect("SET ran");
             let v = embed(text);
             let cos = dot(&reference, &v);
-            assert!(cos > 0.99999, "threads {threads}, spinning {spinning}: cosine {cos}");
+            assert!(
+                cos > 0.99999,
+                "threads {threads}, spinning {spinning}: cosine {cos}"
+            );
         }
     }
 
