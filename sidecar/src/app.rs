@@ -33,14 +33,22 @@ use crate::{auth, cors, health, metrics, openapi, transaction, vectordb};
 
 pub fn router(state: AppState, args: &ServeArgs) -> Result<Router, String> {
     // Each route that reads a body has its own limit: JSON routes
-    // --max-body-bytes (1 MiB); an upload route may allow more.
+    // --max-body-bytes (1 MiB); a batch or an upload route may allow more.
     let json = RequestBodyLimitLayer::new(args.max_body_bytes);
+    let batch = RequestBodyLimitLayer::new(args.max_batch_body_bytes);
     let (routes, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(health::healthz))
         .routes(routes!(auth::whoami::whoami))
         .routes(routes!(transaction::assess).layer(json))
         .routes(routes!(transaction::feedback).layer(json))
         .routes(routes!(vectordb::create_database).layer(json))
+        .routes(routes!(vectordb::store_embedding).layer(json))
+        .routes(routes!(vectordb::store_embeddings).layer(batch))
+        .routes(routes!(vectordb::get_embeddings).layer(json))
+        .routes(routes!(vectordb::query_embeddings).layer(json))
+        .routes(routes!(vectordb::hybrid_search).layer(json))
+        .routes(routes!(vectordb::delete_embedding).layer(json))
+        .routes(routes!(vectordb::delete_database).layer(json))
         .routes(routes!(metrics::scrape))
         .split_for_parts();
     let document = openapi::rendered(doc)?;
@@ -235,6 +243,13 @@ mod tests {
             "/api/transaction",
             "/api/transaction/{transactionId}/feedback",
             "/createDatabase",
+            "/storeEmbedding",
+            "/storeEmbeddings",
+            "/getEmbeddings",
+            "/queryEmbeddings",
+            "/hybridSearch",
+            "/deleteEmbedding",
+            "/deleteDatabase",
             "/openapi.json",
             "/metrics",
         ] {

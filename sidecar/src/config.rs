@@ -45,6 +45,11 @@ pub struct ServeArgs {
     #[arg(long, env = "VIGIL_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
 
+    /// Largest request body of `POST /storeEmbeddings` (up to 1,000 records of
+    /// up to 100,000 characters each), in bytes; larger ones get 413.
+    #[arg(long, env = "VIGIL_MAX_BATCH_BODY_BYTES", default_value_t = 64 * 1024 * 1024)]
+    pub max_batch_body_bytes: usize,
+
     /// Longest a request may take, in milliseconds, before it is answered 503.
     #[arg(long, env = "VIGIL_REQUEST_TIMEOUT_MS", default_value_t = 10_000)]
     pub request_timeout_ms: u64,
