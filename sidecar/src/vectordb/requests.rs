@@ -22,9 +22,10 @@ pub const DEFAULT_LIMIT: i32 = 10;
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NewRecord {
+    /// Up to 1,000 characters; may be empty.
     #[schema(required = true, value_type = String, example = "Refund policy")]
     pub title: Option<String>,
-    /// Up to 100,000 characters.
+    /// Up to 100,000 characters; title and content may not both be blank.
     #[schema(required = true, value_type = String,
              example = "Refunds are paid within 14 days of the return.")]
     pub content: Option<String>,
