@@ -16,7 +16,16 @@ GRANT EXECUTE ON FUNCTION vigil.authenticate_api_key(text, text, inet),
                           vigil.enter_account(text, text, text),
                           vigil.risk_score(jsonb, bigint),
                           vigil.transaction_feedback(uuid, text, text) TO vigil_app;
-GRANT SELECT, INSERT, DELETE ON vigil.vector_databases TO vigil_app;
+GRANT SELECT, INSERT, UPDATE, DELETE ON vigil.vector_databases TO vigil_app;
+-- The records and their term counts (from 0.3.0; a cluster made at an earlier
+-- version for an upgrade test gets them when `up` runs again after updating).
+DO $$
+BEGIN
+    IF to_regclass('vigil.vector_records') IS NOT NULL THEN
+        GRANT SELECT, INSERT, UPDATE, DELETE ON vigil.vector_records, vigil.vector_terms TO vigil_app;
+    END IF;
+END
+$$;
 ALTER ROLE vigil_app IN DATABASE vigil SET search_path = vigil, public;
 
 -- The role of `vigil-sidecar keys|accounts|user-keys`: the admin functions and

@@ -32,6 +32,7 @@ pub extern "C-unwind" fn _PG_init() {
     embed::settings::register();
     hnsw::register();
     keys::register_settings();
+    vectordb::register_settings();
     risk::register_settings();
 }
 

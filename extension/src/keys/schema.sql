@@ -1,4 +1,4 @@
--- Accounts, API keys, user keys and vector databases.
+-- Accounts, API keys and user keys (vector databases: vectordb/schema.sql).
 --
 -- Only the SHA-256 of a key is stored; the key is returned once, by the function
 -- that makes it. The key tables are readable by their owner (the superuser that
@@ -52,20 +52,7 @@ CREATE FUNCTION vigil.valid_db_name(name text) RETURNS boolean
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 AS $$ SELECT name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$' $$;
 
-CREATE TABLE vigil.vector_databases (
-    account    text NOT NULL REFERENCES vigil.accounts (account) ON DELETE CASCADE,
-    name       text NOT NULL CHECK (vigil.valid_db_name(name)),
-    created_at timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (account, name)
-);
-
-REVOKE ALL ON vigil.api_keys, vigil.accounts, vigil.user_keys, vigil.vector_databases FROM PUBLIC;
-
-ALTER TABLE vigil.vector_databases ENABLE ROW LEVEL SECURITY;
-ALTER TABLE vigil.vector_databases FORCE ROW LEVEL SECURITY;
-CREATE POLICY own_account ON vigil.vector_databases
-    USING (account = vigil.current_account())
-    WITH CHECK (account = vigil.current_account());
+REVOKE ALL ON vigil.api_keys, vigil.accounts, vigil.user_keys FROM PUBLIC;
 
 -- 'revoked', 'expired' or 'active': the one definition of a live key, used by
 -- the listings and by both checks.
@@ -161,14 +148,6 @@ CREATE VIEW vigil.user_key_list AS
 SELECT id, account, name, prefix, databases, rate_per_second, burst, created_at, expires_at, revoked_at,
        last_used_at, rotated_from, vigil._key_status(revoked_at, expires_at) AS status
 FROM vigil.user_keys;
-
-CREATE VIEW vigil.account_list AS
-SELECT a.account, a.created_at,
-       (SELECT count(*) FROM vigil.user_keys u
-         WHERE u.account = a.account AND vigil._key_status(u.revoked_at, u.expires_at) = 'active') AS active_user_keys,
-       coalesce((SELECT array_agg(d.name ORDER BY d.name) FROM vigil.vector_databases d
-                  WHERE d.account = a.account), '{}') AS databases
-FROM vigil.accounts a;
 
 -- Admin: any key, API or user, named by its prefix (`vk_` or `vu_` says which).
 
@@ -347,4 +326,4 @@ REVOKE EXECUTE ON FUNCTION
     vigil.key_status(text), vigil.rotate_key(text, interval, timestamptz), vigil.revoke_key(text),
     vigil.authenticate_api_key(text, text, inet), vigil.enter_account(text, text, text)
 FROM PUBLIC;
-REVOKE ALL ON vigil.api_key_list, vigil.user_key_list, vigil.account_list FROM PUBLIC;
+REVOKE ALL ON vigil.api_key_list, vigil.user_key_list FROM PUBLIC;

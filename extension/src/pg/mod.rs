@@ -9,6 +9,7 @@ pub mod error;
 pub mod index_range;
 pub mod jsonb;
 pub mod paths;
+pub mod tsvector;
 
 use std::ffi::CStr;
 

@@ -1,9 +1,149 @@
--- Vector databases: named per account (the table, with its row-level security,
--- is in the keys schema, since access control keys on it).
+-- Vector databases: named per account, holding text records embedded by
+-- vigil.embed and searched by similarity, by BM25 keywords, or both fused.
 --
--- These functions run as the caller (SECURITY INVOKER), so row-level security
--- decides what they see: the application role acts for the account that
+-- Every function runs as its caller (SECURITY INVOKER), so row-level security
+-- decides what it sees: the application role acts for the account that
 -- vigil.enter_account set; a superuser in psql sets `vigil.account` itself.
+-- Which database a call means, when not passed, comes from `vigil.db`.
+--
+-- Layout:
+--   vector_databases  one row per (account, name), with the counts BM25 needs
+--                     (records, total_length), kept by the records' triggers
+--   vector_records    the records: text, metadata, the embedding (vigil_hnsw
+--                     index), the keyword terms (GIN index)
+--   vector_terms      per database and lexeme, how many records hold it (the
+--                     IDF of BM25), kept by the same triggers
+
+CREATE TABLE vigil.vector_databases (
+    account      text NOT NULL REFERENCES vigil.accounts (account) ON DELETE CASCADE,
+    name         text NOT NULL CHECK (vigil.valid_db_name(name)),
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    id           bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+    records      bigint NOT NULL DEFAULT 0,
+    total_length bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (account, name),
+    UNIQUE (id, account)
+);
+
+-- The words a record is found by: English stems (stop words dropped, with
+-- positions, so term frequencies and length count) plus its exact tokens,
+-- kept whole. The same function turns a query into its terms.
+CREATE FUNCTION vigil.search_terms(text text) RETURNS tsvector
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$ SELECT to_tsvector('pg_catalog.english', text) || array_to_tsvector(vigil.exact_tokens(text)) $$;
+
+CREATE TABLE vigil.vector_records (
+    id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    db         bigint NOT NULL,
+    account    text NOT NULL,
+    title      text NOT NULL,
+    content    text NOT NULL,
+    metadata   jsonb NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(metadata) = 'object'),
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    embedding  real[] NOT NULL,
+    terms      tsvector NOT NULL GENERATED ALWAYS AS (vigil.search_terms(title || ' ' || content)) STORED,
+    FOREIGN KEY (db, account) REFERENCES vigil.vector_databases (id, account) ON DELETE CASCADE
+);
+-- Embeddings stay in the row (a 1.5 kB array does not compress) so a scan
+-- reads no TOAST; long content moves out instead.
+ALTER TABLE vigil.vector_records ALTER COLUMN embedding SET STORAGE MAIN;
+CREATE INDEX vector_records_db ON vigil.vector_records (db, id);
+CREATE INDEX vector_records_embedding ON vigil.vector_records USING vigil_hnsw (embedding vigil.cosine_ops);
+CREATE INDEX vector_records_terms ON vigil.vector_records USING gin (terms);
+
+CREATE TABLE vigil.vector_terms (
+    db      bigint NOT NULL REFERENCES vigil.vector_databases (id) ON DELETE CASCADE,
+    term    text NOT NULL,
+    records bigint NOT NULL,
+    PRIMARY KEY (db, term)
+);
+
+REVOKE ALL ON vigil.vector_databases, vigil.vector_records, vigil.vector_terms FROM PUBLIC;
+
+ALTER TABLE vigil.vector_databases ENABLE ROW LEVEL SECURITY;
+ALTER TABLE vigil.vector_databases FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_account ON vigil.vector_databases
+    USING (account = vigil.current_account())
+    WITH CHECK (account = vigil.current_account());
+
+ALTER TABLE vigil.vector_records ENABLE ROW LEVEL SECURITY;
+ALTER TABLE vigil.vector_records FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_account ON vigil.vector_records
+    USING (account = vigil.current_account())
+    WITH CHECK (account = vigil.current_account());
+
+-- Term counts reveal words, so they are the account's too: visible through
+-- the databases it can see.
+ALTER TABLE vigil.vector_terms ENABLE ROW LEVEL SECURITY;
+ALTER TABLE vigil.vector_terms FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_account ON vigil.vector_terms
+    USING (EXISTS (SELECT FROM vigil.vector_databases d WHERE d.id = db))
+    WITH CHECK (EXISTS (SELECT FROM vigil.vector_databases d WHERE d.id = db));
+
+-- Admin: every account, its live user keys and its databases.
+CREATE VIEW vigil.account_list AS
+SELECT a.account, a.created_at,
+       (SELECT count(*) FROM vigil.user_keys u
+         WHERE u.account = a.account AND vigil._key_status(u.revoked_at, u.expires_at) = 'active') AS active_user_keys,
+       coalesce((SELECT array_agg(d.name ORDER BY d.name) FROM vigil.vector_databases d
+                  WHERE d.account = a.account), '{}') AS databases
+FROM vigil.accounts a;
+REVOKE ALL ON vigil.account_list FROM PUBLIC;
+
+-- Keeps vector_terms and the databases' counts current as records come, go
+-- or change: one statement-level pass over the transition tables, terms
+-- upserted in key order so concurrent writers lock them in the same order.
+-- Records that leave with their database (a cascade) are skipped: their
+-- counts leave with it.
+CREATE FUNCTION vigil._count_terms() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+AS $$
+BEGIN
+    IF TG_OP IN ('DELETE', 'UPDATE') THEN
+        WITH gone AS (
+            SELECT o.db, t.term, count(*) AS n
+            FROM old_rows o, unnest(tsvector_to_array(o.terms)) AS t (term)
+            WHERE EXISTS (SELECT FROM vector_databases d WHERE d.id = o.db)
+            GROUP BY o.db, t.term
+        ), lowered AS (
+            UPDATE vector_terms v SET records = v.records - g.n
+            FROM gone g WHERE v.db = g.db AND v.term = g.term
+            RETURNING v.db, v.term, v.records
+        )
+        DELETE FROM vector_terms v USING lowered l
+        WHERE v.db = l.db AND v.term = l.term AND l.records <= 0;
+        UPDATE vector_databases d
+        SET records = d.records - s.n, total_length = d.total_length - s.length
+        FROM (SELECT o.db, count(*) AS n, sum(vigil.bm25_length(o.terms)) AS length
+              FROM old_rows o GROUP BY o.db) s
+        WHERE d.id = s.db;
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        INSERT INTO vector_terms AS v (db, term, records)
+        SELECT n.db, t.term, count(*)
+        FROM new_rows n, unnest(tsvector_to_array(n.terms)) AS t (term)
+        GROUP BY n.db, t.term
+        ORDER BY n.db, t.term
+        ON CONFLICT (db, term) DO UPDATE SET records = v.records + excluded.records;
+        UPDATE vector_databases d
+        SET records = d.records + s.n, total_length = d.total_length + s.length
+        FROM (SELECT n.db, count(*) AS n, sum(vigil.bm25_length(n.terms)) AS length
+              FROM new_rows n GROUP BY n.db) s
+        WHERE d.id = s.db;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER count_terms_insert AFTER INSERT ON vigil.vector_records
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION vigil._count_terms();
+CREATE TRIGGER count_terms_update AFTER UPDATE ON vigil.vector_records
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION vigil._count_terms();
+CREATE TRIGGER count_terms_delete AFTER DELETE ON vigil.vector_records
+    REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION vigil._count_terms();
 
 -- `t` as the API's `createdAt`: nanoseconds since the Unix epoch, 19 digits.
 CREATE FUNCTION vigil.epoch_ns(t timestamptz) RETURNS text
@@ -23,6 +163,15 @@ BEGIN
                   HINT = 'call vigil.enter_account(account, user_key, db) first, or as a superuser SET vigil.account';
     END IF;
     RETURN acct;
+END
+$$;
+
+-- ERROR 22023 naming `field`, as every refusal of a bad value is.
+CREATE FUNCTION vigil._refuse(field text, message text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+    RAISE EXCEPTION '%', message USING ERRCODE = 'invalid_parameter_value', COLUMN = field;
 END
 $$;
 
@@ -48,5 +197,388 @@ BEGIN
         WHERE d.account = create_database.account AND d.name = db;
     END IF;
     RETURN NEXT;
+END
+$$;
+
+-- The id of the current account's database `db` (NULL: the setting
+-- vigil.db); 22023 naming dbName when none is given, P0002 when unknown.
+CREATE FUNCTION vigil._database(db text) RETURNS bigint
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil
+AS $$
+DECLARE
+    acct text := vigil._require_account();
+    wanted text := coalesce(db, nullif(current_setting('vigil.db', true), ''));
+    found_id bigint;
+BEGIN
+    IF wanted IS NULL THEN
+        PERFORM vigil._refuse('dbName', 'dbName is required (pass it, or SET vigil.db)');
+    END IF;
+    SELECT d.id INTO found_id FROM vector_databases d WHERE d.account = acct AND d.name = wanted;
+    IF found_id IS NULL THEN
+        RAISE EXCEPTION 'no database "%" in account %', wanted, acct
+            USING ERRCODE = 'no_data_found', COLUMN = 'dbName',
+                  HINT = 'create it with vigil.create_database or POST /createDatabase';
+    END IF;
+    RETURN found_id;
+END
+$$;
+
+-- Deletes the database `db` with all its records; P0002 when unknown.
+CREATE FUNCTION vigil.drop_database(db text DEFAULT NULL)
+RETURNS TABLE (name text, records bigint)
+LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+AS $$
+BEGIN
+    RETURN QUERY
+    DELETE FROM vector_databases d WHERE d.id = vigil._database(db)
+    RETURNING d.name, d.records;
+END
+$$;
+
+-- A checked record for the store functions: 22023 naming `prefix`||field
+-- when `title` or `content` is missing or too long, or `metadata` is not an object.
+CREATE FUNCTION vigil._check_record(prefix text, title text, content text, metadata jsonb) RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+    IF title IS NULL THEN
+        PERFORM vigil._refuse(prefix || 'title', prefix || 'title is required (a string, may be empty)');
+    ELSIF length(title) > 1000 THEN
+        PERFORM vigil._refuse(prefix || 'title', prefix || 'title is longer than 1,000 characters');
+    ELSIF content IS NULL THEN
+        PERFORM vigil._refuse(prefix || 'content', prefix || 'content is required (a string)');
+    ELSIF length(content) > 100000 THEN
+        PERFORM vigil._refuse(prefix || 'content', prefix || 'content is longer than 100,000 characters');
+    ELSIF btrim(title || content) = '' THEN
+        PERFORM vigil._refuse(prefix || 'content', prefix || 'title and content are both empty: nothing to store');
+    ELSIF metadata IS NOT NULL AND jsonb_typeof(metadata) <> 'object' THEN
+        PERFORM vigil._refuse(prefix || 'metadata', prefix || 'metadata must be a JSON object');
+    END IF;
+END
+$$;
+
+-- A record as the store and delete functions return it (a type, not OUT
+-- columns, so their parameters can be called title, content and id).
+CREATE TYPE vigil.vector_record AS (id bigint, title text, content text, metadata jsonb, created_at timestamptz);
+
+-- Stores records given as a JSON array of {title, content, metadata}: all of
+-- them or, when one is refused, none. One model call embeds them all, each
+-- as its title and content. Returns them in the order given.
+CREATE FUNCTION vigil.store_records(records jsonb, db text DEFAULT NULL)
+RETURNS TABLE (id bigint, title text, content text, metadata jsonb, created_at timestamptz)
+LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+AS $$
+#variable_conflict use_column
+DECLARE
+    db_id bigint := vigil._database(db);
+    acct text := vigil.current_account();
+    n integer;
+    i integer := 0;
+    r jsonb;
+BEGIN
+    IF records IS NULL OR jsonb_typeof(records) <> 'array' THEN
+        PERFORM vigil._refuse('records', 'records must be an array of {title, content, metadata}');
+    END IF;
+    n := jsonb_array_length(records);
+    IF n NOT BETWEEN 1 AND 1000 THEN
+        PERFORM vigil._refuse('records', format('records must hold 1 to 1,000 records, not %s', n));
+    END IF;
+    FOR r IN SELECT e FROM jsonb_array_elements(records) AS e LOOP
+        IF jsonb_typeof(r) <> 'object' THEN
+            PERFORM vigil._refuse(format('records[%s]', i), format('records[%s] must be an object', i));
+        END IF;
+        IF jsonb_typeof(r -> 'title') NOT IN ('string', 'null') THEN
+            PERFORM vigil._refuse(format('records[%s].title', i), format('records[%s].title must be a string', i));
+        END IF;
+        IF jsonb_typeof(r -> 'content') NOT IN ('string', 'null') THEN
+            PERFORM vigil._refuse(format('records[%s].content', i), format('records[%s].content must be a string', i));
+        END IF;
+        PERFORM vigil._check_record(format('records[%s].', i), r ->> 'title', r ->> 'content',
+                                    nullif(r -> 'metadata', 'null'));
+        i := i + 1;
+    END LOOP;
+    RETURN QUERY
+    WITH given AS (
+        SELECT e.ord, e.r ->> 'title' AS title, e.r ->> 'content' AS content,
+               coalesce(nullif(e.r -> 'metadata', 'null'), '{}') AS metadata
+        FROM jsonb_array_elements(records) WITH ORDINALITY AS e (r, ord)
+    ), vectors AS (
+        SELECT v.ord, v.embedding
+        FROM vigil.embed(ARRAY(SELECT g.title || E'\n' || g.content FROM given g ORDER BY g.ord))
+             WITH ORDINALITY AS v (embedding, ord)
+    ), stored AS (
+        INSERT INTO vector_records AS s (db, account, title, content, metadata, embedding)
+        SELECT db_id, acct, g.title, g.content, g.metadata, v.embedding
+        FROM given g JOIN vectors v USING (ord)
+        ORDER BY g.ord
+        RETURNING s.id, s.title, s.content, s.metadata, s.created_at
+    )
+    SELECT * FROM stored ORDER BY stored.id;
+END
+$$;
+
+-- Stores one record (see vigil.store_records).
+CREATE FUNCTION vigil.store_record(title text, content text, metadata jsonb DEFAULT '{}', db text DEFAULT NULL)
+RETURNS SETOF vigil.vector_record
+LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+AS $$
+#variable_conflict use_column
+DECLARE
+    db_id bigint := vigil._database(db);
+BEGIN
+    PERFORM vigil._check_record('', title, content, metadata);
+    RETURN QUERY
+    INSERT INTO vector_records AS s (db, account, title, content, metadata, embedding)
+    VALUES (db_id, vigil.current_account(), store_record.title, store_record.content,
+            coalesce(store_record.metadata, '{}'),
+            vigil.embed(store_record.title || E'\n' || store_record.content))
+    RETURNING s.id, s.title, s.content, s.metadata, s.created_at;
+END
+$$;
+
+-- 22023 naming `field` unless 1 <= k <= 1000.
+CREATE FUNCTION vigil._check_limit(k integer, field text DEFAULT 'limit') RETURNS integer
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+    IF k IS NULL OR k NOT BETWEEN 1 AND 1000 THEN
+        PERFORM vigil._refuse(field, format('%s must be 1 to 1000, not %s', field, coalesce(k::text, 'null')));
+    END IF;
+    RETURN k;
+END
+$$;
+
+-- Records of the database in the order they were stored, `lim` of them
+-- from position `start` (0 is the first), with their embeddings.
+CREATE FUNCTION vigil.list_records(start bigint DEFAULT 0, lim integer DEFAULT 10, db text DEFAULT NULL)
+RETURNS TABLE (id bigint, title text, content text, metadata jsonb, created_at timestamptz, embedding real[])
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil
+AS $$
+#variable_conflict use_column
+DECLARE
+    db_id bigint := vigil._database(db);
+BEGIN
+    PERFORM vigil._check_limit(lim);
+    IF start IS NULL OR start < 0 THEN
+        PERFORM vigil._refuse('start', format('start must be 0 or more, not %s', coalesce(start::text, 'null')));
+    END IF;
+    RETURN QUERY
+    SELECT r.id, r.title, r.content, r.metadata, r.created_at, r.embedding
+    FROM vector_records r WHERE r.db = db_id
+    ORDER BY r.id OFFSET start LIMIT lim;
+END
+$$;
+
+-- Deletes record `id` of the database and returns it; P0002 naming `id` when
+-- the database has no such record.
+CREATE FUNCTION vigil.delete_record(id bigint, db text DEFAULT NULL)
+RETURNS SETOF vigil.vector_record
+LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+AS $$
+#variable_conflict use_column
+DECLARE
+    db_id bigint := vigil._database(db);
+BEGIN
+    RETURN QUERY
+    DELETE FROM vector_records r WHERE r.db = db_id AND r.id = delete_record.id
+    RETURNING r.id, r.title, r.content, r.metadata, r.created_at;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no record % in database %', delete_record.id, coalesce(db, current_setting('vigil.db', true))
+            USING ERRCODE = 'no_data_found', COLUMN = 'id';
+    END IF;
+END
+$$;
+
+-- The `k` records of database `db_id` nearest to `query_vector`, with
+-- their cosine similarity. A database too small for the graph to pay, or
+-- so small a share of all records that a filtered graph scan could run out
+-- of steps before finding `k` of them, is scanned exactly instead (a
+-- function call the index cannot serve, instead of the operator).
+CREATE FUNCTION vigil._nearest(db_id bigint, query_vector real[], k integer)
+RETURNS TABLE (id bigint, similarity real)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil
+AS $$
+#variable_conflict use_column
+DECLARE
+    in_db bigint;
+    in_all real;
+BEGIN
+    SELECT d.records INTO in_db FROM vector_databases d WHERE d.id = db_id;
+    SELECT greatest(c.reltuples, 1) INTO in_all FROM pg_class c WHERE c.oid = 'vigil.vector_records'::regclass;
+    IF in_db <= 2000
+       OR k::real * in_all / greatest(in_db, 1) > current_setting('vigil.hnsw_max_scan_tuples')::real / 4 THEN
+        RETURN QUERY
+        SELECT r.id, (1 - vigil.cosine_distance(r.embedding, query_vector))::real
+        FROM vector_records r WHERE r.db = db_id
+        ORDER BY vigil.cosine_distance(r.embedding, query_vector), r.id
+        LIMIT k;
+    ELSE
+        PERFORM set_config('vigil.hnsw_ef_search', greatest(k, 40)::text, true);
+        RETURN QUERY
+        SELECT r.id, (1 - (r.embedding <=> query_vector))::real
+        FROM vector_records r WHERE r.db = db_id
+        ORDER BY r.embedding <=> query_vector
+        LIMIT k;
+    END IF;
+END
+$$;
+
+-- The `k` records of database `db_id` ranked highest by BM25 for `query`,
+-- any of its terms matching. MaxScore: the rarest terms first (records
+-- holding them are few); when the k-th best of those already beats all a
+-- record without them could score, the rest are never read.
+CREATE FUNCTION vigil._keyword_ranked(db_id bigint, query text, k integer)
+RETURNS TABLE (id bigint, score real)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil
+AS $$
+#variable_conflict use_column
+DECLARE
+    n bigint;
+    average real;
+    lexemes text[];
+    dfs bigint[];
+    idfs real[];
+    essential integer;
+    rest real := 0;
+    ids bigint[];
+    scores real[];
+BEGIN
+    SELECT d.records, d.total_length::real / greatest(d.records, 1) INTO n, average
+    FROM vector_databases d WHERE d.id = db_id;
+    SELECT array_agg(t.term ORDER BY t.records, t.term), array_agg(t.records ORDER BY t.records, t.term)
+    INTO lexemes, dfs
+    FROM vector_terms t
+    WHERE t.db = db_id AND t.term = ANY (tsvector_to_array(vigil.search_terms(query))) AND t.records > 0;
+    IF lexemes IS NULL THEN
+        RETURN;
+    END IF;
+    idfs := ARRAY(SELECT vigil.bm25_idf(n, df) FROM unnest(dfs) WITH ORDINALITY AS x (df, i) ORDER BY i);
+    essential := vigil.bm25_essential_terms(dfs, greatest(2000, 20 * k));
+    IF essential < cardinality(lexemes) THEN
+        SELECT sum(vigil.bm25_upper_bound(w)) INTO rest FROM unnest(idfs[essential + 1:]) AS w;
+        SELECT array_agg(x.id ORDER BY x.score DESC, x.id), array_agg(x.score ORDER BY x.score DESC, x.id)
+        INTO ids, scores
+        FROM (SELECT r.id, vigil.bm25_score(r.terms, lexemes, idfs, average) AS score
+              FROM vector_records r
+              WHERE r.db = db_id AND r.terms @@ vigil._any_term(lexemes[:essential])
+              ORDER BY 2 DESC, 1 LIMIT k) x;
+        IF cardinality(ids) = k AND scores[k] > rest THEN
+            RETURN QUERY SELECT * FROM unnest(ids, scores);
+            RETURN;
+        END IF;
+    END IF;
+    RETURN QUERY
+    SELECT r.id, vigil.bm25_score(r.terms, lexemes, idfs, average) AS score
+    FROM vector_records r
+    WHERE r.db = db_id AND r.terms @@ vigil._any_term(lexemes)
+    ORDER BY 2 DESC, 1 LIMIT k;
+END
+$$;
+
+-- A tsquery matching any of `lexemes`, taken as they are (not stemmed again).
+CREATE FUNCTION vigil._any_term(lexemes text[]) RETURNS tsquery
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+    SELECT string_agg('''' || replace(replace(l, '\', '\\'), '''', '''''') || '''', ' | ')::tsquery
+    FROM unnest(lexemes) AS l
+$$;
+
+-- The records most similar in meaning to `query`, with cosine `similarity`.
+CREATE FUNCTION vigil.query_embeddings(query text, db text DEFAULT NULL, k integer DEFAULT 10)
+RETURNS TABLE (id bigint, title text, content text, metadata jsonb, created_at timestamptz, similarity real)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil
+AS $$
+#variable_conflict use_column
+DECLARE
+    db_id bigint := vigil._database(db);
+BEGIN
+    IF query IS NULL THEN
+        PERFORM vigil._refuse('query', 'query is required');
+    END IF;
+    PERFORM vigil._check_limit(k);
+    RETURN QUERY
+    SELECT r.id, r.title, r.content, r.metadata, r.created_at, x.similarity
+    FROM vigil._nearest(db_id, vigil.embed(query), k) x JOIN vector_records r ON r.id = x.id
+    ORDER BY x.similarity DESC, r.id;
+END
+$$;
+
+-- The records ranked highest by BM25 for `query` (any of its words), with `score`.
+CREATE FUNCTION vigil.keyword_search(query text, k integer DEFAULT 10, db text DEFAULT NULL)
+RETURNS TABLE (id bigint, title text, content text, metadata jsonb, created_at timestamptz, score real)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil
+AS $$
+#variable_conflict use_column
+DECLARE
+    db_id bigint := vigil._database(db);
+BEGIN
+    IF query IS NULL THEN
+        PERFORM vigil._refuse('query', 'query is required');
+    END IF;
+    PERFORM vigil._check_limit(k);
+    RETURN QUERY
+    SELECT r.id, r.title, r.content, r.metadata, r.created_at, x.score
+    FROM vigil._keyword_ranked(db_id, query, k) x JOIN vector_records r ON r.id = x.id
+    ORDER BY x.score DESC, r.id;
+END
+$$;
+
+-- Keyword (BM25) and vector search fused, best first, ties by id.
+-- fusion 'rrf' (the default): Reciprocal Rank Fusion, each branch adding
+--   weight / (60 + rank);
+-- fusion 'convex': weighted mean of each branch's score divided by its best
+--   (similarity below 0 counts 0), absent from a branch counting 0.
+-- Each branch fetches more than `k` (at least 50), so a record ranked well
+-- by both but first by neither is still seen.
+CREATE FUNCTION vigil.hybrid_search(
+    query text,
+    k integer,
+    db text DEFAULT NULL,
+    fusion text DEFAULT 'rrf',
+    vector_weight real DEFAULT 1,
+    keyword_weight real DEFAULT 1
+)
+RETURNS TABLE (id bigint, title text, content text, metadata jsonb, created_at timestamptz, score real)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil
+AS $$
+#variable_conflict use_column
+DECLARE
+    db_id bigint := vigil._database(db);
+    fetched integer;
+BEGIN
+    IF query IS NULL THEN
+        PERFORM vigil._refuse('query', 'query is required');
+    END IF;
+    PERFORM vigil._check_limit(k);
+    IF fusion IS NULL OR fusion NOT IN ('rrf', 'convex') THEN
+        PERFORM vigil._refuse('fusion', 'fusion must be ''rrf'' or ''convex''');
+    END IF;
+    IF vector_weight IS NULL OR keyword_weight IS NULL OR vector_weight < 0 OR keyword_weight < 0
+       OR vector_weight + keyword_weight = 0 THEN
+        PERFORM vigil._refuse('weights', 'vector_weight and keyword_weight must be 0 or more, not both 0');
+    END IF;
+    fetched := least(greatest(2 * k, 50), 2000);
+    RETURN QUERY
+    WITH by_vector AS (
+        SELECT v.id, v.similarity, row_number() OVER (ORDER BY v.similarity DESC, v.id) AS rank
+        FROM vigil._nearest(db_id, vigil.embed(query), fetched) v
+    ), by_keyword AS (
+        SELECT w.id, w.score, row_number() OVER (ORDER BY w.score DESC, w.id) AS rank
+        FROM vigil._keyword_ranked(db_id, query, fetched) w
+    ), fused AS (
+        SELECT coalesce(v.id, w.id) AS id,
+               CASE fusion
+               WHEN 'rrf' THEN coalesce(vector_weight / (60 + v.rank), 0)
+                             + coalesce(keyword_weight / (60 + w.rank), 0)
+               ELSE (vector_weight * coalesce(greatest(v.similarity, 0) / nullif(max(v.similarity) OVER (), 0), 0)
+                   + keyword_weight * coalesce(w.score / nullif(max(w.score) OVER (), 0), 0))
+                   / (vector_weight + keyword_weight)
+               END AS score
+        FROM by_vector v FULL JOIN by_keyword w ON v.id = w.id
+    )
+    SELECT r.id, r.title, r.content, r.metadata, r.created_at, f.score::real
+    FROM fused f JOIN vector_records r ON r.id = f.id
+    ORDER BY f.score DESC, r.id
+    LIMIT k;
 END
 $$;
