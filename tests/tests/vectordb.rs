@@ -1,0 +1,838 @@
+//! The vector database over HTTP: the published client's calls, paging,
+//! search by meaning and by rare tokens, isolation between accounts, exact
+//! round trips, and every refusal with its field.
+//!
+//! Each test has accounts of its own, so the tests run in parallel against
+//! the shared cluster.
+
+use std::collections::HashSet;
+
+use reqwest::blocking::Client;
+use serde_json::{json, Value};
+use vigil_e2e::{shared, Env, SidecarOptions};
+
+/// An account with a user key, and the sidecar it calls.
+struct Caller {
+    env: Env,
+    account: String,
+    user_key: String,
+}
+
+/// A new account `name@example.com` with a user key, on the shared sidecar.
+fn caller(name: &str) -> Caller {
+    let env = shared().clone();
+    let account = format!("{name}@example.com");
+    env.admin_ok(&["accounts", "create", &account]);
+    let user_key = env.admin_ok(&["user-keys", "create", &account]);
+    Caller {
+        env,
+        account,
+        user_key,
+    }
+}
+
+impl Caller {
+    /// POSTs the body credentials with `db` and `fields`; (status, JSON body).
+    fn send(&self, path: &str, db: &str, fields: Value) -> (u16, Value) {
+        let mut body = json!({"userKey": self.user_key, "account": self.account, "dbName": db});
+        let own = fields.as_object().expect("fields are an object").clone();
+        body.as_object_mut().unwrap().extend(own);
+        self.send_raw(path, body.to_string())
+    }
+
+    fn send_raw(&self, path: &str, body: String) -> (u16, Value) {
+        let response = Client::new()
+            .post(self.env.url(path))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .expect("request sent");
+        let status = response.status().as_u16();
+        let text = response.text().expect("a body");
+        let body = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{path} {status}: not JSON ({e}): {text}"));
+        (status, body)
+    }
+
+    /// The body of an answer that must have `status`.
+    fn expect(&self, status: u16, path: &str, db: &str, fields: Value) -> Value {
+        let (got, body) = self.send(path, db, fields);
+        assert_eq!(got, status, "{path}: {body}");
+        body
+    }
+
+    fn create(&self, db: &str) {
+        let (status, body) = self.send("/createDatabase", db, json!({}));
+        assert!(status == 201 || status == 200, "{status}: {body}");
+    }
+
+    fn store(&self, db: &str, title: &str, content: &str) -> Value {
+        let stored = self.expect(
+            201,
+            "/storeEmbedding",
+            db,
+            json!({"title": title, "content": content}),
+        );
+        assert_record(&stored);
+        stored
+    }
+
+    /// Stores `(title, content)` pairs in one batch; their ids in order.
+    fn store_all(&self, db: &str, records: &[(&str, &str)]) -> Vec<i64> {
+        let records: Vec<Value> = records
+            .iter()
+            .map(|(title, content)| json!({"title": title, "content": content}))
+            .collect();
+        let stored = self.expect(201, "/storeEmbeddings", db, json!({ "records": records }));
+        let stored = stored.as_array().expect("an array").clone();
+        assert_eq!(stored.len(), records.len());
+        for (given, stored) in records.iter().zip(&stored) {
+            assert_record(stored);
+            assert_eq!(stored["title"], given["title"]);
+            assert_eq!(stored["content"], given["content"]);
+        }
+        stored.iter().map(id).collect()
+    }
+
+    fn list(&self, db: &str, start: i64, limit: i64) -> Vec<Value> {
+        let page = self.expect(
+            200,
+            "/getEmbeddings",
+            db,
+            json!({"start": start, "limit": limit}),
+        );
+        page.as_array().expect("a JSON array").clone()
+    }
+
+    fn count(&self, db: &str) -> usize {
+        self.list(db, 0, 1000).len()
+    }
+
+    fn query(&self, db: &str, query: &str) -> Vec<Value> {
+        let found = self.expect(200, "/queryEmbeddings", db, json!({ "query": query }));
+        let found = found.as_array().expect("a JSON array").clone();
+        for record in &found {
+            assert!(record["similarity"].is_number(), "{record}");
+        }
+        found
+    }
+
+    fn hybrid(&self, db: &str, query: &str, limit: i64) -> Vec<Value> {
+        let found = self.expect(
+            200,
+            "/hybridSearch",
+            db,
+            json!({"query": query, "limit": limit}),
+        );
+        let found = found.as_array().expect("a JSON array").clone();
+        for record in &found {
+            assert!(record["score"].is_number(), "{record}");
+        }
+        found
+    }
+}
+
+fn id(record: &Value) -> i64 {
+    record["id"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no id: {record}"))
+}
+
+/// The record with this id among `records`.
+fn find(records: &[Value], wanted: i64) -> Value {
+    records
+        .iter()
+        .find(|r| id(r) == wanted)
+        .unwrap_or_else(|| panic!("no record {wanted} in {records:?}"))
+        .clone()
+}
+
+fn ids(records: &[Value]) -> Vec<i64> {
+    records.iter().map(id).collect()
+}
+
+/// The shape every record answer shares.
+fn assert_record(record: &Value) {
+    assert!(record["id"].is_i64(), "{record}");
+    assert!(record["title"].is_string(), "{record}");
+    assert!(record["content"].is_string(), "{record}");
+    assert!(record["metadata"].is_object(), "{record}");
+    let created = record["createdAt"].as_str().unwrap_or("");
+    assert!(
+        created.len() == 19 && created.bytes().all(|b| b.is_ascii_digit()),
+        "createdAt: {record}"
+    );
+}
+
+/// Asserts the JSON error of this status, code and field.
+fn assert_error((status, body): (u16, Value), expected: u16, code: &str, field: &str) {
+    assert_eq!(status, expected, "{body}");
+    assert_eq!(body["error"]["code"], code, "{body}");
+    assert_eq!(body["error"]["field"], field, "{body}");
+    assert!(body["error"]["message"].is_string(), "{body}");
+}
+
+fn cut(text: &str, chars: usize) -> String {
+    text.chars().take(chars).collect()
+}
+
+#[test]
+fn the_published_clients_sequence() {
+    let me = caller("client");
+    me.create("kb");
+    let documents = [
+        (
+            "Returns and refunds",
+            "Items can be returned within 30 days of delivery for a full refund to the original payment method.",
+        ),
+        (
+            "Shipping",
+            "Orders ship from our warehouse within two business days; tracking numbers are e-mailed.",
+        ),
+        (
+            "Warranty",
+            "Every appliance carries a two-year warranty covering defects in materials and workmanship.",
+        ),
+        (
+            "A very long title that the client cuts at one hundred characters before it sends it to the server, always",
+            &"Long content that the client cuts at five hundred characters. ".repeat(20),
+        ),
+    ];
+    let mut stored = Vec::new();
+    for (title, content) in &documents {
+        // The client cuts the title to 100 characters and the content to 500.
+        let (title, content) = (cut(title, 100), cut(content, 500));
+        let record = me.store("kb", &title, &content);
+        assert_eq!(record["title"], title.as_str());
+        assert_eq!(record["content"], content.as_str());
+        assert_eq!(record["metadata"], json!({}));
+        stored.push(record);
+    }
+
+    let page = me.list("kb", 0, 10);
+    assert_eq!(ids(&page), ids(&stored), "all four, oldest first");
+    for (listed, stored) in page.iter().zip(&stored) {
+        assert_record(listed);
+        for field in ["title", "content", "metadata", "createdAt"] {
+            assert_eq!(listed[field], stored[field], "{field}");
+        }
+        let embedding = listed["embedding"].as_array().expect("an embedding");
+        assert_eq!(embedding.len(), 384);
+        let norm: f64 = embedding
+            .iter()
+            .map(|x| x.as_f64().expect("numbers").powi(2))
+            .sum();
+        assert!((norm - 1.0).abs() < 1e-3, "unit length: {norm}");
+    }
+
+    // queryEmbeddings with query alone, hybridSearch with query and limit 10.
+    let found = me.query("kb", "can I send the product back and get my money");
+    assert_eq!(found.len(), 4);
+    assert_eq!(id(&found[0]), id(&stored[0]), "{found:?}");
+    let similarities: Vec<f64> = found
+        .iter()
+        .map(|r| r["similarity"].as_f64().unwrap())
+        .collect();
+    assert!(
+        similarities.windows(2).all(|w| w[0] >= w[1]),
+        "{similarities:?}"
+    );
+    found.iter().for_each(assert_record);
+    let found = me.hybrid("kb", "warranty on appliances", 10);
+    assert_eq!(found.len(), 4);
+    assert_eq!(id(&found[0]), id(&stored[2]), "{found:?}");
+    let scores: Vec<f64> = found.iter().map(|r| r["score"].as_f64().unwrap()).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    found.iter().for_each(assert_record);
+}
+
+#[test]
+fn pages_of_1_3_and_7_visit_every_record_once() {
+    let me = caller("paging");
+    me.create("pages");
+    let texts: Vec<(String, String)> = (0..20)
+        .map(|i| {
+            (
+                format!("record {i}"),
+                format!("the content of record number {i}"),
+            )
+        })
+        .collect();
+    let pairs: Vec<(&str, &str)> = texts
+        .iter()
+        .map(|(t, c)| (t.as_str(), c.as_str()))
+        .collect();
+    let stored = me.store_all("pages", &pairs);
+    let mut sorted = stored.clone();
+    sorted.sort();
+    assert_eq!(stored, sorted, "ids rise in the order given");
+
+    for size in [1, 3, 7] {
+        let mut seen = Vec::new();
+        let mut start = 0;
+        loop {
+            let page = me.list("pages", start, size);
+            assert!(page.len() <= size as usize);
+            if page.is_empty() {
+                break;
+            }
+            seen.extend(ids(&page));
+            start += size;
+        }
+        assert_eq!(seen, stored, "page size {size}");
+    }
+    assert!(me.list("pages", 20, 10).is_empty());
+    assert!(me.list("pages", i64::MAX, 10).is_empty());
+}
+
+const VARIED: [(&str, &str); 10] = [
+    (
+        "How to reset your password",
+        "If you forgot your login credentials, open the account settings and choose the recovery option.",
+    ),
+    (
+        "Refund policy",
+        "Money is returned to the original card within fourteen days once we receive the returned item.",
+    ),
+    (
+        "Shipping times",
+        "Parcels usually arrive in three to five business days; express delivery takes one day.",
+    ),
+    (
+        "Office dog",
+        "Our golden retriever visits the office on Fridays and loves chasing tennis balls.",
+    ),
+    (
+        "Quarterly earnings",
+        "Revenue grew twelve percent year over year, driven by subscriptions.",
+    ),
+    (
+        "Volcano",
+        "Lava poured down the mountain slopes and nearby villages were evacuated.",
+    ),
+    (
+        "Chocolate cake",
+        "Mix flour, cocoa, sugar and eggs, then bake at 180 degrees for forty minutes.",
+    ),
+    (
+        "Football final",
+        "The home team scored in extra time to win the championship trophy.",
+    ),
+    (
+        "Installing Python",
+        "Download the interpreter, run the installer and add it to your PATH.",
+    ),
+    (
+        "Meditation",
+        "Sit quietly, close your eyes and focus on slow breathing for ten minutes.",
+    ),
+];
+
+#[test]
+fn a_paraphrase_finds_its_record_first() {
+    let me = caller("paraphrase");
+    me.create("varied");
+    let stored = me.store_all("varied", &VARIED);
+    // No word in common with the record it should find.
+    for (query, index) in [
+        ("I can't sign in because I lost my passcode", 0),
+        (
+            "molten rock flowed from a peak and residents had to flee",
+            5,
+        ),
+        ("a sweet treat with cacao for a birthday party", 6),
+        ("how long until my order shows up at my door", 2),
+    ] {
+        let by_meaning = me.query("varied", query);
+        assert_eq!(
+            id(&by_meaning[0]),
+            stored[index],
+            "queryEmbeddings {query:?}: {by_meaning:?}"
+        );
+        let hybrid = me.hybrid("varied", query, 10);
+        assert_eq!(
+            id(&hybrid[0]),
+            stored[index],
+            "hybridSearch {query:?}: {hybrid:?}"
+        );
+    }
+}
+
+#[test]
+fn an_exact_rare_token_is_found_first_by_hybrid_search() {
+    let me = caller("rare");
+    me.create("tickets");
+    let mut records: Vec<(&str, &str)> = VARIED.to_vec();
+    records.extend([
+        (
+            "Ticket XK-42",
+            "The checkout page times out after the payment step.",
+        ),
+        (
+            "Ticket XK-17",
+            "The search box ignores accents in product names.",
+        ),
+        (
+            "Partnerships",
+            "Write to jane.doe@example.org about partnership inquiries.",
+        ),
+        (
+            "Press",
+            "Write to press@example.org about interviews and press kits.",
+        ),
+    ]);
+    let stored = me.store_all("tickets", &records);
+    for (query, index) in [("XK-42", 10), ("XK-17", 11), ("jane.doe@example.org", 12)] {
+        let found = me.hybrid("tickets", query, 10);
+        assert_eq!(id(&found[0]), stored[index], "{query:?}: {found:?}");
+    }
+
+    // Many common words and one rare one: support tickets that all speak of
+    // customers, orders, payments, pages and errors; the one holding the rare
+    // code wins.
+    me.create("support");
+    let tickets: Vec<(String, String)> = [
+        "the payment page shows an error after the customer places an order",
+        "a customer order failed with a payment error on the checkout page",
+        "the order page shows an error when the customer changes the payment method",
+        "customer sees a blank page and an error instead of the order payment form",
+        "an error on the payment page stops the customer from paying for the order",
+        "the customer was charged twice and the order page shows an error",
+        "error message on the order page when the customer applies a coupon to the payment",
+        "the customer cannot see the order on the account page, only an error",
+        "the payment page times out with an error and the customer order is lost",
+        "customer reports an error on the order page right after the payment step",
+        "order confirmation page shows a payment error although the customer paid",
+        "the customer gets an error on the page where the order payment is retried",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, text)| {
+        // Each ticket has its own code; only ticket 5 is XK-42.
+        let code = if i == 5 {
+            "XK-42".to_owned()
+        } else {
+            format!("QZ-{}", 100 + i)
+        };
+        (format!("Ticket {code}"), format!("{code}: {text}"))
+    })
+    .collect();
+    let pairs: Vec<(&str, &str)> = tickets
+        .iter()
+        .map(|(t, c)| (t.as_str(), c.as_str()))
+        .collect();
+    let stored = me.store_all("support", &pairs);
+    // The query's other words are ticket 0's, word for word.
+    let query = "the payment page shows an error after the customer places an order XK-42";
+    let found = me.hybrid("support", query, 10);
+    assert_eq!(id(&found[0]), stored[5], "{found:?}");
+}
+
+#[test]
+fn accounts_with_the_same_database_name_never_see_each_other() {
+    let alice = caller("alice.isolation");
+    let bob = caller("bob.isolation");
+    alice.create("shared");
+    bob.create("shared");
+    let alices = alice.store_all(
+        "shared",
+        &[
+            ("Alice's secret", "The launch code is tangerine seven."),
+            ("Alice's note", "Buy oat milk and batteries."),
+        ],
+    );
+    let bobs = bob.store_all("shared", &[("Bob's note", "Water the ferns on Sunday.")]);
+
+    assert_eq!(ids(&alice.list("shared", 0, 100)), alices);
+    assert_eq!(ids(&bob.list("shared", 0, 100)), bobs);
+    for query in ["launch code tangerine seven", "Alice's secret"] {
+        assert_eq!(ids(&bob.query("shared", query)), bobs, "{query}");
+        assert_eq!(ids(&bob.hybrid("shared", query, 10)), bobs, "{query}");
+    }
+    assert_error(
+        bob.send("/deleteEmbedding", "shared", json!({"id": alices[0]})),
+        404,
+        "not_found",
+        "id",
+    );
+    assert_eq!(alice.count("shared"), 2, "Alice's records stay");
+    // Alice's user key is not Bob's way in, whatever account he names.
+    let borrowed = Caller {
+        env: bob.env.clone(),
+        account: alice.account.clone(),
+        user_key: bob.user_key.clone(),
+    };
+    let (status, body) = borrowed.send("/getEmbeddings", "shared", json!({}));
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["error"]["code"], "wrong_account", "{body}");
+}
+
+#[test]
+fn an_empty_database_answers_empty_arrays() {
+    let me = caller("empty");
+    me.create("nothing");
+    assert_eq!(
+        me.expect(200, "/getEmbeddings", "nothing", json!({})),
+        json!([])
+    );
+    assert_eq!(
+        me.expect(
+            200,
+            "/queryEmbeddings",
+            "nothing",
+            json!({"query": "anything"})
+        ),
+        json!([])
+    );
+    assert_eq!(
+        me.expect(
+            200,
+            "/hybridSearch",
+            "nothing",
+            json!({"query": "anything", "limit": 10})
+        ),
+        json!([])
+    );
+}
+
+#[test]
+fn unicode_and_metadata_round_trip_exactly() {
+    let me = caller("unicode");
+    me.create("intl");
+    let title = "Grüße, 東京 🚀";
+    let content = "Ünïcödé: ¿qué tal? — «ça va» ∑ 𝔘 👩‍👩‍👧 \"quoted\" \\ back\tslash";
+    let metadata = json!({
+        "tags": ["größe", "東京", "🚀"],
+        "nested": {"n": 1, "f": 1.5, "neg": -7, "t": true, "nil": null,
+                   "deep": {"list": [1, [2, [3]], {"k": "v"}]}},
+        "empty": {},
+        "": "empty key"
+    });
+    let stored = me.expect(
+        201,
+        "/storeEmbedding",
+        "intl",
+        json!({"title": title, "content": content, "metadata": metadata}),
+    );
+    let batch = me.expect(
+        201,
+        "/storeEmbeddings",
+        "intl",
+        json!({"records": [{"title": title, "content": content, "metadata": metadata},
+                           {"title": title, "content": content}]}),
+    );
+    let stored_id = id(&stored);
+    let answers = [
+        stored.clone(),
+        batch[0].clone(),
+        find(&me.list("intl", 0, 10), stored_id),
+        find(&me.query("intl", title), stored_id),
+        find(&me.hybrid("intl", "東京", 10), stored_id),
+        find(&me.list("intl", 0, 10), id(&batch[0])),
+    ];
+    for answer in &answers {
+        assert_eq!(answer["title"], title, "{answer}");
+        assert_eq!(answer["content"], content, "{answer}");
+        assert_eq!(answer["metadata"], metadata, "{answer}");
+    }
+    assert_eq!(batch[1]["metadata"], json!({}), "no metadata is {{}}");
+    // Metadata null is none.
+    let none = me.expect(
+        201,
+        "/storeEmbedding",
+        "intl",
+        json!({"title": "t", "content": "c", "metadata": null}),
+    );
+    assert_eq!(none["metadata"], json!({}));
+    let deleted = me.expect(200, "/deleteEmbedding", "intl", json!({"id": stored["id"]}));
+    assert_eq!(deleted, stored, "the deleted record is the stored one");
+}
+
+#[test]
+fn bad_input_is_refused_naming_the_field() {
+    let me = caller("refusals");
+    me.create("strict");
+    me.store("strict", "one", "the first record");
+    let huge = i64::MAX as f64 * 4.0;
+    for (path, extra) in [
+        ("/getEmbeddings", json!({})),
+        ("/queryEmbeddings", json!({"query": "q"})),
+        ("/hybridSearch", json!({"query": "q"})),
+    ] {
+        for limit in [
+            json!(0),
+            json!(1001),
+            json!(-1),
+            json!("x"),
+            json!(1.5),
+            json!(4_294_967_296_i64),
+            json!(huge),
+        ] {
+            let mut fields = extra.clone();
+            fields["limit"] = limit.clone();
+            let (status, body) = me.send(path, "strict", fields);
+            assert_eq!(status, 400, "{path} limit {limit}: {body}");
+            assert_eq!(body["error"]["field"], "limit", "{path} {limit}: {body}");
+        }
+        let mut fields = extra.clone();
+        fields["limit"] = json!(1000);
+        assert_eq!(me.send(path, "strict", fields).0, 200, "{path} limit 1000");
+    }
+    for start in [json!(-1), json!("x"), json!(huge), json!(i64::MIN)] {
+        let (status, body) = me.send("/getEmbeddings", "strict", json!({ "start": start }));
+        assert_eq!(status, 400, "start {start}: {body}");
+        assert_eq!(body["error"]["field"], "start", "start {start}: {body}");
+    }
+    assert_error(
+        me.send("/getEmbeddings", "strict", json!({"start": -1})),
+        400,
+        "invalid_field",
+        "start",
+    );
+    assert_error(
+        me.send("/getEmbeddings", "strict", json!({"limit": 0})),
+        400,
+        "invalid_field",
+        "limit",
+    );
+    assert_error(
+        me.send("/getEmbeddings", "strict", json!({"limit": "x"})),
+        400,
+        "invalid_json",
+        "limit",
+    );
+
+    // Missing or null required fields.
+    for path in ["/queryEmbeddings", "/hybridSearch"] {
+        assert_error(
+            me.send(path, "strict", json!({})),
+            400,
+            "invalid_field",
+            "query",
+        );
+        assert_error(
+            me.send(path, "strict", json!({"query": null, "limit": 5})),
+            400,
+            "invalid_field",
+            "query",
+        );
+        assert_error(
+            me.send(path, "strict", json!({"query": 7})),
+            400,
+            "invalid_json",
+            "query",
+        );
+    }
+    assert_error(
+        me.send("/storeEmbedding", "strict", json!({"content": "c"})),
+        400,
+        "invalid_field",
+        "title",
+    );
+    assert_error(
+        me.send("/storeEmbedding", "strict", json!({"title": "t"})),
+        400,
+        "invalid_field",
+        "content",
+    );
+    let too_long = "x".repeat(100_001);
+    for (fields, field) in [
+        (json!({"title": "t", "content": too_long}), "content"),
+        (json!({"title": "t".repeat(1001), "content": "c"}), "title"),
+        (json!({"title": "", "content": "  "}), "content"),
+        (
+            json!({"title": "t", "content": "c", "metadata": [1]}),
+            "metadata",
+        ),
+        (
+            json!({"title": "t", "content": "c", "metadata": "text"}),
+            "metadata",
+        ),
+        (json!({"title": 5, "content": "c"}), "title"),
+    ] {
+        let (status, body) = me.send("/storeEmbedding", "strict", fields);
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(body["error"]["field"], field, "{body}");
+    }
+    assert_error(
+        me.send("/deleteEmbedding", "strict", json!({})),
+        400,
+        "invalid_field",
+        "id",
+    );
+    assert_error(
+        me.send("/deleteEmbedding", "strict", json!({"id": huge})),
+        400,
+        "invalid_json",
+        "id",
+    );
+    assert_error(
+        me.send("/deleteEmbedding", "strict", json!({"id": "1"})),
+        400,
+        "invalid_json",
+        "id",
+    );
+
+    // A batch with one bad record writes nothing.
+    let before = me.count("strict");
+    let good = json!({"title": "fine", "content": "a fine record"});
+    let mut no_content = vec![good.clone(); 4];
+    no_content[2] = json!({"title": "no content"});
+    let mut long_content = vec![good.clone(); 4];
+    long_content[2] = json!({"title": "long", "content": too_long});
+    let mut bad_metadata = vec![good.clone(); 4];
+    bad_metadata[3] = json!({"title": "t", "content": "c", "metadata": 5});
+    let mut not_object = vec![good.clone(); 4];
+    not_object[1] = json!("just text");
+    for (records, field) in [
+        (json!(no_content), "records[2].content"),
+        (json!(long_content), "records[2].content"),
+        (json!(bad_metadata), "records[3].metadata"),
+        (json!(not_object), "records[1]"),
+        (json!([]), "records"),
+        (json!(vec![good.clone(); 1001]), "records"),
+    ] {
+        assert_error(
+            me.send("/storeEmbeddings", "strict", json!({ "records": records })),
+            400,
+            "invalid_field",
+            field,
+        );
+    }
+    assert_error(
+        me.send("/storeEmbeddings", "strict", json!({})),
+        400,
+        "invalid_field",
+        "records",
+    );
+    assert_error(
+        me.send(
+            "/storeEmbeddings",
+            "strict",
+            json!({"records": {"title": "t"}}),
+        ),
+        400,
+        "invalid_json",
+        "records",
+    );
+    assert_eq!(me.count("strict"), before, "nothing was written");
+
+    // An unknown database is a 404 naming dbName, at every endpoint.
+    for (path, fields) in [
+        ("/storeEmbedding", json!({"title": "t", "content": "c"})),
+        ("/storeEmbeddings", json!({"records": [good]})),
+        ("/getEmbeddings", json!({})),
+        ("/queryEmbeddings", json!({"query": "q"})),
+        ("/hybridSearch", json!({"query": "q", "limit": 10})),
+        ("/deleteEmbedding", json!({"id": 1})),
+        ("/deleteDatabase", json!({})),
+    ] {
+        assert_error(me.send(path, "nowhere", fields), 404, "not_found", "dbName");
+    }
+    // No dbName at all.
+    let (status, body) = me.send_raw(
+        "/getEmbeddings",
+        json!({"userKey": me.user_key, "account": me.account}).to_string(),
+    );
+    assert_error((status, body), 400, "invalid_field", "dbName");
+    assert_eq!(me.count("strict"), before, "nothing was written");
+}
+
+#[test]
+fn deleting_a_record_and_a_database() {
+    let me = caller("deleting");
+    me.create("temp");
+    let stored = me.store_all(
+        "temp",
+        &[("first", "one"), ("second", "two"), ("third", "three")],
+    );
+    let deleted = me.expect(200, "/deleteEmbedding", "temp", json!({"id": stored[1]}));
+    assert_record(&deleted);
+    assert_eq!(
+        (id(&deleted), &deleted["title"], &deleted["content"]),
+        (stored[1], &json!("second"), &json!("two"))
+    );
+    assert_error(
+        me.send("/deleteEmbedding", "temp", json!({"id": stored[1]})),
+        404,
+        "not_found",
+        "id",
+    );
+    assert_eq!(ids(&me.list("temp", 0, 10)), [stored[0], stored[2]]);
+    assert!(!ids(&me.query("temp", "second two")).contains(&stored[1]));
+    assert!(!ids(&me.hybrid("temp", "second two", 10)).contains(&stored[1]));
+
+    let dropped = me.expect(200, "/deleteDatabase", "temp", json!({}));
+    assert_eq!(dropped, json!({"dbName": "temp", "deletedRecords": 2}));
+    assert_error(
+        me.send("/deleteDatabase", "temp", json!({})),
+        404,
+        "not_found",
+        "dbName",
+    );
+    assert_error(
+        me.send("/getEmbeddings", "temp", json!({})),
+        404,
+        "not_found",
+        "dbName",
+    );
+    // The name can be used again, and starts empty.
+    me.create("temp");
+    assert_eq!(me.count("temp"), 0);
+}
+
+#[test]
+fn batches_have_their_own_body_limit() {
+    let me = caller("limits");
+    me.create("big");
+    // 2 MB: over the 1 MiB of one record's endpoint, within the batch limit.
+    let long = "lorem ipsum dolor sit amet ".repeat(3_700);
+    assert!(long.len() < 100_000 && long.len() > 99_000);
+    let records: Vec<(&str, &str)> = (0..20).map(|_| ("long", long.as_str())).collect();
+    assert_eq!(me.store_all("big", &records).len(), 20);
+    let (status, body) = me.send(
+        "/storeEmbedding",
+        "big",
+        json!({"title": "t", "content": long.repeat(12)}),
+    );
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(body["error"]["code"], "payload_too_large", "{body}");
+
+    // With a small batch limit, the same batch is 413 and writes nothing.
+    let small = shared().with_sidecar(SidecarOptions {
+        args: &["--max-batch-body-bytes", "100000"],
+        ..Default::default()
+    });
+    let on_small = Caller {
+        env: small,
+        account: me.account.clone(),
+        user_key: me.user_key.clone(),
+    };
+    let records: Vec<Value> = (0..20)
+        .map(|_| json!({"title": "long", "content": long}))
+        .collect();
+    let (status, body) = on_small.send("/storeEmbeddings", "big", json!({ "records": records }));
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(body["error"]["code"], "payload_too_large", "{body}");
+    assert_eq!(me.count("big"), 20);
+}
+
+#[test]
+fn every_answer_is_a_distinct_record() {
+    // Ids are unique across databases and accounts.
+    let me = caller("distinct");
+    me.create("a");
+    me.create("b");
+    let a = me.store_all("a", &[("x", "one"), ("y", "two")]);
+    let b = me.store_all("b", &[("x", "one"), ("y", "two")]);
+    let all: HashSet<i64> = a.iter().chain(&b).copied().collect();
+    assert_eq!(all.len(), 4);
+    // A record of one database is not another's.
+    assert_error(
+        me.send("/deleteEmbedding", "b", json!({"id": a[0]})),
+        404,
+        "not_found",
+        "id",
+    );
+    assert_eq!(me.count("a"), 2);
+}
