@@ -202,6 +202,13 @@ fn the_document_is_openapi_3_1_with_every_endpoint_and_the_security_schemes() {
         ("/api/transaction", "post"),
         ("/api/transaction/{transactionId}/feedback", "post"),
         ("/createDatabase", "post"),
+        ("/storeEmbedding", "post"),
+        ("/storeEmbeddings", "post"),
+        ("/getEmbeddings", "post"),
+        ("/queryEmbeddings", "post"),
+        ("/hybridSearch", "post"),
+        ("/deleteEmbedding", "post"),
+        ("/deleteDatabase", "post"),
         ("/openapi.json", "get"),
         ("/metrics", "get"),
     ];
@@ -353,6 +360,56 @@ fn real_answers_of_every_endpoint_match_the_document() {
     let stranger = post("/createDatabase")
         .json(&json!({"userKey": user, "account": "someone@example.com", "dbName": "docs"}));
     assert_eq!(checked("post", "/createDatabase", stranger).0, 403);
+
+    // The vector endpoints: each success, and its refusals.
+    let vector = |path: &str, fields: Value| {
+        let mut body = json!({"userKey": user, "account": "openapi@example.com", "dbName": "docs"});
+        body.as_object_mut()
+            .unwrap()
+            .extend(fields.as_object().unwrap().clone());
+        (path.to_owned(), post(path).json(&body))
+    };
+    let expect = |(path, request): (String, RequestBuilder), status: u16| {
+        let (got, body) = checked("post", &path, request);
+        assert_eq!(got, status, "{path}: {body}");
+        body
+    };
+    let meta = json!({"source": "openapi", "n": [1, {"k": null}]});
+    let one = json!({"title": "Refunds", "content": "Money back in 14 days.", "metadata": meta});
+    let stored = expect(vector("/storeEmbedding", one.clone()), 201);
+    let batch = json!({"records": [one, {"title": "Shipping", "content": "Two days."}]});
+    expect(vector("/storeEmbeddings", batch), 201);
+    let page = expect(
+        vector("/getEmbeddings", json!({"start": 0, "limit": 10})),
+        200,
+    );
+    assert_eq!(page.as_array().map(Vec::len), Some(3), "{page}");
+    let query = json!({"query": "can I get my money back"});
+    expect(vector("/queryEmbeddings", query.clone()), 200);
+    expect(
+        vector("/hybridSearch", json!({"query": "refunds", "limit": 10})),
+        200,
+    );
+    for (path, fields) in [
+        ("/storeEmbedding", json!({"title": "no content"})),
+        ("/storeEmbeddings", json!({"records": []})),
+        ("/getEmbeddings", json!({"limit": 0})),
+        ("/queryEmbeddings", json!({"query": "q", "limit": "x"})),
+        ("/hybridSearch", json!({})),
+        ("/deleteEmbedding", json!({"id": "one"})),
+    ] {
+        expect(vector(path, fields), 400);
+    }
+    let elsewhere = post("/getEmbeddings")
+        .json(&json!({"userKey": user, "account": "openapi@example.com", "dbName": "absent"}));
+    assert_eq!(checked("post", "/getEmbeddings", elsewhere).0, 404);
+    let deleted = expect(vector("/deleteEmbedding", json!({"id": stored["id"]})), 200);
+    assert_eq!(deleted, stored);
+    expect(vector("/deleteEmbedding", json!({"id": stored["id"]})), 404);
+    let anonymous = post("/queryEmbeddings").json(&json!({"dbName": "docs", "query": "q"}));
+    assert_eq!(checked("post", "/queryEmbeddings", anonymous).0, 401);
+    expect(vector("/deleteDatabase", json!({})), 200);
+    expect(vector("/deleteDatabase", json!({})), 404);
 
     assert_eq!(checked("get", "/openapi.json", get("/openapi.json")).0, 200);
     assert_eq!(checked("get", "/metrics", get("/metrics")).0, 200);
