@@ -1,4 +1,5 @@
-//! Vector databases through SQL, as an entered account.
+//! Vector databases through SQL, as an entered account and as the
+//! application role.
 
 #[pgrx::pg_schema]
 mod tests {
@@ -15,6 +16,14 @@ mod tests {
             "SELECT outcome FROM vigil.enter_account('{account}', '{key}', NULL)"
         ));
         assert_eq!(outcome, Ok(Some("ok".into())));
+    }
+
+    fn count(sql: &str) -> i64 {
+        Spi::get_one::<i64>(sql).unwrap().unwrap()
+    }
+
+    fn text(sql: &str) -> String {
+        Spi::get_one::<String>(sql).unwrap().unwrap()
     }
 
     #[pg_test]
@@ -50,5 +59,278 @@ mod tests {
     fn created_at_is_19_digit_nanoseconds() {
         let ns = Spi::get_one::<String>("SELECT vigil.epoch_ns('2026-11-21 10:00:00.123456+00')");
         assert_eq!(ns, Ok(Some("1795255200123456000".into())));
+    }
+
+    #[pg_test]
+    fn records_round_trip_and_term_counts_follow_them() {
+        enter("a@example.com");
+        Spi::run("SELECT vigil.create_database('docs'); SET vigil.db = 'docs'").unwrap();
+        Spi::run(
+            r#"SELECT vigil.store_records('[
+                {"title": "Grüße", "content": "東京 🚀 cats purr", "metadata": {"n": [1, {"x": null}]}},
+                {"title": "Dogs", "content": "dogs bark at cats"},
+                {"title": "Parts", "content": "order XK-42 now"}]')"#,
+        )
+        .unwrap();
+        assert_eq!(
+            text("SELECT title || '|' || content || '|' || metadata::text FROM vigil.list_records(0, 1)"),
+            "Grüße|東京 🚀 cats purr|{\"n\": [1, {\"x\": null}]}"
+        );
+        assert_eq!(
+            count("SELECT records FROM vigil.vector_terms WHERE term = 'cat'"),
+            2
+        );
+        assert_eq!(
+            count("SELECT records FROM vigil.vector_terms WHERE term = 'xk-42'"),
+            1,
+            "the exact token is a term"
+        );
+        assert_eq!(count("SELECT records FROM vigil.vector_databases"), 3);
+        let total = count("SELECT total_length FROM vigil.vector_databases");
+        assert_eq!(
+            total,
+            count("SELECT sum(vigil.bm25_length(terms))::bigint FROM vigil.vector_records")
+        );
+
+        let dogs = count("SELECT id FROM vigil.vector_records WHERE title = 'Dogs'");
+        assert_eq!(
+            text(&format!("SELECT title FROM vigil.delete_record({dogs})")),
+            "Dogs"
+        );
+        assert_eq!(
+            count("SELECT records FROM vigil.vector_terms WHERE term = 'cat'"),
+            1
+        );
+        assert_eq!(
+            count("SELECT count(*) FROM vigil.vector_terms WHERE term = 'bark'"),
+            0,
+            "a term no record holds is gone"
+        );
+        Spi::run("UPDATE vigil.vector_records SET content = 'order XK-43' WHERE title = 'Parts'")
+            .unwrap();
+        assert_eq!(
+            count("SELECT count(*) FROM vigil.vector_terms WHERE term IN ('xk-42', 'now')"),
+            0
+        );
+        assert_eq!(
+            count("SELECT records FROM vigil.vector_terms WHERE term = 'xk-43'"),
+            1
+        );
+        assert_eq!(count("SELECT records FROM vigil.vector_databases"), 2);
+
+        assert_eq!(
+            text("SELECT name || ':' || records FROM vigil.drop_database('docs')"),
+            "docs:2"
+        );
+        assert_eq!(count("SELECT count(*) FROM vigil.vector_terms"), 0);
+        assert_eq!(count("SELECT count(*) FROM vigil.vector_records"), 0);
+    }
+
+    #[pg_test(error = "records[1].content is required (a string)")]
+    fn a_batch_names_the_record_at_fault() {
+        enter("a@example.com");
+        Spi::run("SELECT vigil.create_database('docs')").unwrap();
+        Spi::run(
+            r#"SELECT vigil.store_records('[{"title": "a", "content": "b"}, {"title": "c"}]', 'docs')"#,
+        )
+        .unwrap();
+    }
+
+    #[pg_test(error = "no database \"nope\" in account a@example.com")]
+    fn an_unknown_database_is_not_found() {
+        enter("a@example.com");
+        Spi::run("SELECT * FROM vigil.query_embeddings('x', 'nope')").unwrap();
+    }
+
+    #[pg_test(error = "dbName is required (pass it, or SET vigil.db)")]
+    fn a_database_must_be_named() {
+        enter("a@example.com");
+        Spi::run("SELECT * FROM vigil.hybrid_search('x', 5)").unwrap();
+    }
+
+    #[pg_test(error = "limit must be 1 to 1000, not 1001")]
+    fn limit_is_bounded() {
+        enter("a@example.com");
+        Spi::run("SELECT vigil.create_database('docs')").unwrap();
+        Spi::run("SELECT * FROM vigil.list_records(0, 1001, 'docs')").unwrap();
+    }
+
+    #[pg_test(error = "start must be 0 or more, not -1")]
+    fn start_is_not_negative() {
+        enter("a@example.com");
+        Spi::run("SELECT vigil.create_database('docs')").unwrap();
+        Spi::run("SELECT * FROM vigil.list_records(-1, 10, 'docs')").unwrap();
+    }
+
+    /// Records with made-up embeddings and words (no model), straight into
+    /// the table: `n` of them in database `db` of the entered account.
+    fn fill(db: &str, n: i64) -> i64 {
+        Spi::run(&format!("SELECT vigil.create_database('{db}')")).unwrap();
+        Spi::run(&format!(
+            "INSERT INTO vigil.vector_records (db, account, title, content, embedding)
+             SELECT vigil._database('{db}'), vigil.current_account(), 'r' || i,
+                    -- word w<j> appears in about 1 of j records: rare and common words
+                    (SELECT string_agg('w' || j, ' ') FROM generate_series(1, 60) j
+                      WHERE (i * 7919 + j * 104729) % j = 0 OR j % 13 = i % 13),
+                    ARRAY(SELECT sin(i * 0.37 + d * (1 + i % 7))::real FROM generate_series(1, 384) d)
+             FROM generate_series(1, {n}) i"
+        ))
+        .unwrap();
+        count(&format!("SELECT vigil._database('{db}')"))
+    }
+
+    #[pg_test]
+    fn nearest_returns_k_of_its_own_database_on_both_paths() {
+        enter("a@example.com");
+        let big = fill("big", 2500);
+        let small = fill("small", 40);
+        let q = "ARRAY(SELECT cos(d * 0.5)::real FROM generate_series(1, 384) d)";
+        for (db, k) in [(small, 30), (big, 50)] {
+            let found = count(&format!(
+                "SELECT count(*) FROM vigil._nearest({db}, {q}, {k}) x
+                 JOIN vigil.vector_records r ON r.id = x.id AND r.db = {db}"
+            ));
+            assert_eq!(found, k, "{db}");
+            // Against an exact scan of the same database.
+            let overlap = count(&format!(
+                "SELECT count(*) FROM vigil._nearest({db}, {q}, {k}) x
+                 WHERE x.id IN (SELECT id FROM vigil.vector_records WHERE db = {db}
+                                ORDER BY vigil.cosine_distance(embedding, {q}) LIMIT {k})"
+            ));
+            assert!(overlap * 10 >= k * 9, "{db}: recall {overlap}/{k}");
+        }
+        // The graph itself, filtered to the small database, still yields k.
+        Spi::run("SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off").unwrap();
+        let through_index = count(&format!(
+            "SELECT count(*) FROM (SELECT id FROM vigil.vector_records WHERE db = {small}
+             ORDER BY embedding OPERATOR(vigil.<=>) {q} LIMIT 30) x"
+        ));
+        assert_eq!(through_index, 30);
+    }
+
+    #[pg_test]
+    fn keyword_ranking_stops_early_only_when_exact() {
+        enter("a@example.com");
+        let db = fill("kw", 3000);
+        // Rare and common words together; and common words alone.
+        for query in ["w59 w2 w3 w4", "w1 w2 w3", "w47 w53 w5 w6 w7 w8", "w13"] {
+            let fast = text(&format!(
+                "SELECT string_agg(id || ':' || round(score::numeric, 4), ' ')
+                 FROM vigil._keyword_ranked({db}, '{query}', 10)"
+            ));
+            // Every matching record scored, no early stop.
+            let all = text(&format!(
+                "WITH s AS (
+                     SELECT d.records AS n, (d.total_length::real / d.records)::real AS avg,
+                            array_agg(t.term ORDER BY t.records, t.term) AS lex,
+                            array_agg(vigil.bm25_idf(d.records, t.records) ORDER BY t.records, t.term) AS idf
+                     FROM vigil.vector_databases d JOIN vigil.vector_terms t ON t.db = d.id
+                     WHERE d.id = {db} AND t.term = ANY (tsvector_to_array(vigil.search_terms('{query}')))
+                     GROUP BY d.records, d.total_length)
+                 SELECT string_agg(id || ':' || round(score::numeric, 4), ' ') FROM (
+                     SELECT r.id, vigil.bm25_score(r.terms, s.lex, s.idf, s.avg) AS score
+                     FROM vigil.vector_records r, s
+                     WHERE r.db = {db} AND r.terms @@ vigil._any_term(s.lex)
+                     ORDER BY 2 DESC, 1 LIMIT 10) x"
+            ));
+            assert_eq!(fast, all, "{query}");
+        }
+    }
+
+    #[pg_test]
+    fn identifiers_and_rare_words_win() {
+        enter("a@example.com");
+        Spi::run("SELECT vigil.create_database('tickets'); SET vigil.db = 'tickets'").unwrap();
+        Spi::run(
+            r#"SELECT vigil.store_records('[
+                {"title": "Late order", "content": "The customer placed an order that was shipped today but arrived late."},
+                {"title": "Refund", "content": "The customer asked for a refund of the order shipped today."},
+                {"title": "Address", "content": "The customer changed the shipping address of the order placed today."},
+                {"title": "Inventory", "content": "Warehouse count of part XK-42 is below the reorder threshold."},
+                {"title": "Poetry", "content": "A zeugma yokes two words with one verb, as in she broke his car and his heart."}]')"#,
+        )
+        .unwrap();
+        // Common words are common: twenty more orders.
+        Spi::run(
+            "SELECT vigil.store_records((SELECT jsonb_agg(jsonb_build_object('title', 'Order ' || i,
+                 'content', 'The customer placed order ' || i || ', shipped today.'))
+             FROM generate_series(1, 20) i))",
+        )
+        .unwrap();
+        let first = |search: &str| text(&format!("SELECT title FROM {search} LIMIT 1"));
+        let query = "the customer placed an order that was shipped today";
+        assert_eq!(
+            first(&format!("vigil.hybrid_search('{query} XK-42', 5)")),
+            "Inventory",
+            "the part number wins over the meaning of the rest"
+        );
+        assert_eq!(
+            first(&format!("vigil.keyword_search('{query} zeugma')")),
+            "Poetry",
+            "one rare word outweighs many common ones"
+        );
+        assert_eq!(
+            first("vigil.query_embeddings('money back for a purchase')"),
+            "Refund",
+            "a paraphrase finds its record"
+        );
+    }
+
+    #[pg_test]
+    fn accounts_never_see_each_others_records_as_the_app_role() {
+        Spi::run("CREATE ROLE vigil_test_vec NOSUPERUSER NOBYPASSRLS").unwrap();
+        Spi::run("GRANT USAGE ON SCHEMA vigil TO vigil_test_vec").unwrap();
+        Spi::run(
+            "GRANT SELECT, INSERT, UPDATE, DELETE ON vigil.vector_databases, vigil.vector_records,
+             vigil.vector_terms TO vigil_test_vec",
+        )
+        .unwrap();
+        Spi::run(
+            "GRANT EXECUTE ON FUNCTION vigil.enter_account(text, text, text) TO vigil_test_vec",
+        )
+        .unwrap();
+        let mut keys = Vec::new();
+        for account in ["a@example.com", "b@example.com"] {
+            Spi::run(&format!("SELECT vigil.create_account('{account}')")).unwrap();
+            keys.push(text(&format!(
+                "SELECT key FROM vigil.create_user_key('{account}')"
+            )));
+        }
+        Spi::run("SET ROLE vigil_test_vec").unwrap();
+        let as_account = |account: &str, key: &str| {
+            assert_eq!(
+                text(&format!(
+                    "SELECT outcome FROM vigil.enter_account('{account}', '{key}', 'shared')"
+                )),
+                "ok"
+            );
+            Spi::run("SELECT vigil.create_database('shared'); SET vigil.db = 'shared'").unwrap();
+        };
+        as_account("a@example.com", &keys[0]);
+        Spi::run("SELECT vigil.store_record('secret', 'alpha quokka plans')").unwrap();
+        as_account("b@example.com", &keys[1]);
+        Spi::run("SELECT vigil.store_record('mine', 'beta wombat notes')").unwrap();
+        assert_eq!(count("SELECT count(*) FROM vigil.vector_records"), 1);
+        assert_eq!(count("SELECT count(*) FROM vigil.list_records(0, 100)"), 1);
+        for (search, expected) in [
+            ("vigil.query_embeddings('alpha quokka plans')", "mine"),
+            ("vigil.hybrid_search('alpha quokka plans', 10)", "mine"),
+            ("vigil.keyword_search('alpha quokka plans')", ""),
+            ("vigil.keyword_search('beta wombat')", "mine"),
+        ] {
+            assert_eq!(
+                text(&format!(
+                    "SELECT coalesce(string_agg(title, ','), '') FROM {search}"
+                )),
+                expected,
+                "{search}"
+            );
+        }
+        assert_eq!(
+            count("SELECT count(*) FROM vigil.vector_terms WHERE term = 'quokka'"),
+            0,
+            "A's words are not B's to see"
+        );
+        Spi::run("RESET ROLE").unwrap();
     }
 }

@@ -40,7 +40,7 @@ CREATE TABLE vigil.vector_records (
     content    text NOT NULL,
     metadata   jsonb NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(metadata) = 'object'),
     created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
-    embedding  real[] NOT NULL,
+    embedding  real[] NOT NULL CHECK (cardinality(embedding) = 384),
     terms      tsvector NOT NULL GENERATED ALWAYS AS (vigil.search_terms(title || ' ' || content)) STORED,
     FOREIGN KEY (db, account) REFERENCES vigil.vector_databases (id, account) ON DELETE CASCADE
 );
@@ -100,18 +100,17 @@ LANGUAGE plpgsql SET search_path = pg_catalog, vigil
 AS $$
 BEGIN
     IF TG_OP IN ('DELETE', 'UPDATE') THEN
-        WITH gone AS (
-            SELECT o.db, t.term, count(*) AS n
-            FROM old_rows o, unnest(tsvector_to_array(o.terms)) AS t (term)
-            WHERE EXISTS (SELECT FROM vector_databases d WHERE d.id = o.db)
-            GROUP BY o.db, t.term
-        ), lowered AS (
-            UPDATE vector_terms v SET records = v.records - g.n
-            FROM gone g WHERE v.db = g.db AND v.term = g.term
-            RETURNING v.db, v.term, v.records
-        )
-        DELETE FROM vector_terms v USING lowered l
-        WHERE v.db = l.db AND v.term = l.term AND l.records <= 0;
+        -- Two statements: one cannot delete the rows it has just updated.
+        UPDATE vector_terms v SET records = v.records - g.n
+        FROM (SELECT o.db, t.term, count(*) AS n
+              FROM old_rows o, unnest(tsvector_to_array(o.terms)) AS t (term)
+              WHERE EXISTS (SELECT FROM vector_databases d WHERE d.id = o.db)
+              GROUP BY o.db, t.term) g
+        WHERE v.db = g.db AND v.term = g.term;
+        DELETE FROM vector_terms v
+        USING (SELECT DISTINCT o.db, t.term
+               FROM old_rows o, unnest(tsvector_to_array(o.terms)) AS t (term)) g
+        WHERE v.db = g.db AND v.term = g.term AND v.records <= 0;
         UPDATE vector_databases d
         SET records = d.records - s.n, total_length = d.total_length - s.length
         FROM (SELECT o.db, count(*) AS n, sum(vigil.bm25_length(o.terms)) AS length
@@ -525,7 +524,9 @@ $$;
 
 -- Keyword (BM25) and vector search fused, best first, ties by id.
 -- fusion 'rrf' (the default): Reciprocal Rank Fusion, each branch adding
---   weight / (60 + rank);
+--   weight / (60 + rank); records holding an exact token of the query (a part
+--   number, an e-mail address: vigil.exact_tokens) form a third branch, at
+--   the keyword weight, so an identifier wins over meaning;
 -- fusion 'convex': weighted mean of each branch's score divided by its best
 --   (similarity below 0 counts 0), absent from a branch counting 0.
 -- Each branch fetches more than `k` (at least 50), so a record ranked well
@@ -565,16 +566,22 @@ BEGIN
     ), by_keyword AS (
         SELECT w.id, w.score, row_number() OVER (ORDER BY w.score DESC, w.id) AS rank
         FROM vigil._keyword_ranked(db_id, query, fetched) w
+    ), by_exact_token AS (
+        SELECT w.id, row_number() OVER (ORDER BY w.score DESC, w.id) AS rank
+        FROM by_keyword w JOIN vector_records r ON r.id = w.id
+        WHERE r.terms @@ vigil._any_term(vigil.exact_tokens(query))
     ), fused AS (
         SELECT coalesce(v.id, w.id) AS id,
                CASE fusion
                WHEN 'rrf' THEN coalesce(vector_weight / (60 + v.rank), 0)
                              + coalesce(keyword_weight / (60 + w.rank), 0)
+                             + coalesce(keyword_weight / (60 + e.rank), 0)
                ELSE (vector_weight * coalesce(greatest(v.similarity, 0) / nullif(max(v.similarity) OVER (), 0), 0)
                    + keyword_weight * coalesce(w.score / nullif(max(w.score) OVER (), 0), 0))
                    / (vector_weight + keyword_weight)
                END AS score
         FROM by_vector v FULL JOIN by_keyword w ON v.id = w.id
+        LEFT JOIN by_exact_token e ON e.id = w.id
     )
     SELECT r.id, r.title, r.content, r.metadata, r.created_at, f.score::real
     FROM fused f JOIN vector_records r ON r.id = f.id
