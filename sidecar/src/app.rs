@@ -3,17 +3,18 @@
 //! Routes are registered through utoipa-axum, so each one is in the OpenAPI
 //! document (`openapi`) with the types of its handler. Layers, outermost
 //! first: request id, metrics, tracing, CORS (when origins are allowed), JSON
-//! rendering of foreign errors, timeout; then per route, the body limit.
+//! rendering of foreign errors, time limit (longer for the batch store); then per route, the body limit.
 //! CORS sits outside the error rendering so errors carry its headers, and
 //! metrics outside everything but the request id so they count every answer.
 
-use axum::error_handling::HandleErrorLayer;
-use axum::extract::{DefaultBodyLimit, Request};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderName, StatusCode};
-use axum::response::IntoResponse;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{middleware, BoxError, Router};
+use axum::{middleware, Router};
 use std::sync::Arc;
+use std::time::Duration;
 
 use tower::ServiceBuilder;
 use tower_http::limit::RequestBodyLimitLayer;
@@ -75,13 +76,36 @@ pub fn router(state: AppState, args: &ServeArgs) -> Result<Router, String> {
                 )
                 .option_layer(cors)
                 .layer(middleware::map_response(render_foreign_errors))
-                .layer(HandleErrorLayer::new(|_: BoxError| async {
-                    ApiError::timeout().into_response()
-                }))
-                .timeout(args.request_timeout())
+                .layer(middleware::from_fn_with_state(
+                    Timeouts {
+                        request: args.request_timeout(),
+                        batch: args.batch_timeout(),
+                    },
+                    time_limit,
+                ))
                 // The per-route RequestBodyLimitLayer is the limit.
                 .layer(DefaultBodyLimit::disable()),
         ))
+}
+
+/// How long a request may take before it is answered 503: one limit for
+/// all, and a longer one for the batch store, which embeds up to 1,000 records.
+#[derive(Clone, Copy)]
+struct Timeouts {
+    request: Duration,
+    batch: Duration,
+}
+
+async fn time_limit(State(limits): State<Timeouts>, request: Request, next: Next) -> Response {
+    let limit = if request.uri().path() == "/storeEmbeddings" {
+        limits.batch
+    } else {
+        limits.request
+    };
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::timeout().into_response(),
+    }
 }
 
 /// The log span of a request: method, path and request id. Never headers, query

@@ -54,6 +54,11 @@ pub struct ServeArgs {
     #[arg(long, env = "VIGIL_REQUEST_TIMEOUT_MS", default_value_t = 10_000)]
     pub request_timeout_ms: u64,
 
+    /// Longest a `POST /storeEmbeddings` may take, in milliseconds: it embeds
+    /// up to 1,000 records (about 40 s for 1,000 of 500 characters on 2 cores).
+    #[arg(long, env = "VIGIL_BATCH_TIMEOUT_MS", default_value_t = 300_000)]
+    pub batch_timeout_ms: u64,
+
     #[command(flatten)]
     pub tls: TlsArgs,
 
@@ -114,5 +119,9 @@ pub struct LimitArgs {
 impl ServeArgs {
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.request_timeout_ms)
+    }
+
+    pub fn batch_timeout(&self) -> Duration {
+        Duration::from_millis(self.batch_timeout_ms)
     }
 }
