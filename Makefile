@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help setup build run stop reset test bench-embed bench-risk bench-hnsw
+.PHONY: help setup build run stop reset test bench-embed bench-risk bench-hnsw bench-vectordb
 
 help:
 	@echo "make run          set up, build, start PostgreSQL + the sidecar (Ctrl-C to stop)"
@@ -12,6 +12,7 @@ help:
 	@echo "make bench-embed  embedding throughput: in-database vs raw ONNX Runtime"
 	@echo "make bench-risk   risk assessments per second: in-database and over HTTP (wrk)"
 	@echo "make bench-hnsw   vigil_hnsw vector index: recall@10 and queries/s vs an exact scan"
+	@echo "make bench-vectordb  vector database over HTTP: storing vs raw embedding, search p50/p99 at 100,000 records"
 
 setup:
 	scripts/setup.sh
@@ -41,3 +42,6 @@ bench-risk: build
 
 bench-hnsw: build
 	scripts/bench-hnsw.sh
+
+bench-vectordb: build
+	scripts/bench-vectordb.sh

@@ -524,9 +524,10 @@ $$;
 
 -- Keyword (BM25) and vector search fused, best first, ties by id.
 -- fusion 'rrf' (the default): Reciprocal Rank Fusion, each branch adding
---   weight / (60 + rank); records holding an exact token of the query (a part
---   number, an e-mail address: vigil.exact_tokens) form a third branch, at
---   the keyword weight, so an identifier wins over meaning;
+--   weight / (60 + rank); records holding an identifier of the query (an
+--   exact token with a digit or a joiner other than "-": a part number, an
+--   e-mail address) form a third branch, at the keyword weight, so an
+--   identifier wins over meaning;
 -- fusion 'convex': weighted mean of each branch's score divided by its best
 --   (similarity below 0 counts 0), absent from a branch counting 0.
 -- Each branch fetches more than `k` (at least 50), so a record ranked well
@@ -569,7 +570,9 @@ BEGIN
     ), by_exact_token AS (
         SELECT w.id, row_number() OVER (ORDER BY w.score DESC, w.id) AS rank
         FROM by_keyword w JOIN vector_records r ON r.id = w.id
-        WHERE r.terms @@ vigil._any_term(vigil.exact_tokens(query))
+        WHERE r.terms @@ vigil._any_term(ARRAY(
+                  -- identifiers: with a digit or a joiner other than "-" (not "open-source")
+                  SELECT t FROM unnest(vigil.exact_tokens(query)) AS t WHERE t ~ '[0-9@_/:#+.]'))
     ), fused AS (
         SELECT coalesce(v.id, w.id) AS id,
                CASE fusion

@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""`make bench-vectordb`'s driver: storing and searching over real HTTP.
+
+Run by scripts/bench-vectordb.sh with a cluster and a sidecar up; reads
+VIGIL_HTTP, VIGIL_USER_KEY, VIGIL_ACCOUNT and PSQL (a command line that runs
+psql as the superuser on the bench cluster).
+
+1. Records: paragraphs of Debian package long descriptions (all packages,
+   deduplicated, content cut to 500 characters as the published client cuts
+   it), title the package's short description; the first BENCH_RECORDS.
+2. Storing, same texts both ways: BENCH_SAMPLE records through
+   /storeEmbeddings in batches of 100 from one client, against the raw
+   baseline of vigil.embed(text[]) over the same texts in the same batches on
+   one connection (the model call alone, nothing stored).
+3. The rest stored by 2 clients at once (the machine's cores).
+4. Searching: /queryEmbeddings and /hybridSearch (limit 10), 16 clients at
+   once, BENCH_QUERIES requests each, queries from queries.tsv; p50, p99 and
+   requests per second. Then the same in a database holding 1% as many
+   records as the big one, which must still answer `limit` records.
+"""
+
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(__file__))
+import corpus  # noqa: E402
+
+RECORDS = int(os.environ.get("BENCH_RECORDS", "100000"))
+SAMPLE = int(os.environ.get("BENCH_SAMPLE", "1000"))
+QUERIES = int(os.environ.get("BENCH_QUERIES", "1600"))
+CLIENTS = 16
+BASE = urllib.parse.urlparse(os.environ["VIGIL_HTTP"])
+CREDS = {"userKey": os.environ["VIGIL_USER_KEY"], "account": os.environ["VIGIL_ACCOUNT"]}
+PSQL = os.environ["PSQL"].split()
+
+
+def records():
+    dump = subprocess.run(["apt-cache", "dumpavail"], check=True, stdout=subprocess.PIPE).stdout
+    translations = None
+    seen, out = set(), []
+    stanzas = sorted(
+        (st for st in corpus.parse_stanzas(dump.decode("utf-8", "replace")) if st.get("Description")),
+        key=lambda st: st.get("Package", ""),
+    )
+    for st in stanzas:
+        title, lines = corpus.split_description(st["Description"])
+        if not any(line.strip() for line in lines):
+            if translations is None:
+                translations = corpus.load_translations()
+            lines = translations.get(st.get("Description-md5", ""), [])
+        for paragraph in corpus.long_to_text(lines).split("\n\n"):
+            content = paragraph.strip()[:500]
+            if len(content) < 80 or content in seen:
+                continue
+            seen.add(content)
+            out.append({"title": title[:100], "content": content, "metadata": {"package": st.get("Package")}})
+            if len(out) == RECORDS:
+                return out
+    sys.exit(f"only {len(out)} distinct paragraphs; set BENCH_RECORDS lower")
+
+
+def post(conn, path, body):
+    conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    data = resp.read()
+    if resp.status >= 300:
+        raise RuntimeError(f"{path}: {resp.status} {data[:300]!r}")
+    return json.loads(data)
+
+
+def connect():
+    return http.client.HTTPConnection(BASE.hostname, BASE.port, timeout=600)
+
+
+def store(db, batch):
+    post(connect(), "/storeEmbeddings", {**CREDS, "dbName": db, "records": batch})
+
+
+def store_all(db, recs, clients):
+    """Stores `recs` in batches of 100 from `clients` threads; returns seconds."""
+    batches = [recs[i : i + 100] for i in range(0, len(recs), 100)]
+    lock = threading.Lock()
+
+    def work():
+        conn = connect()
+        while True:
+            with lock:
+                if not batches:
+                    return
+                batch = batches.pop(0)
+            post(conn, "/storeEmbeddings", {**CREDS, "dbName": db, "records": batch})
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=work) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - start
+
+
+def raw_embed(recs):
+    """Seconds vigil.embed(text[]) takes over `recs` in batches of 100, one connection."""
+    script = ["\\timing on"]
+    for i in range(0, len(recs), 100):
+        texts = [r["title"] + "\n" + r["content"] for r in recs[i : i + 100]]
+        script.append(
+            "SELECT count(*) FROM vigil.embed(ARRAY(SELECT jsonb_array_elements_text($b$%s$b$::jsonb)));"
+            % json.dumps(texts)
+        )
+    out = subprocess.run(PSQL, input="\n".join(script), text=True, check=True, stdout=subprocess.PIPE).stdout
+    return sum(float(line.split()[1]) for line in out.splitlines() if line.startswith("Time:")) / 1000
+
+
+def latencies(path, db, queries, count):
+    """p50 and p99 in ms, and requests per second, of `count` requests from 16 clients."""
+    lock = threading.Lock()
+    todo = list(range(count))
+    times, results = [], []
+
+    def work():
+        conn = connect()
+        while True:
+            with lock:
+                if not todo:
+                    return
+                i = todo.pop()
+            body = {**CREDS, "dbName": db, "query": queries[i % len(queries)], "limit": 10}
+            t0 = time.perf_counter()
+            answer = post(conn, path, body)
+            elapsed = time.perf_counter() - t0
+            with lock:
+                times.append(elapsed * 1000)
+                results.append(len(answer))
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=work) for _ in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - start
+    times.sort()
+    return (
+        statistics.median(times),
+        times[min(len(times) - 1, int(len(times) * 0.99))],
+        count / wall,
+        min(results),
+    )
+
+
+def main():
+    print(f"records: {RECORDS} paragraphs of Debian package descriptions", flush=True)
+    recs = records()
+    conn = connect()
+    for db in ("bench", "small"):
+        try:
+            post(conn, "/deleteDatabase", {**CREDS, "dbName": db})
+        except RuntimeError:
+            pass
+        post(conn, "/createDatabase", {**CREDS, "dbName": db})
+
+    sample = recs[:SAMPLE]
+    raw = raw_embed(sample)
+    stored = store_all("bench", sample, 1)
+    print(
+        f"RESULT store {SAMPLE} records, one client, batches of 100: {SAMPLE / stored:.1f} records/s; "
+        f"raw vigil.embed(text[]) same texts and batches: {SAMPLE / raw:.1f} texts/s; ratio {raw / stored:.2f}",
+        flush=True,
+    )
+    rest = recs[SAMPLE:]
+    seconds = store_all("bench", rest, 2)
+    print(f"RESULT store {len(rest)} more records, two clients: {len(rest) / seconds:.1f} records/s "
+          f"({seconds / 60:.1f} min)", flush=True)
+    small = recs[: max(RECORDS // 100, 10)]
+    store_all("small", small, 2)
+    subprocess.run(PSQL, input="VACUUM ANALYZE vigil.vector_records; VACUUM ANALYZE vigil.vector_terms;",
+                   text=True, check=True, stdout=subprocess.DEVNULL)
+
+    queries = [line.split("\t", 1)[1] for line in open(os.path.join(os.path.dirname(__file__), "queries.tsv"))
+               .read().splitlines()[1:]]
+    for db, n in (("bench", RECORDS), ("small", len(small))):
+        for path in ("/queryEmbeddings", "/hybridSearch"):
+            latencies(path, db, queries, 2 * CLIENTS)  # warm-up
+            p50, p99, rate, fewest = latencies(path, db, queries, QUERIES)
+            print(f"RESULT {path} over {n} records ({db}), {CLIENTS} clients, {QUERIES} requests: "
+                  f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, {rate:.0f} requests/s, fewest results {fewest}",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()

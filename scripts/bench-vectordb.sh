@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# `make bench-vectordb`: the vector database over real HTTP, on a cluster of its
+# own (.vigil/bench-vectordb, port 28818, shared_buffers 1GB) and a sidecar in
+# front of it: storing BENCH_RECORDS (default 100,000) records through
+# /storeEmbeddings against the raw vigil.embed batch throughput, then p50/p99
+# of /queryEmbeddings and /hybridSearch with 16 concurrent clients, in the big
+# database and in one holding 1% as many records. bench/vectordb/bench.py says
+# how each figure is made. Storing 100,000 records embeds them all: on 2 cores,
+# about an hour.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+port="${BENCH_PG_PORT:-28818}"
+http_port="${BENCH_HTTP_PORT:-28819}"
+dir="$VIGIL_STATE/bench-vectordb"
+mkdir -p "$VIGIL_STATE"
+
+# The records are paragraphs of Debian's package descriptions, whose long text
+# is in apt's English translation index (this image's apt leaves it out).
+if ! ls /var/lib/apt/lists/*_i18n_Translation-en* >/dev/null 2>&1; then
+    step "fetching apt's English package descriptions (apt-get update -o Acquire::Languages=en)"
+    "${SUDO[@]}" apt-get update -qq -o Acquire::Languages=en >/dev/null
+fi
+
+cluster="$("$VIGIL_ROOT/scripts/pg-cluster.sh" up "$dir" "$port")"
+sidecar=""
+trap '[ -z "$sidecar" ] || kill "$sidecar" 2>/dev/null || true; "$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir"' EXIT
+psql() { "$VIGIL_ROOT/scripts/pg-cluster.sh" psql "$dir" -X -q -At "$@"; }
+if [ "$(psql -c "SHOW shared_buffers")" != "1GB" ]; then
+    step "tuning the bench cluster (shared_buffers 1GB, max_wal_size 8GB; restart)"
+    psql -c "ALTER SYSTEM SET shared_buffers = '1GB'" -c "ALTER SYSTEM SET max_wal_size = '8GB'"
+    "$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir"
+    cluster="$("$VIGIL_ROOT/scripts/pg-cluster.sh" up "$dir" "$port")"
+fi
+export DATABASE_URL="$(sed -n 's/^DATABASE_URL=//p' <<<"$cluster")"
+export VIGIL_ADMIN_DATABASE_URL="$(sed -n 's/^ADMIN_DATABASE_URL=//p' <<<"$cluster")"
+bin="$VIGIL_ROOT/target/release/vigil-sidecar"
+
+account="bench@example.com"
+"$bin" accounts create "$account" >/dev/null
+VIGIL_USER_KEY="$("$bin" user-keys create "$account")"
+export VIGIL_USER_KEY VIGIL_ACCOUNT="$account" VIGIL_HTTP="http://127.0.0.1:$http_port"
+export PSQL="$VIGIL_ROOT/scripts/pg-cluster.sh psql $dir -X -q -At"
+
+VIGIL_HTTP_ADDR="127.0.0.1:$http_port" "$bin" serve --pool-size 18 2>"$dir/sidecar.log" &
+sidecar=$!
+for _ in $(seq 50); do curl -fs "$VIGIL_HTTP/healthz" >/dev/null && break; sleep 0.2; done
+
+python3 "$VIGIL_ROOT/bench/vectordb/bench.py" | tee "$dir/result.txt"
