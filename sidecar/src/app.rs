@@ -165,6 +165,7 @@ mod tests {
             limits: Arc::new(Limits::new(&args.limits).unwrap()),
             trusted_proxies: Arc::from([]),
             metrics: Arc::new(Metrics::new()),
+            batch_timeout: args.batch_timeout(),
         };
         router(state, &args).unwrap()
     }

@@ -23,6 +23,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
         limits: Arc::new(Limits::new(&args.limits)?),
         trusted_proxies: args.trusted_proxies.clone().into(),
         metrics: Arc::new(Metrics::new()),
+        batch_timeout: args.batch_timeout(),
     };
     let router = app::router(state, &args)?;
     let tls = match (&args.tls.tls_cert, &args.tls.tls_key) {

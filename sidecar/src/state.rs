@@ -2,7 +2,7 @@
 //! router (`app`) and the handlers both depend on it and not on each other.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use deadpool_postgres::{Object, Pool};
 use ipnet::IpNet;
@@ -17,6 +17,10 @@ pub struct AppState {
     pub limits: Arc<Limits>,
     pub trusted_proxies: Arc<[IpNet]>,
     pub metrics: Arc<Metrics>,
+    /// How long `POST /storeEmbeddings` and its statement may take (a batch
+    /// embeds up to 1,000 records); every other request has the pool's
+    /// statement timeout.
+    pub batch_timeout: Duration,
 }
 
 impl AppState {

@@ -8,6 +8,7 @@
 mod records;
 mod requests;
 
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Serialize;
@@ -19,6 +20,7 @@ use utoipa::ToSchema;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{AccountJson, BodyCredentials, Entered, NoFields};
 use crate::openapi::{AuthRefusals, BodyRefusals};
+use crate::state::AppState;
 use records::{all, DeletedDatabase, ListedRecord, Record, ScoredRecord, SimilarRecord};
 use requests::{
     required, DeleteEmbeddingRequest, GetEmbeddingsRequest, NewRecord, NewRecords, Page, RecordId,
@@ -154,9 +156,19 @@ pub async fn store_embedding(
     ),
 )]
 pub async fn store_embeddings(
+    State(state): State<AppState>,
     AccountJson { mut account, body }: AccountJson<NewRecords>,
 ) -> Result<(StatusCode, Json<Vec<Record>>), ApiError> {
     let entered = account.enter().await?;
+    // The batch's statement may run as long as its request (the router's
+    // time limit for this route), not the pool's per-statement limit.
+    entered
+        .tx
+        .batch_execute(&format!(
+            "SET LOCAL statement_timeout = {}",
+            state.batch_timeout.as_millis()
+        ))
+        .await?;
     let db = entered.db_name;
     let records = Jsonb(required(body.records, "records")?);
     let rows = call(
