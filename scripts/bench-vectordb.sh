@@ -38,7 +38,8 @@ bin="$VIGIL_ROOT/target/release/vigil-sidecar"
 
 account="bench@example.com"
 "$bin" accounts create "$account" >/dev/null
-VIGIL_USER_KEY="$("$bin" user-keys create "$account")"
+# A key whose own rate limit does not throttle the 16 clients.
+VIGIL_USER_KEY="$("$bin" user-keys create --rate-per-second 100000 --burst 100000 "$account")"
 export VIGIL_USER_KEY VIGIL_ACCOUNT="$account" VIGIL_HTTP="http://127.0.0.1:$http_port"
 export PSQL="$VIGIL_ROOT/scripts/pg-cluster.sh psql $dir -X -q -At"
 

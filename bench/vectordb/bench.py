@@ -110,12 +110,24 @@ def store_all(db, recs, clients):
                 batch = batches.pop(0)
             post(conn, "/storeEmbeddings", {**CREDS, "dbName": db, "records": batch})
 
+    failures = []
+
+    def guarded():
+        try:
+            work()
+        except Exception as e:  # noqa: BLE001 - any failure voids the run
+            with lock:
+                failures.append(e)
+                batches.clear()
+
     start = time.perf_counter()
-    threads = [threading.Thread(target=work) for _ in range(clients)]
+    threads = [threading.Thread(target=guarded) for _ in range(clients)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    if failures:
+        sys.exit(f"storing failed: {failures[0]}")
     return time.perf_counter() - start
 
 
@@ -153,13 +165,24 @@ def latencies(path, db, queries, count):
                 times.append(elapsed * 1000)
                 results.append(len(answer))
 
+    def guarded():
+        try:
+            work()
+        except Exception as e:  # noqa: BLE001 - any failure voids the run
+            with lock:
+                failures.append(e)
+                todo.clear()
+
+    failures = []
     start = time.perf_counter()
-    threads = [threading.Thread(target=work) for _ in range(CLIENTS)]
+    threads = [threading.Thread(target=guarded) for _ in range(CLIENTS)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     wall = time.perf_counter() - start
+    if failures:
+        sys.exit(f"{path}: {len(failures)} clients failed, first: {failures[0]}")
     times.sort()
     return (
         statistics.median(times),
