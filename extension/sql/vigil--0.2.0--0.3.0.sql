@@ -401,7 +401,11 @@ $$;
 -- The `k` records of database `db_id` ranked highest by BM25 for `query`,
 -- any of its terms matching. MaxScore: the rarest terms first (records
 -- holding them are few); when the k-th best of those already beats all a
--- record without them could score, the rest are never read.
+-- record without them could score, the rest are never read. Two rounds,
+-- reading up to max(2,000, 20k) and then max(10,000, 100k) postings of the
+-- rarest terms; when even the second cannot prove its top k, it is returned
+-- as it is: it misses only records holding none but the query's commonest
+-- words, and the cost of a query stays bounded however common its words.
 CREATE FUNCTION vigil._keyword_ranked(db_id bigint, query text, k integer)
 RETURNS TABLE (id bigint, score real)
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil
@@ -413,8 +417,10 @@ DECLARE
     lexemes text[];
     dfs bigint[];
     idfs real[];
+    budget bigint;
     essential integer;
-    rest real := 0;
+    tried integer := 0;
+    rest real;
     ids bigint[];
     scores real[];
 BEGIN
@@ -428,25 +434,20 @@ BEGIN
         RETURN;
     END IF;
     idfs := ARRAY(SELECT vigil.bm25_idf(n, df) FROM unnest(dfs) WITH ORDINALITY AS x (df, i) ORDER BY i);
-    essential := vigil.bm25_essential_terms(dfs, greatest(2000, 20 * k));
-    IF essential < cardinality(lexemes) THEN
-        SELECT sum(vigil.bm25_upper_bound(w)) INTO rest FROM unnest(idfs[essential + 1:]) AS w;
+    FOREACH budget IN ARRAY ARRAY[greatest(2000, 20 * k), greatest(10000, 100 * k)] LOOP
+        essential := vigil.bm25_essential_terms(dfs, budget);
+        CONTINUE WHEN essential = tried;
+        tried := essential;
+        SELECT coalesce(sum(vigil.bm25_upper_bound(w)), 0) INTO rest FROM unnest(idfs[essential + 1:]) AS w;
         SELECT array_agg(x.id ORDER BY x.score DESC, x.id), array_agg(x.score ORDER BY x.score DESC, x.id)
         INTO ids, scores
         FROM (SELECT r.id, vigil.bm25_score(r.terms, lexemes, idfs, average) AS score
               FROM vector_records r
               WHERE r.db = db_id AND r.terms @@ vigil._any_term(lexemes[:essential])
               ORDER BY 2 DESC, 1 LIMIT k) x;
-        IF cardinality(ids) = k AND scores[k] > rest THEN
-            RETURN QUERY SELECT * FROM unnest(ids, scores);
-            RETURN;
-        END IF;
-    END IF;
-    RETURN QUERY
-    SELECT r.id, vigil.bm25_score(r.terms, lexemes, idfs, average) AS score
-    FROM vector_records r
-    WHERE r.db = db_id AND r.terms @@ vigil._any_term(lexemes)
-    ORDER BY 2 DESC, 1 LIMIT k;
+        EXIT WHEN essential = cardinality(lexemes) OR (cardinality(ids) = k AND scores[k] > rest);
+    END LOOP;
+    RETURN QUERY SELECT * FROM unnest(ids, scores);
 END
 $$;
 
