@@ -144,7 +144,7 @@ def raw_embed(recs):
     return sum(float(line.split()[1]) for line in out.splitlines() if line.startswith("Time:")) / 1000
 
 
-def latencies(path, db, queries, count):
+def latencies(path, db, queries, count, warm_up=False):
     """p50 and p99 in ms, and requests per second, of `count` requests from 16 clients."""
     lock = threading.Lock()
     todo = list(range(count))
@@ -181,8 +181,10 @@ def latencies(path, db, queries, count):
     for t in threads:
         t.join()
     wall = time.perf_counter() - start
-    if failures:
+    if failures and not warm_up:
         sys.exit(f"{path}: {len(failures)} clients failed, first: {failures[0]}")
+    if warm_up:
+        return None
     times.sort()
     return (
         statistics.median(times),
@@ -267,7 +269,9 @@ def main():
                .read().splitlines()[1:]]
     for db, n in (("bench", RECORDS), ("small", len(small))):
         for path in ("/queryEmbeddings", "/hybridSearch"):
-            latencies(path, db, queries, 2 * CLIENTS)  # warm-up
+            # Every pooled backend loads the model on its first call (16 at
+            # once on 2 cores can outlast a request's time limit): not measured.
+            latencies(path, db, queries, 8 * CLIENTS, warm_up=True)
             p50, p99, rate, fewest = latencies(path, db, queries, QUERIES)
             print(f"RESULT {path} over {n} records ({db}), {CLIENTS} clients, {QUERIES} requests: "
                   f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, {rate:.0f} requests/s, fewest results {fewest}",
