@@ -92,7 +92,8 @@ impl<'a> TsVector<'a> {
         while lo < hi {
             let mid = (lo + hi) / 2;
             let entry = self.entry(mid)?;
-            match compare(entry.lexeme, lexeme) {
+            // Lexemes are sorted by bytes, shorter first on a shared prefix: slice order.
+            match entry.lexeme.cmp(lexeme) {
                 Ordering::Less => lo = mid + 1,
                 Ordering::Greater => hi = mid,
                 Ordering::Equal => return Ok(Some(entry)),
@@ -111,16 +112,12 @@ impl<'a> TsVector<'a> {
     }
 }
 
-/// The order of lexemes in a `tsvector`: bytes, then length.
-fn compare(a: &[u8], b: &[u8]) -> Ordering {
-    a.cmp(b)
-}
-
-/// Builds `tsvector` bytes (without varlena header), for tests here and in
-/// the extension's pure checks: `(lexeme, positions)` sorted as Postgres sorts.
-pub fn encode(lexemes: &[(&str, u16)]) -> Vec<u8> {
+/// Builds `tsvector` bytes (without varlena header), for tests:
+/// `(lexeme, positions)` sorted as Postgres sorts.
+#[cfg(test)]
+pub(crate) fn encode(lexemes: &[(&str, u16)]) -> Vec<u8> {
     let mut sorted: Vec<(&str, u16)> = lexemes.to_vec();
-    sorted.sort_by(|a, b| compare(a.0.as_bytes(), b.0.as_bytes()));
+    sorted.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     let mut strings = Vec::new();
     let mut entries = Vec::new();
     for (lexeme, positions) in sorted {

@@ -7,11 +7,12 @@ use pgrx::pgrx_sql_entity_graph::metadata::{
 };
 use pgrx::prelude::*;
 
-/// A `tsvector` argument: its bytes after the varlena header, detoasted.
-pub struct TsVectorBytes(pub Vec<u8>);
+/// A `tsvector` argument: its bytes after the varlena header, detoasted and
+/// borrowed for the call (BM25 scores one per candidate record; no copy).
+pub struct TsVectorBytes<'a>(pub &'a [u8]);
 
-unsafe impl SqlTranslatable for TsVectorBytes {
-    const TYPE_IDENT: &'static str = pgrx::pgrx_resolved_type!(TsVectorBytes);
+unsafe impl SqlTranslatable for TsVectorBytes<'_> {
+    const TYPE_IDENT: &'static str = pgrx::pgrx_resolved_type!(TsVectorBytes<'static>);
     const TYPE_ORIGIN: TypeOrigin = TypeOrigin::External;
     const ARGUMENT_SQL: Result<SqlMappingRef, ArgumentError> =
         Ok(SqlMappingRef::literal("tsvector"));
@@ -19,23 +20,23 @@ unsafe impl SqlTranslatable for TsVectorBytes {
         Ok(ReturnsRef::One(SqlMappingRef::literal("tsvector")));
 }
 
-impl FromDatum for TsVectorBytes {
+impl<'a> FromDatum for TsVectorBytes<'a> {
+    /// Borrowed as pgrx borrows `bytea` into `&[u8]`: the detoasted value
+    /// lives in the call's memory context.
     unsafe fn from_polymorphic_datum(
         datum: pg_sys::Datum,
         is_null: bool,
         _: pg_sys::Oid,
-    ) -> Option<TsVectorBytes> {
+    ) -> Option<TsVectorBytes<'a>> {
         if is_null {
             return None;
         }
         let detoasted = pg_sys::pg_detoast_datum_packed(datum.cast_mut_ptr());
-        Some(TsVectorBytes(
-            pgrx::varlena_to_byte_slice(detoasted).to_vec(),
-        ))
+        Some(TsVectorBytes(pgrx::varlena_to_byte_slice(detoasted)))
     }
 }
 
-unsafe impl<'fcx> ArgAbi<'fcx> for TsVectorBytes {
+unsafe impl<'fcx> ArgAbi<'fcx> for TsVectorBytes<'fcx> {
     unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
         let index = arg.index();
         arg.unbox_arg_using_from_datum().unwrap_or_else(|| {

@@ -40,8 +40,8 @@ fn exact_tokens(text: &str) -> Vec<String> {
     tokens::exact_tokens(text)
 }
 
-fn parse(terms: &TsVectorBytes) -> TsVector<'_> {
-    TsVector::parse(&terms.0).unwrap_or_else(|e| error!("malformed tsvector: {}", e.0))
+fn parse<'a>(terms: &TsVectorBytes<'a>) -> TsVector<'a> {
+    TsVector::parse(terms.0).unwrap_or_else(|e| error!("malformed tsvector: {}", e.0))
 }
 
 /// Tokens of the record `terms` was made from: BM25's document length.
