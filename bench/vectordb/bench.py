@@ -14,9 +14,12 @@ psql as the superuser on the bench cluster).
    baseline of vigil.embed(text[]) over the same texts in the same batches on
    one connection (the model call alone, nothing stored).
 3. The rest stored by 2 clients at once (the machine's cores).
-4. Searching: /queryEmbeddings and /hybridSearch (limit 10), 16 clients at
-   once, BENCH_QUERIES requests each, queries from queries.tsv; p50, p99 and
-   requests per second. Then the same in a database holding 1% as many
+4. Searching: first one client in SQL (the 300 queries of queries.tsv
+   through query_embeddings, keyword_search and hybrid_search: the cost of a
+   search without HTTP or queueing); then over HTTP /queryEmbeddings and
+   /hybridSearch (limit 10), 16 clients at once, BENCH_QUERIES requests
+   each: p50 and p99 of the answered ones, requests per second, and how many
+   passed the time limit. Then the same in a database holding 1% as many
    records as the big one, which must still answer `limit` records.
 
 BENCH_REUSE=1 keeps databases already stored at these sizes (searches only).
@@ -42,6 +45,7 @@ CLIENTS = 16
 BASE = urllib.parse.urlparse(os.environ["VIGIL_HTTP"])
 CREDS = {"userKey": os.environ["VIGIL_USER_KEY"], "account": os.environ["VIGIL_ACCOUNT"]}
 PSQL = os.environ["PSQL"].split()
+QUERY_LINES = open(os.path.join(os.path.dirname(__file__), "queries.tsv")).read().splitlines()[1:]
 
 
 def records():
@@ -79,12 +83,17 @@ def records():
     sys.exit(f"only {len(out)} distinct records; set BENCH_RECORDS lower")
 
 
-def post(conn, path, body):
+def request(conn, path, body):
+    """(status, body bytes) of one POST."""
     conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
     resp = conn.getresponse()
-    data = resp.read()
-    if resp.status >= 300:
-        raise RuntimeError(f"{path}: {resp.status} {data[:300]!r}")
+    return resp.status, resp.read()
+
+
+def post(conn, path, body):
+    status, data = request(conn, path, body)
+    if status >= 300:
+        raise RuntimeError(f"{path}: {status} {data[:300]!r}")
     return json.loads(data)
 
 
@@ -92,43 +101,45 @@ def connect():
     return http.client.HTTPConnection(BASE.hostname, BASE.port, timeout=600)
 
 
-def store(db, batch):
-    post(connect(), "/storeEmbeddings", {**CREDS, "dbName": db, "records": batch})
-
-
-def store_all(db, recs, clients):
-    """Stores `recs` in batches of 100 from `clients` threads; returns seconds."""
-    batches = [recs[i : i + 100] for i in range(0, len(recs), 100)]
+def run_clients(items, clients, handle):
+    """Hands `items` out, in order, to `clients` threads with a connection
+    each, calling handle(conn, item); returns the seconds it all took. Any
+    exception ends the run and is raised here."""
     lock = threading.Lock()
+    items = list(items)
+    failures = []
 
     def work():
         conn = connect()
-        while True:
-            with lock:
-                if not batches:
-                    return
-                batch = batches.pop(0)
-            post(conn, "/storeEmbeddings", {**CREDS, "dbName": db, "records": batch})
-
-    failures = []
-
-    def guarded():
         try:
-            work()
-        except Exception as e:  # noqa: BLE001 - any failure voids the run
+            while True:
+                with lock:
+                    if not items:
+                        return
+                    item = items.pop(0)
+                handle(conn, item)
+        except Exception as e:  # noqa: BLE001 - handed to the caller
             with lock:
                 failures.append(e)
-                batches.clear()
+                items.clear()
 
     start = time.perf_counter()
-    threads = [threading.Thread(target=guarded) for _ in range(clients)]
+    threads = [threading.Thread(target=work) for _ in range(clients)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     if failures:
-        sys.exit(f"storing failed: {failures[0]}")
+        raise failures[0]
     return time.perf_counter() - start
+
+
+def store_all(db, recs, clients):
+    """Stores `recs` in batches of 100 from `clients` threads; returns seconds."""
+    batches = [recs[i : i + 100] for i in range(0, len(recs), 100)]
+    return run_clients(
+        batches, clients, lambda conn, batch: post(conn, "/storeEmbeddings", {**CREDS, "dbName": db, "records": batch})
+    )
 
 
 def raw_embed(recs):
@@ -144,54 +155,71 @@ def raw_embed(recs):
     return sum(float(line.split()[1]) for line in out.splitlines() if line.startswith("Time:")) / 1000
 
 
-def latencies(path, db, queries, count, warm_up=False):
-    """p50 and p99 in ms, and requests per second, of `count` requests from 16 clients."""
+def latencies(path, db, queries, count):
+    """p50 and p99 in ms of the answered requests, requests per second, the
+    fewest results in an answer, and how many got 503 timeout, of `count`
+    requests from 16 clients."""
     lock = threading.Lock()
-    todo = list(range(count))
-    times, results = [], []
+    times, results, timeouts = [], [], []
 
-    def work():
-        conn = connect()
-        while True:
+    def handle(conn, i):
+        body = {**CREDS, "dbName": db, "query": queries[i % len(queries)], "limit": 10}
+        t0 = time.perf_counter()
+        status, data = request(conn, path, body)
+        elapsed = time.perf_counter() - t0
+        if status == 503 and b'"timeout"' in data:
             with lock:
-                if not todo:
-                    return
-                i = todo.pop()
-            body = {**CREDS, "dbName": db, "query": queries[i % len(queries)], "limit": 10}
-            t0 = time.perf_counter()
-            answer = post(conn, path, body)
-            elapsed = time.perf_counter() - t0
-            with lock:
-                times.append(elapsed * 1000)
-                results.append(len(answer))
+                timeouts.append(elapsed)
+            return
+        if status != 200:
+            raise RuntimeError(f"{path}: {status} {data[:300]!r}")
+        with lock:
+            times.append(elapsed * 1000)
+            results.append(len(json.loads(data)))
 
-    def guarded():
-        try:
-            work()
-        except Exception as e:  # noqa: BLE001 - any failure voids the run
-            with lock:
-                failures.append(e)
-                todo.clear()
-
-    failures = []
-    start = time.perf_counter()
-    threads = [threading.Thread(target=guarded) for _ in range(CLIENTS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - start
-    if failures and not warm_up:
-        sys.exit(f"{path}: {len(failures)} clients failed, first: {failures[0]}")
-    if warm_up:
-        return None
+    wall = run_clients(range(count), CLIENTS, handle)
     times.sort()
     return (
         statistics.median(times),
         times[min(len(times) - 1, int(len(times) * 0.99))],
         count / wall,
         min(results),
+        len(timeouts),
     )
+
+
+def sql_latencies():
+    """One client in SQL, no HTTP: p50/p99/max of each search over the
+    labelled queries in the big database."""
+    rows = [line.split("\t", 1)[1] for line in QUERY_LINES]
+    script = f"""
+SET vigil.account = '{CREDS["account"]}';
+CREATE TEMP TABLE q (i serial, query text);
+INSERT INTO q (query) VALUES {",".join("($q$%s$q$)" % r for r in rows)};
+CREATE TEMP TABLE t (kind text, ms float8);
+SELECT count(*) FROM vigil.hybrid_search('warm up', 10, 'bench');
+DO $$
+DECLARE r record; t0 timestamptz;
+BEGIN
+    FOR r IN SELECT query FROM q ORDER BY i LOOP
+        t0 := clock_timestamp(); PERFORM count(*) FROM vigil.query_embeddings(r.query, 'bench', 10);
+        INSERT INTO t VALUES ('query_embeddings k 10', extract(epoch FROM clock_timestamp() - t0) * 1000);
+        t0 := clock_timestamp(); PERFORM count(*) FROM vigil.keyword_search(r.query, 50, 'bench');
+        INSERT INTO t VALUES ('keyword_search k 50', extract(epoch FROM clock_timestamp() - t0) * 1000);
+        t0 := clock_timestamp(); PERFORM count(*) FROM vigil.hybrid_search(r.query, 10, 'bench');
+        INSERT INTO t VALUES ('hybrid_search k 10', extract(epoch FROM clock_timestamp() - t0) * 1000);
+    END LOOP;
+END $$;
+SELECT 'RESULT ' || kind || ', one client in SQL, ' || count(*) || ' queries: p50 '
+       || round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1) || ' ms, p99 '
+       || round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 1) || ' ms, max '
+       || round(max(ms)::numeric, 1) || ' ms'
+FROM t GROUP BY kind ORDER BY kind;
+"""
+    out = subprocess.run(PSQL, input=script, text=True, check=True, stdout=subprocess.PIPE).stdout
+    for line in out.splitlines():
+        if line.startswith("RESULT "):
+            print(line[len("RESULT ") :], flush=True)
 
 
 def paths(n_small):
@@ -265,17 +293,17 @@ def main():
     else:
         load(recs, small)
     paths(len(small))
-    queries = [line.split("\t", 1)[1] for line in open(os.path.join(os.path.dirname(__file__), "queries.tsv"))
-               .read().splitlines()[1:]]
+    sql_latencies()
+    queries = [line.split("\t", 1)[1] for line in QUERY_LINES]
     for db, n in (("bench", RECORDS), ("small", len(small))):
         for path in ("/queryEmbeddings", "/hybridSearch"):
             # Every pooled backend loads the model on its first call (16 at
             # once on 2 cores can outlast a request's time limit): not measured.
-            latencies(path, db, queries, 8 * CLIENTS, warm_up=True)
-            p50, p99, rate, fewest = latencies(path, db, queries, QUERIES)
+            latencies(path, db, queries, 8 * CLIENTS)
+            p50, p99, rate, fewest, timeouts = latencies(path, db, queries, QUERIES)
             print(f"RESULT {path} over {n} records ({db}), {CLIENTS} clients, {QUERIES} requests: "
-                  f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, {rate:.0f} requests/s, fewest results {fewest}",
-                  flush=True)
+                  f"p50 {p50:.1f} ms, p99 {p99:.1f} ms (of those answered), {rate:.0f} requests/s, "
+                  f"fewest results {fewest}, {timeouts} over the time limit (503)", flush=True)
 
 
 if __name__ == "__main__":
