@@ -332,5 +332,19 @@ mod tests {
             "A's words are not B's to see"
         );
         Spi::run("RESET ROLE").unwrap();
+        // The keyword ranking runs as its owner (to use the GIN index under
+        // row-level security): named A's database, it answers B nothing.
+        let a_db = count(
+            "SELECT id FROM vigil.vector_databases WHERE account = 'a@example.com' AND name = 'shared'",
+        );
+        Spi::run("SET ROLE vigil_test_vec").unwrap();
+        assert_eq!(
+            count(&format!(
+                "SELECT count(*) FROM vigil._keyword_ranked({a_db}, 'alpha quokka plans', 10)"
+            )),
+            0,
+            "B cannot rank A's records by naming A's database"
+        );
+        Spi::run("RESET ROLE").unwrap();
     }
 }

@@ -347,6 +347,18 @@ BEGIN
 END
 $$;
 
+-- 22023 naming the field unless a search has a query and 1 <= k <= 1000.
+CREATE FUNCTION vigil._check_search(query text, k integer) RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+    IF query IS NULL THEN
+        PERFORM vigil._refuse('query', 'query is required');
+    END IF;
+    PERFORM vigil._check_limit(k);
+END
+$$;
+
 -- Records of the database in the order they were stored, `lim` of them
 -- from position `start` (0 is the first), with their embeddings.
 CREATE FUNCTION vigil.list_records(start bigint DEFAULT 0, lim integer DEFAULT 10, db text DEFAULT NULL)
@@ -430,9 +442,17 @@ $$;
 -- rarest terms; when even the second cannot prove its top k, it is returned
 -- as it is: it misses only records holding none but the query's commonest
 -- words, and the cost of a query stays bounded however common its words.
+--
+-- SECURITY DEFINER, checking itself that `db_id` is a database of the
+-- current account: under row-level security PostgreSQL will not use an
+-- operator that is not leakproof, as `@@` is not, in an index condition, so
+-- as the application role every match would be a scan of the database's
+-- records (2.9 s at p50 for /hybridSearch over 100,000 records, 16 clients).
+-- Records carry their database's account (foreign key), so the check on the
+-- database confines the read to the caller's records.
 CREATE FUNCTION vigil._keyword_ranked(db_id bigint, query text, k integer)
 RETURNS TABLE (id bigint, score real)
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -449,7 +469,10 @@ DECLARE
     scores real[];
 BEGIN
     SELECT d.records, d.total_length::real / greatest(d.records, 1) INTO n, average
-    FROM vector_databases d WHERE d.id = db_id;
+    FROM vector_databases d WHERE d.id = db_id AND d.account = vigil.current_account();
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
     SELECT array_agg(t.term ORDER BY t.records, t.term), array_agg(t.records ORDER BY t.records, t.term)
     INTO lexemes, dfs
     FROM vector_terms t
@@ -492,10 +515,7 @@ AS $$
 DECLARE
     db_id bigint := vigil._database(db);
 BEGIN
-    IF query IS NULL THEN
-        PERFORM vigil._refuse('query', 'query is required');
-    END IF;
-    PERFORM vigil._check_limit(k);
+    PERFORM vigil._check_search(query, k);
     RETURN QUERY
     SELECT r.id, r.title, r.content, r.metadata, r.created_at, x.similarity
     FROM vigil._nearest(db_id, vigil.embed(query), k) x JOIN vector_records r ON r.id = x.id
@@ -512,10 +532,7 @@ AS $$
 DECLARE
     db_id bigint := vigil._database(db);
 BEGIN
-    IF query IS NULL THEN
-        PERFORM vigil._refuse('query', 'query is required');
-    END IF;
-    PERFORM vigil._check_limit(k);
+    PERFORM vigil._check_search(query, k);
     RETURN QUERY
     SELECT r.id, r.title, r.content, r.metadata, r.created_at, x.score
     FROM vigil._keyword_ranked(db_id, query, k) x JOIN vector_records r ON r.id = x.id
@@ -549,10 +566,7 @@ DECLARE
     db_id bigint := vigil._database(db);
     fetched integer;
 BEGIN
-    IF query IS NULL THEN
-        PERFORM vigil._refuse('query', 'query is required');
-    END IF;
-    PERFORM vigil._check_limit(k);
+    PERFORM vigil._check_search(query, k);
     IF fusion IS NULL OR fusion NOT IN ('rrf', 'convex') THEN
         PERFORM vigil._refuse('fusion', 'fusion must be ''rrf'' or ''convex''');
     END IF;
