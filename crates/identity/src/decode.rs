@@ -1,0 +1,332 @@
+//! Turning untrusted bytes into pixels, or into an error that says what came.
+//!
+//! The format is read from the bytes (magic numbers), never from a file name or
+//! a content type. Only JPEG, PNG and WebP are decoded. Before any pixel is
+//! decoded the header's dimensions are checked against [`MAX_PIXELS`] and
+//! [`MAX_SIDE`], and the decoder runs under an allocation limit, so a small
+//! file that claims a huge image (a decompression bomb) is refused without
+//! allocating for it. EXIF orientation is applied, so checks see the document
+//! the way a person would.
+
+use std::io::Cursor;
+
+use image::{DynamicImage, ImageDecoder, ImageFormat, ImageReader, Limits, RgbImage};
+
+/// Largest upload the checks accept (10 MiB); the HTTP layer refuses bigger bodies first.
+pub const MAX_BYTES: usize = 10 * 1024 * 1024;
+/// Largest image, in pixels (40 megapixels: more than any phone camera's default).
+pub const MAX_PIXELS: u64 = 40_000_000;
+/// Longest side, in pixels.
+pub const MAX_SIDE: u32 = 12_000;
+/// Memory the decoder may allocate (a 40 MP RGBA image takes 160 MB).
+const MAX_ALLOC: u64 = 256 * 1024 * 1024;
+
+/// Why an upload could not be decoded. Each says what was received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    /// No bytes at all.
+    Empty,
+    /// More than [`MAX_BYTES`].
+    TooManyBytes { bytes: usize },
+    /// A format we do not take, named when recognised (`PDF document`, `HEIC image`, ...).
+    Unsupported { received: String },
+    /// A supported format whose header claims more than the pixel limits.
+    TooManyPixels { width: u32, height: u32 },
+    /// A supported format that does not decode (truncated, corrupt).
+    Corrupt {
+        format: &'static str,
+        detail: String,
+    },
+}
+
+impl DecodeError {
+    /// For people: what was received and what is accepted.
+    pub fn message(&self) -> String {
+        match self {
+            DecodeError::Empty => "the image is empty (0 bytes)".into(),
+            DecodeError::TooManyBytes { bytes } => {
+                format!("the image is {bytes} bytes; at most {MAX_BYTES} are accepted")
+            }
+            DecodeError::Unsupported { received } => {
+                format!("received {received}; only JPEG, PNG and WebP images are accepted")
+            }
+            DecodeError::TooManyPixels { width, height } => format!(
+                "the image is {width}x{height} pixels; at most {MAX_PIXELS} pixels and {MAX_SIDE} per side are accepted"
+            ),
+            DecodeError::Corrupt { format, detail } => {
+                format!("the {format} image could not be decoded ({detail}); it may be truncated or damaged")
+            }
+        }
+    }
+}
+
+/// An upload as the checks see it.
+pub struct Decoded {
+    pub format: ImageFormat,
+    /// Oriented as EXIF says, RGB (alpha dropped).
+    pub rgb: RgbImage,
+    /// Raw EXIF (TIFF structure), when the file carries it.
+    pub exif: Option<Vec<u8>>,
+}
+
+impl Decoded {
+    pub fn format_name(&self) -> &'static str {
+        format_name(self.format)
+    }
+}
+
+pub fn format_name(format: ImageFormat) -> &'static str {
+    match format {
+        ImageFormat::Jpeg => "JPEG",
+        ImageFormat::Png => "PNG",
+        ImageFormat::WebP => "WebP",
+        _ => "image",
+    }
+}
+
+/// The format of `bytes` if it is one we decode; otherwise an error naming what it is.
+pub fn sniff(bytes: &[u8]) -> Result<ImageFormat, DecodeError> {
+    if bytes.is_empty() {
+        return Err(DecodeError::Empty);
+    }
+    if bytes.len() > MAX_BYTES {
+        return Err(DecodeError::TooManyBytes { bytes: bytes.len() });
+    }
+    if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        return Ok(ImageFormat::Jpeg);
+    }
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        return Ok(ImageFormat::Png);
+    }
+    if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        return Ok(ImageFormat::WebP);
+    }
+    Err(DecodeError::Unsupported {
+        received: describe_unsupported(bytes),
+    })
+}
+
+/// A name for bytes we do not decode, for the error message.
+fn describe_unsupported(bytes: &[u8]) -> String {
+    let starts = |magic: &[u8]| bytes.starts_with(magic);
+    let named = if starts(b"%PDF-") {
+        "a PDF document"
+    } else if starts(b"GIF87a") || starts(b"GIF89a") {
+        "a GIF image"
+    } else if starts(b"BM") {
+        "a BMP image"
+    } else if starts(b"II*\0") || starts(b"MM\0*") {
+        "a TIFF image"
+    } else if bytes.len() >= 12 && &bytes[4..8] == b"ftyp" {
+        match &bytes[8..12] {
+            b"avif" | b"avis" => "an AVIF image",
+            b"heic" | b"heix" | b"hevc" | b"hevx" | b"heim" | b"heis" | b"mif1" | b"msf1" => {
+                "a HEIC/HEIF image"
+            }
+            _ => "an ISO media file (MP4, MOV or similar)",
+        }
+    } else if starts(b"PK\x03\x04") {
+        "a ZIP archive (or an office document)"
+    } else if starts(b"<") || starts(b"\xEF\xBB\xBF<") {
+        "text that looks like HTML, XML or SVG"
+    } else {
+        ""
+    };
+    if !named.is_empty() {
+        return named.to_owned();
+    }
+    let head: Vec<String> = bytes.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{} bytes of an unrecognised format (starting {})",
+        bytes.len(),
+        head.join(" ")
+    )
+}
+
+/// Decodes an upload within the limits, oriented, as RGB.
+pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
+    let format = sniff(bytes)?;
+    let name = format_name(format);
+    let corrupt = |e: image::ImageError| DecodeError::Corrupt {
+        format: name,
+        detail: e.to_string(),
+    };
+    if format == ImageFormat::Jpeg && !jpeg_is_complete(bytes) {
+        return Err(DecodeError::Corrupt {
+            format: name,
+            detail: "it ends before its end-of-image marker".into(),
+        });
+    }
+    let mut limits = Limits::default();
+    limits.max_image_width = Some(MAX_SIDE);
+    limits.max_image_height = Some(MAX_SIDE);
+    limits.max_alloc = Some(MAX_ALLOC);
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
+    reader.limits(limits);
+    let mut decoder = reader.into_decoder().map_err(|e| refused(e, bytes, name))?;
+    let (width, height) = decoder.dimensions();
+    if width == 0 || height == 0 {
+        return Err(DecodeError::Corrupt {
+            format: name,
+            detail: format!("its header says {width}x{height} pixels"),
+        });
+    }
+    if u64::from(width) * u64::from(height) > MAX_PIXELS {
+        return Err(DecodeError::TooManyPixels { width, height });
+    }
+    // Metadata is optional: a file whose EXIF is damaged still has pixels.
+    let exif = decoder.exif_metadata().ok().flatten();
+    let orientation = decoder.orientation().ok();
+    let mut image = DynamicImage::from_decoder(decoder).map_err(corrupt)?;
+    if let Some(orientation) = orientation {
+        image.apply_orientation(orientation);
+    }
+    Ok(Decoded {
+        format,
+        rgb: image.into_rgb8(),
+        exif,
+    })
+}
+
+/// Whether a JPEG's last scan reaches its end-of-image marker. The decoder
+/// conceals truncation (it fills missing rows with grey), which would let a
+/// cut upload through as a damaged-looking document; no library check says
+/// "truncated", so the markers are walked here: segments up to the scans, then
+/// entropy-coded data, where a 0xFF byte is followed by 0x00 (stuffing) or a
+/// restart marker unless a real marker starts.
+fn jpeg_is_complete(bytes: &[u8]) -> bool {
+    let mut at = 2; // after SOI
+    while at + 2 <= bytes.len() {
+        if bytes[at] != 0xFF {
+            return false;
+        }
+        let marker = bytes[at + 1];
+        match marker {
+            0xD9 => return true,
+            0xFF => at += 1, // fill byte
+            0x01 | 0xD0..=0xD7 => at += 2,
+            _ if at + 4 > bytes.len() => return false,
+            _ => {
+                let length = usize::from(u16::from_be_bytes([bytes[at + 2], bytes[at + 3]]));
+                at += 2 + length;
+                if marker == 0xDA {
+                    // Entropy-coded data runs to the next marker.
+                    while at + 1 < bytes.len()
+                        && !(bytes[at] == 0xFF
+                            && !matches!(bytes[at + 1], 0x00 | 0xD0..=0xD7 | 0xFF))
+                    {
+                        at += 1;
+                    }
+                }
+            }
+        }
+    }
+    false
+}
+
+/// The error of a decoder that refused the header: the limits (a bomb) or damage.
+fn refused(e: image::ImageError, bytes: &[u8], name: &'static str) -> DecodeError {
+    if let image::ImageError::Limits(_) = e {
+        if let Some((width, height)) = header_dimensions(bytes) {
+            return DecodeError::TooManyPixels { width, height };
+        }
+    }
+    DecodeError::Corrupt {
+        format: name,
+        detail: e.to_string(),
+    }
+}
+
+/// The dimensions a header claims, read without the limits, for the error message.
+fn header_dimensions(bytes: &[u8]) -> Option<(u32, u32)> {
+    // PNG's first chunk is IHDR, width and height at fixed offsets; the png
+    // crate itself refuses to read on when they are over its limit.
+    if bytes.starts_with(b"\x89PNG") && bytes.len() >= 24 && &bytes[12..16] == b"IHDR" {
+        let be = |at: usize| {
+            u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+        };
+        return Some((be(16), be(20)));
+    }
+    let mut reader = ImageReader::new(Cursor::new(bytes));
+    reader.no_limits();
+    reader.with_guessed_format().ok()?.into_dimensions().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_are_told_apart_by_their_bytes() {
+        assert_eq!(sniff(b"\xFF\xD8\xFF\xE0rest"), Ok(ImageFormat::Jpeg));
+        assert_eq!(sniff(b"\x89PNG\r\n\x1a\nrest"), Ok(ImageFormat::Png));
+        assert_eq!(sniff(b"RIFF\0\0\0\0WEBPVP8 "), Ok(ImageFormat::WebP));
+        let unsupported = |bytes: &[u8]| match sniff(bytes) {
+            Err(DecodeError::Unsupported { received }) => received,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(unsupported(b"%PDF-1.7\n"), "a PDF document");
+        assert_eq!(
+            unsupported(b"\0\0\0\x18ftypheic\0\0\0\0"),
+            "a HEIC/HEIF image"
+        );
+        assert!(unsupported(b"\x01\x02\x03").contains("3 bytes of an unrecognised format"));
+        assert_eq!(sniff(b""), Err(DecodeError::Empty));
+    }
+
+    #[test]
+    fn a_jpeg_is_complete_only_up_to_its_end_marker() {
+        let image =
+            image::RgbImage::from_fn(64, 48, |x, y| image::Rgb([x as u8 * 4, y as u8 * 5, 90]));
+        let mut jpeg = Vec::new();
+        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 85)
+            .encode_image(&image)
+            .unwrap();
+        assert!(jpeg_is_complete(&jpeg));
+        // Data after the end marker (a motion photo's video) is not damage.
+        let mut trailing = jpeg.clone();
+        trailing.extend_from_slice(b"\0\0\0\x18ftypmp42");
+        assert!(jpeg_is_complete(&trailing));
+        for cut in [4, 20, jpeg.len() / 2, jpeg.len() - 2] {
+            assert!(!jpeg_is_complete(&jpeg[..cut]), "cut at {cut}");
+            assert!(matches!(
+                decode(&jpeg[..cut]),
+                Err(DecodeError::Corrupt { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn a_header_claiming_a_huge_image_is_refused_before_decoding() {
+        // A valid PNG signature and IHDR claiming 100,000 x 100,000 pixels, then nothing.
+        let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+        png.extend_from_slice(&100_000u32.to_be_bytes());
+        png.extend_from_slice(&100_000u32.to_be_bytes());
+        png.extend_from_slice(&[8, 2, 0, 0, 0]);
+        let crc = crc32(&png[12..]);
+        png.extend_from_slice(&crc.to_be_bytes());
+        match decode(&png) {
+            Err(DecodeError::TooManyPixels { width, height }) => {
+                assert_eq!((width, height), (100_000, 100_000))
+            }
+            Err(e) => panic!("{e:?}"),
+            Ok(_) => panic!("decoded"),
+        }
+    }
+
+    /// CRC-32 (ISO 3309) of a PNG chunk, so the test's header is valid.
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut crc = !0u32;
+        for &b in bytes {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = if crc & 1 == 1 {
+                    (crc >> 1) ^ 0xEDB8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+}

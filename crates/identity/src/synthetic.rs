@@ -1,0 +1,379 @@
+//! Synthetic identity cards, for tests and `make bench-identity`.
+//!
+//! A card of ID-1 proportions (85.60 x 53.98 mm) drawn on a textured
+//! background: a coloured header band, a portrait with a drawn face that the
+//! SeetaFace detector finds, blocks of "text" and two MRZ-like lines. The
+//! seed changes the card's colours, the text blocks and the background, so two
+//! seeds give two different documents. The variants are the bad photos the
+//! checks must name: blurred, glared, dark, tiny, cut off, black and white.
+
+use image::codecs::jpeg::JpegEncoder;
+use image::imageops::FilterType;
+use image::{ImageEncoder, Rgb, RgbImage};
+use imageproc::drawing::{draw_filled_ellipse_mut, draw_filled_rect_mut};
+use imageproc::rect::Rect;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+/// ID-1 width over height.
+pub const ID1_ASPECT: f64 = 85.60 / 53.98;
+
+/// How the card sits in the frame.
+#[derive(Clone, Copy, Debug)]
+pub struct Scene {
+    pub width: u32,
+    pub height: u32,
+    /// Card width as a share of the frame width.
+    pub card_share: f64,
+    /// Card centre as shares of the frame (0.5, 0.5 is centred).
+    pub centre: (f64, f64),
+}
+
+impl Default for Scene {
+    fn default() -> Self {
+        Scene {
+            width: 1600,
+            height: 1200,
+            card_share: 0.72,
+            centre: (0.5, 0.5),
+        }
+    }
+}
+
+/// A sharp, well-lit card in the middle of a 1600x1200 frame.
+pub fn card(seed: u64) -> RgbImage {
+    card_in(seed, Scene::default())
+}
+
+/// A card drawn into `scene`; parts outside the frame are cut off.
+pub fn card_in(seed: u64, scene: Scene) -> RgbImage {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut image = background(&mut rng, scene.width, scene.height);
+    let card_w = (f64::from(scene.width) * scene.card_share).round() as i32;
+    let card_h = (f64::from(card_w) / ID1_ASPECT).round() as i32;
+    let x0 = (f64::from(scene.width) * scene.centre.0) as i32 - card_w / 2;
+    let y0 = (f64::from(scene.height) * scene.centre.1) as i32 - card_h / 2;
+    let unit = |share: f64| (f64::from(card_w) * share).round() as i32;
+    let rect = |x: i32, y: i32, w: i32, h: i32| {
+        Rect::at(x0 + x, y0 + y).of_size(w.max(1) as u32, h.max(1) as u32)
+    };
+
+    // Body: a light pastel with a faint diagonal guilloche-like pattern.
+    let base = [
+        rng.random_range(200..236u8),
+        rng.random_range(205..236u8),
+        rng.random_range(210..240u8),
+    ];
+    for y in y0.max(0)..(y0 + card_h).min(scene.height as i32) {
+        for x in x0.max(0)..(x0 + card_w).min(scene.width as i32) {
+            let wave = (((x - x0 + y - y0) as f64 / 9.0).sin() * 6.0) as i16;
+            let px = base.map(|c| (i16::from(c) + wave).clamp(0, 255) as u8);
+            image.put_pixel(x as u32, y as u32, Rgb(px));
+        }
+    }
+    // Header band with a title block.
+    let header = Rgb([
+        rng.random_range(20..90),
+        rng.random_range(60..130),
+        rng.random_range(120..190),
+    ]);
+    draw_filled_rect_mut(&mut image, rect(0, 0, card_w, unit(0.13)), header);
+    draw_filled_rect_mut(
+        &mut image,
+        rect(unit(0.05), unit(0.035), unit(0.45), unit(0.05)),
+        Rgb([240, 240, 240]),
+    );
+
+    // Portrait.
+    let (px, py, pw, ph) = (unit(0.05), unit(0.165), unit(0.22), unit(0.29));
+    draw_portrait(&mut image, &mut rng, x0 + px, y0 + py, pw, ph);
+
+    // Text: label/value pairs of random lengths, then two MRZ-like lines.
+    let ink = Rgb([30, 30, 40]);
+    let mut y = unit(0.17);
+    for _ in 0..5 {
+        draw_filled_rect_mut(
+            &mut image,
+            rect(unit(0.32), y, unit(0.12), unit(0.016)),
+            Rgb([110, 110, 120]),
+        );
+        let len = rng.random_range(0.15..0.5);
+        draw_filled_rect_mut(
+            &mut image,
+            rect(unit(0.32), y + unit(0.022), unit(len), unit(0.026)),
+            ink,
+        );
+        y += unit(0.056);
+    }
+    for line in 0..2 {
+        let ly = unit(0.49) + line * unit(0.05);
+        let mut x = unit(0.05);
+        while x < unit(0.93) {
+            let glyph = if rng.random_bool(0.25) {
+                unit(0.006)
+            } else {
+                unit(0.02)
+            };
+            draw_filled_rect_mut(&mut image, rect(x, ly, glyph, unit(0.032)), ink);
+            x += unit(0.026);
+        }
+    }
+    image
+}
+
+/// A frontal face: hair, skin oval, brows, eyes, nose shadow, mouth, softened.
+fn draw_portrait(image: &mut RgbImage, rng: &mut SmallRng, x: i32, y: i32, w: i32, h: i32) {
+    let backdrop = Rgb([
+        rng.random_range(150..190),
+        rng.random_range(170..200),
+        rng.random_range(190..220),
+    ]);
+    let mut photo = RgbImage::from_pixel(w.max(1) as u32, h.max(1) as u32, backdrop);
+    let (cx, cy) = (w / 2, h * 11 / 20);
+    let (fw, fh) = (w * 30 / 100, h * 32 / 100);
+    let hair = Rgb([
+        rng.random_range(20..60),
+        rng.random_range(15..45),
+        rng.random_range(10..30),
+    ]);
+    let skin = Rgb([
+        rng.random_range(185..225),
+        rng.random_range(145..180),
+        rng.random_range(115..150),
+    ]);
+    draw_filled_ellipse_mut(
+        &mut photo,
+        (cx, cy - fh / 4),
+        fw + fw / 6,
+        fh + fh / 8,
+        hair,
+    );
+    draw_filled_rect_mut(
+        &mut photo,
+        Rect::at(cx - fw * 12 / 10, cy + fh * 8 / 10)
+            .of_size((fw * 24 / 10) as u32, (h / 4) as u32),
+        Rgb([50, 60, 80]),
+    );
+    draw_filled_ellipse_mut(&mut photo, (cx, cy + fh / 10), fw, fh, skin);
+    let shade = |c: Rgb<u8>, f: f32| Rgb(c.0.map(|v| (f32::from(v) * f) as u8));
+    let (ex, ey) = (fw * 42 / 100, cy - fh / 6);
+    for side in [-1, 1] {
+        draw_filled_ellipse_mut(
+            &mut photo,
+            (cx + side * ex, ey - fh / 6),
+            fw / 4,
+            fh / 22,
+            shade(hair, 1.0),
+        );
+        draw_filled_ellipse_mut(
+            &mut photo,
+            (cx + side * ex, ey),
+            fw / 5,
+            fh / 11,
+            Rgb([245, 245, 245]),
+        );
+        draw_filled_ellipse_mut(
+            &mut photo,
+            (cx + side * ex, ey),
+            fw / 10,
+            fh / 11,
+            Rgb([40, 30, 25]),
+        );
+    }
+    draw_filled_ellipse_mut(
+        &mut photo,
+        (cx, cy + fh / 6),
+        fw / 9,
+        fh / 5,
+        shade(skin, 0.88),
+    );
+    draw_filled_ellipse_mut(
+        &mut photo,
+        (cx, cy + fh * 23 / 100),
+        fw / 5,
+        fh / 14,
+        shade(skin, 0.7),
+    );
+    draw_filled_ellipse_mut(
+        &mut photo,
+        (cx, cy + fh / 2),
+        fw * 2 / 5,
+        fh / 12,
+        Rgb([150, 60, 60]),
+    );
+    let photo = imageproc::filter::gaussian_blur_f32(&photo, (w as f32 / 120.0).max(0.8));
+    image::imageops::overlay(image, &photo, i64::from(x), i64::from(y));
+}
+
+/// A textured surface (wood or a desk): a gradient with grain and noise.
+fn background(rng: &mut SmallRng, width: u32, height: u32) -> RgbImage {
+    let tone = [
+        rng.random_range(70..130i32),
+        rng.random_range(50..100),
+        rng.random_range(30..80),
+    ];
+    let grain = rng.random_range(8.0..20.0);
+    let mut image = RgbImage::new(width, height);
+    for (x, y, px) in image.enumerate_pixels_mut() {
+        let g = ((f64::from(y) / grain + (f64::from(x) / 97.0).sin() * 3.0).sin() * 10.0) as i32;
+        let n = rng.random_range(-6..=6);
+        let shade = (x as i32 + y as i32) * 20 / (width + height) as i32;
+        *px = Rgb(tone.map(|c| (c + g + n + shade).clamp(0, 255) as u8));
+    }
+    image
+}
+
+/// A desk with no document on it.
+pub fn scenery(seed: u64) -> RgbImage {
+    background(&mut SmallRng::seed_from_u64(seed), 1600, 1200)
+}
+
+/// The same scene, blurred as by a shaking hand or bad focus.
+pub fn blurred(image: &RgbImage, sigma: f32) -> RgbImage {
+    imageproc::filter::gaussian_blur_f32(image, sigma)
+}
+
+/// A blown-out reflection over part of the card.
+pub fn glared(image: &RgbImage) -> RgbImage {
+    let mut out = image.clone();
+    let (w, h) = out.dimensions();
+    let (cx, cy) = (w as f64 * 0.58, h as f64 * 0.45);
+    let (rx, ry) = (w as f64 * 0.16, h as f64 * 0.12);
+    for (x, y, px) in out.enumerate_pixels_mut() {
+        let d = ((x as f64 - cx) / rx).powi(2) + ((y as f64 - cy) / ry).powi(2);
+        if d < 1.6 {
+            let t = (1.6 - d).min(1.0) as f32;
+            *px = Rgb(px
+                .0
+                .map(|c| (f32::from(c) * (1.0 - t) + 255.0 * t).min(255.0) as u8));
+        }
+    }
+    out
+}
+
+/// Every channel multiplied by `factor` (under 1 darkens, over 1 brightens, clipped).
+pub fn exposed(image: &RgbImage, factor: f32) -> RgbImage {
+    let mut out = image.clone();
+    for px in out.pixels_mut() {
+        *px = Rgb(px.0.map(|c| (f32::from(c) * factor).min(255.0) as u8));
+    }
+    out
+}
+
+/// Grey levels only, as a photocopy gives.
+pub fn black_and_white(image: &RgbImage) -> RgbImage {
+    let gray = image::imageops::grayscale(image);
+    RgbImage::from_fn(gray.width(), gray.height(), |x, y| {
+        let v = gray.get_pixel(x, y).0[0];
+        Rgb([v, v, v])
+    })
+}
+
+pub fn resized(image: &RgbImage, width: u32) -> RgbImage {
+    let height =
+        (u64::from(image.height()) * u64::from(width) / u64::from(image.width().max(1))) as u32;
+    image::imageops::resize(image, width, height.max(1), FilterType::Triangle)
+}
+
+/// `image` cropped by `share` of its size on every side.
+pub fn cropped(image: &RgbImage, share: f64) -> RgbImage {
+    let (w, h) = image.dimensions();
+    let (dx, dy) = ((f64::from(w) * share) as u32, (f64::from(h) * share) as u32);
+    image::imageops::crop_imm(image, dx, dy, w - 2 * dx, h - 2 * dy).to_image()
+}
+
+/// JPEG bytes at `quality`, with `exif` (a TIFF structure) when given.
+pub fn jpeg(image: &RgbImage, quality: u8, exif: Option<Vec<u8>>) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut encoder = JpegEncoder::new_with_quality(&mut out, quality);
+    if let Some(exif) = exif {
+        encoder
+            .set_exif_metadata(exif)
+            .expect("the JPEG encoder takes EXIF");
+    }
+    encoder
+        .write_image(
+            image,
+            image.width(),
+            image.height(),
+            image::ExtendedColorType::Rgb8,
+        )
+        .expect("encoding to memory");
+    out
+}
+
+pub fn webp(image: &RgbImage) -> Vec<u8> {
+    let mut out = Vec::new();
+    image::codecs::webp::WebPEncoder::new_lossless(&mut out)
+        .write_image(
+            image,
+            image.width(),
+            image.height(),
+            image::ExtendedColorType::Rgb8,
+        )
+        .expect("encoding to memory");
+    out
+}
+
+pub fn png(image: &RgbImage) -> Vec<u8> {
+    let mut out = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut out)
+        .write_image(
+            image,
+            image.width(),
+            image.height(),
+            image::ExtendedColorType::Rgb8,
+        )
+        .expect("encoding to memory");
+    out
+}
+
+/// EXIF with the given ASCII tags of the primary image (Make, Model, Software...).
+pub fn exif(tags: &[(exif::Tag, &str)]) -> Vec<u8> {
+    let fields: Vec<exif::Field> = tags
+        .iter()
+        .map(|(tag, value)| field(*tag, exif::Value::Ascii(vec![value.as_bytes().to_vec()])))
+        .collect();
+    write_exif(&fields)
+}
+
+fn field(tag: exif::Tag, value: exif::Value) -> exif::Field {
+    exif::Field {
+        tag,
+        ifd_num: exif::In::PRIMARY,
+        value,
+    }
+}
+
+fn write_exif(fields: &[exif::Field]) -> Vec<u8> {
+    let mut writer = exif::experimental::Writer::new();
+    for field in fields {
+        writer.push_field(field);
+    }
+    let mut out = Cursor::new(Vec::new());
+    writer
+        .write(&mut out, false)
+        .expect("writing EXIF to memory");
+    out.into_inner()
+}
+
+/// EXIF with an orientation (1 to 8) and a camera.
+pub fn oriented_exif(orientation: u16) -> Vec<u8> {
+    write_exif(&[
+        field(
+            exif::Tag::Orientation,
+            exif::Value::Short(vec![orientation]),
+        ),
+        field(
+            exif::Tag::Make,
+            exif::Value::Ascii(vec![b"Google".to_vec()]),
+        ),
+    ])
+}
+
+/// EXIF of a phone camera photo.
+pub fn camera_exif() -> Vec<u8> {
+    exif(&[(exif::Tag::Make, "Google"), (exif::Tag::Model, "Pixel 7")])
+}
+
+use std::io::Cursor;
