@@ -260,6 +260,31 @@ pub fn exposed(image: &RgbImage, factor: f32) -> RgbImage {
     out
 }
 
+/// A camera's sensor noise (uniform, up to `amplitude` levels per channel).
+pub fn with_noise(image: &RgbImage, amplitude: i16, seed: u64) -> RgbImage {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut out = image.clone();
+    for px in out.pixels_mut() {
+        for c in px.0.iter_mut() {
+            *c = (i16::from(*c) + rng.random_range(-amplitude..=amplitude)).clamp(0, 255) as u8;
+        }
+    }
+    out
+}
+
+/// `image` saved as JPEG at quality 70, reopened, and a region of `donor`
+/// pasted over its middle: a forgery before it is saved again.
+pub fn spliced(image: &RgbImage, donor: &RgbImage) -> RgbImage {
+    let saved = image::load_from_memory(&jpeg(image, 70, None))
+        .expect("our own JPEG decodes")
+        .into_rgb8();
+    let mut out = saved;
+    let (w, h) = out.dimensions();
+    let patch = image::imageops::crop_imm(donor, w * 3 / 16, h / 4, w / 4, h / 4).to_image();
+    image::imageops::overlay(&mut out, &patch, i64::from(w * 3 / 16), i64::from(h / 4));
+    out
+}
+
 /// Grey levels only, as a photocopy gives.
 pub fn black_and_white(image: &RgbImage) -> RgbImage {
     let gray = image::imageops::grayscale(image);

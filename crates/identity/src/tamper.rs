@@ -107,8 +107,9 @@ pub struct Ela {
 
 /// Side of the largest square analysed (bounds the cost on big photos).
 pub const ELA_MAX_SIDE: u32 = 512;
-/// Quality of the recompression.
-const ELA_QUALITY: u8 = 90;
+/// Quality of the recompression: below what cameras and apps save at, so
+/// every block changes and history shows (at 90, a file saved at 90 barely changes).
+const ELA_QUALITY: u8 = 75;
 
 /// Error-level analysis of `rgb`'s region (x, y, width, height), aligned to the
 /// JPEG's 16-pixel blocks so it recompresses on the original grid.

@@ -36,7 +36,7 @@ pub const MAX_GLARE_SHARE: f64 = 0.02;
 /// Mean chroma under which the image has no colour (a photocopy or a grey scan).
 pub const MIN_COLOURFULNESS: f64 = 6.0;
 /// ELA: how far the worst cells may stand out from the median before it is a signal.
-pub const MAX_ELA_OUTLIER_RATIO: f64 = 8.0;
+pub const MAX_ELA_OUTLIER_RATIO: f64 = 10.0;
 /// ELA: below this median error the image is too clean (flat, or saved at
 /// the analysis quality) for the ratio to mean anything.
 pub const MIN_ELA_MEDIAN: f64 = 0.002;

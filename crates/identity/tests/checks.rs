@@ -140,6 +140,39 @@ fn an_editor_in_exif_raises_concern_but_does_not_fail_alone() {
 }
 
 #[test]
+fn a_pasted_region_recompresses_unlike_the_rest() {
+    let mut detector = FaceDetector::new();
+    for seed in 1..4 {
+        let card = s::with_noise(&s::card(seed), 4, seed);
+        let donor = s::with_noise(&s::card(seed + 100), 4, seed + 100);
+        let clean = image::load_from_memory(&s::jpeg(&card, 70, None))
+            .unwrap()
+            .into_rgb8();
+        let camera = Some(s::camera_exif());
+        let clean = analyse(&s::jpeg(&clean, 90, camera.clone()), &mut detector).unwrap();
+        let forged = analyse(
+            &s::jpeg(&s::spliced(&card, &donor), 90, camera),
+            &mut detector,
+        )
+        .unwrap();
+        assert_eq!(
+            judge(&clean, None).codes(),
+            Vec::<&str>::new(),
+            "seed {seed}: {:?}",
+            clean.ela
+        );
+        let verdict = judge(&forged, None);
+        assert!(
+            verdict.codes().contains(&"COMPRESSION_INCONSISTENT"),
+            "seed {seed}: {:?}",
+            forged.ela
+        );
+        // A weak signal alone does not stop the document.
+        assert_eq!(verdict.result, "Passed");
+    }
+}
+
+#[test]
 fn a_duplicate_asks_for_review_and_with_an_editor_fails() {
     let duplicate = Duplicate {
         assessment_id: "0f1e2d3c-0000-4000-8000-000000000000".into(),
