@@ -26,6 +26,14 @@ BEGIN
     END IF;
 END
 $$;
+-- Identity checks (from 0.4.0).
+DO $$
+BEGIN
+    IF to_regprocedure('vigil.assess_id(bytea, bigint)') IS NOT NULL THEN
+        GRANT EXECUTE ON FUNCTION vigil.assess_id(bytea, bigint) TO vigil_app;
+    END IF;
+END
+$$;
 ALTER ROLE vigil_app IN DATABASE vigil SET search_path = vigil, public;
 
 -- The role of `vigil-sidecar keys|accounts|user-keys`: the admin functions and

@@ -10,6 +10,8 @@
 //! - [`vectordb`]: named vector databases per account.
 //! - [`hnsw`]: the `vigil_hnsw` index access method and the distance operators
 //!   on `real[]`.
+//! - [`identity`]: `vigil.assess_id(bytea)`, the identity-document checks' edge:
+//!   refusals by kind, the duplicate lookup and the record.
 //! - [`risk`]: `vigil.risk_score(jsonb)`, the transaction risk engine's edge:
 //!   history, recording, feedback and the blocklist.
 //! - [`pg`]: Postgres plumbing the capabilities share (errors naming their
@@ -19,6 +21,7 @@ use pgrx::prelude::*;
 
 pub mod embed;
 pub mod hnsw;
+pub mod identity;
 pub mod keys;
 pub mod pg;
 pub mod risk;
@@ -34,6 +37,7 @@ pub extern "C-unwind" fn _PG_init() {
     keys::register_settings();
     vectordb::register_settings();
     risk::register_settings();
+    identity::register_settings();
 }
 
 /// Hooks for `cargo pgrx test`.

@@ -8,7 +8,7 @@
 //! pgrx's `ereport!` cannot set COLUMN, so [`invalid_input`] remembers the field
 //! with the exact message it raises, and an `emit_log_hook` (installed by
 //! [`register`]) copies it into the error as Postgres reports it. The hook only
-//! acts on a 22023 whose message is the remembered one, so an error caught by a
+//! acts on an error whose SQLSTATE and message are the remembered ones, so an error caught by a
 //! PL/pgSQL handler and never reported cannot lend its field to another. The
 //! hook runs when the error is logged; with `log_min_messages` above ERROR it does
 //! not run, and the error goes out without COLUMN.
@@ -20,8 +20,8 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 thread_local! {
-    /// (message, field) of the last invalid-input error this backend raised.
-    static PENDING: RefCell<Option<(CString, CString)>> = const { RefCell::new(None) };
+    /// (SQLSTATE, message, field) of the last input error this backend raised.
+    static PENDING: RefCell<Option<(i32, CString, CString)>> = const { RefCell::new(None) };
 }
 
 static mut PREVIOUS_HOOK: pg_sys::emit_log_hook_type = None;
@@ -38,6 +38,17 @@ pub fn register() {
 /// ERROR 22023 "invalid `field`: `message`" with COLUMN `field` (see the module
 /// docs); an empty `field` means the whole input, and the message stands alone.
 pub fn invalid_input(field: &str, message: &str) -> ! {
+    refuse(
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        field,
+        message,
+    )
+}
+
+/// ERROR `code` "invalid `field`: `message`" with COLUMN `field`, for input
+/// refused with a more specific SQLSTATE than 22023 (an image of an
+/// unsupported format, one over a size limit), so callers can tell them apart.
+pub fn refuse(code: PgSqlErrorCode, field: &str, message: &str) -> ! {
     let text = if field.is_empty() {
         message.to_owned()
     } else {
@@ -46,15 +57,11 @@ pub fn invalid_input(field: &str, message: &str) -> ! {
     // NUL cannot come from JSON text or a Rust &str of a field name in practice;
     // if it does, the error simply goes out without COLUMN.
     let pending = match (CString::new(text.as_str()), CString::new(field)) {
-        (Ok(m), Ok(f)) if !field.is_empty() => Some((m, f)),
+        (Ok(m), Ok(f)) if !field.is_empty() => Some((code as i32, m, f)),
         _ => None,
     };
     PENDING.with(|p| *p.borrow_mut() = pending);
-    ereport!(
-        PgLogLevel::ERROR,
-        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-        text
-    );
+    ereport!(PgLogLevel::ERROR, code, text);
     unreachable!("ereport(ERROR) does not return")
 }
 
@@ -63,15 +70,14 @@ unsafe extern "C-unwind" fn emit_log(edata: *mut pg_sys::ErrorData) {
     // SAFETY: Postgres passes the error being reported, valid for this call.
     unsafe {
         let e = &mut *edata;
-        if e.sqlerrcode == PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE as i32
-            && e.column_name.is_null()
-            && !e.message.is_null()
-        {
+        if e.column_name.is_null() && !e.message.is_null() {
             let message = CStr::from_ptr(e.message);
             let field = PENDING.with(|p| {
                 let mut p = p.borrow_mut();
                 match p.as_ref() {
-                    Some((m, _)) if m.as_c_str() == message => p.take().map(|(_, f)| f),
+                    Some((code, m, _)) if *code == e.sqlerrcode && m.as_c_str() == message => {
+                        p.take().map(|(_, _, f)| f)
+                    }
                     _ => None,
                 }
             });

@@ -16,7 +16,7 @@ use std::ffi::CStr;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-pub use error::invalid_input;
+pub use error::{invalid_input, refuse};
 
 /// `N` bytes from the server's strong random source (`pg_strong_random`);
 /// an ERROR naming `what` they were for if it fails.
@@ -27,6 +27,14 @@ pub fn strong_random<const N: usize>(what: &str) -> [u8; N] {
         error!("could not generate random bytes for {what}");
     }
     bytes
+}
+
+/// A random (version 4) UUID from the strong source, for a record's id.
+pub fn random_uuid(what: &str) -> pgrx::Uuid {
+    let mut id = strong_random::<16>(what);
+    id[6] = (id[6] & 0x0f) | 0x40;
+    id[8] = (id[8] & 0x3f) | 0x80;
+    pgrx::Uuid::from_bytes(id)
 }
 
 /// An open relation's name, for messages.

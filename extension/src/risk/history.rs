@@ -208,10 +208,7 @@ pub fn record(
     assessment: &Assessment,
     features: serde_json::Value,
 ) -> pgrx::Uuid {
-    let mut id = crate::pg::strong_random::<16>("a transaction id");
-    id[6] = (id[6] & 0x0f) | 0x40;
-    id[8] = (id[8] & 0x3f) | 0x80;
-    let id = pgrx::Uuid::from_bytes(id);
+    let id = crate::pg::random_uuid("a transaction id");
     let oid = |o: PgBuiltInOids| PgOid::BuiltIn(o);
     let result = Spi::connect_mut(|client| {
         RECORD_PLAN.with(|cell| -> Result<(), pgrx::spi::Error> {

@@ -1,0 +1,188 @@
+//! Identity-document checks: `vigil.assess_id(bytea)`.
+//!
+//! The checks are the pure `vigil-identity` crate. This module is its Postgres
+//! edge: it refuses bad uploads with an SQLSTATE per kind (so the sidecar can
+//! answer 415, 422 or 413 without looking at the bytes itself), looks the
+//! perceptual hash up among earlier assessments through the band index
+//! (multi-index hashing, see `vigil_identity::phash`), and records the
+//! assessment in the same transaction. A refused upload records nothing: the
+//! error ends the statement before the insert.
+
+#[cfg(any(test, feature = "pg_test"))]
+mod pg_tests;
+
+use std::cell::RefCell;
+
+use pgrx::datum::DatumWithOid;
+use pgrx::prelude::*;
+use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
+use vigil_identity::{phash, Analysis, Assessment, DecodeError, Duplicate, FaceDetector};
+
+use crate::pg::jsonb::Jsonb;
+use crate::pg::{invalid_input, refuse};
+
+static KEEP_IMAGES: GucSetting<bool> = GucSetting::<bool>::new(false);
+
+thread_local! {
+    /// The face detector, loaded on a backend's first assessment (it parses 1.2 MB of weights).
+    static DETECTOR: RefCell<Option<FaceDetector>> = const { RefCell::new(None) };
+}
+
+/// `vigil.identity_keep_images`.
+pub fn register_settings() {
+    GucRegistry::define_bool_guc(
+        c"vigil.identity_keep_images",
+        c"Keep the bytes of every assessed identity image in vigil.identity_assessments.",
+        c"Off by default: only the SHA-256 and the perceptual hash are kept. Identity images are personal data; keep them only where the law and your policy allow.",
+        &KEEP_IMAGES,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+}
+
+/// Assesses an identity-document image (JPEG, PNG or WebP) and records it.
+///
+/// Runs as the extension's owner, so the application role needs no access to
+/// the assessments table; `api_key_id` attributes the record to the caller.
+#[pg_extern(volatile, security_definer)]
+#[search_path(pg_catalog, vigil)]
+fn assess_id(image: Option<&[u8]>, api_key_id: default!(Option<i64>, "NULL")) -> Jsonb {
+    let Some(bytes) = image else {
+        invalid_input("image", "is required (a JPEG, PNG or WebP image)")
+    };
+    let analysed = DETECTOR.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let detector = cell.get_or_insert_with(FaceDetector::new);
+        vigil_identity::analyse(bytes, detector)
+    });
+    let analysis = match analysed {
+        Ok(analysis) => analysis,
+        Err(e) => refuse(sqlstate(&e), "image", &e.message()),
+    };
+    let duplicate = find_duplicate(&analysis.phash);
+    let assessment = vigil_identity::judge(&analysis, duplicate.as_ref());
+    let id = crate::pg::random_uuid("an identity assessment id");
+    let response = assessment.to_json(&id.to_string());
+    record(id, api_key_id, bytes, &analysis, &assessment, &response);
+    Jsonb(response)
+}
+
+/// The SQLSTATE of a refused upload; the sidecar maps each to its HTTP status.
+fn sqlstate(e: &DecodeError) -> PgSqlErrorCode {
+    match e {
+        // 415: not a format we take.
+        DecodeError::Unsupported { .. } => PgSqlErrorCode::ERRCODE_INVALID_BINARY_REPRESENTATION,
+        // 413 / 422: over a size limit, refused before decoding.
+        DecodeError::TooManyBytes { .. } | DecodeError::TooManyPixels { .. } => {
+            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED
+        }
+        // 422: a supported format that does not decode.
+        DecodeError::Empty | DecodeError::Corrupt { .. } => {
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE
+        }
+    }
+}
+
+/// Differing bits of two perceptual hashes (NULL if either is not one).
+#[pg_extern(immutable, strict, parallel_safe, name = "_phash_distance")]
+fn phash_distance(a: &[u8], b: &[u8]) -> Option<i32> {
+    let (a, b) = (as_hash(a)?, as_hash(b)?);
+    Some(phash::distance(&a, &b) as i32)
+}
+
+/// The band keys of a perceptual hash, which its GIN index holds.
+#[pg_extern(immutable, strict, parallel_safe, name = "_phash_bands")]
+fn phash_bands(hash: &[u8]) -> Vec<i32> {
+    match as_hash(hash) {
+        Some(hash) => phash::band_keys(&hash).to_vec(),
+        None => invalid_input(
+            "phash",
+            &format!("must be {} bytes, not {}", phash::HASH_BYTES, hash.len()),
+        ),
+    }
+}
+
+fn as_hash(bytes: &[u8]) -> Option<phash::Hash> {
+    bytes.try_into().ok()
+}
+
+/// The earliest, closest earlier assessment of the same picture.
+const FIND_DUPLICATE: &str = "\
+SELECT id::text, distance, count(*) OVER () AS matches
+FROM (SELECT id, assessed_at, vigil._phash_distance(phash, $1) AS distance
+      FROM vigil.identity_assessments
+      WHERE phash_bands && vigil._phash_bands($1)) AS candidates
+WHERE distance <= $2
+ORDER BY distance, assessed_at, id
+LIMIT 1";
+
+fn find_duplicate(hash: &phash::Hash) -> Option<Duplicate> {
+    let args: [DatumWithOid; 2] = [
+        hash.as_slice().into(),
+        (phash::DUPLICATE_DISTANCE as i32).into(),
+    ];
+    let found = Spi::connect(|client| {
+        let rows = client.select(FIND_DUPLICATE, Some(1), &args)?;
+        match rows.into_iter().next() {
+            None => Ok::<_, pgrx::spi::Error>(None),
+            Some(row) => Ok(Some(Duplicate {
+                assessment_id: row.get::<String>(1)?.unwrap_or_default(),
+                distance: row.get::<i32>(2)?.unwrap_or_default().max(0) as u32,
+                matches: row.get::<i64>(3)?.unwrap_or_default().max(0) as u64,
+            })),
+        }
+    });
+    found.unwrap_or_else(|e| error!("could not look up earlier identity images: {e}"))
+}
+
+const RECORD: &str = "\
+INSERT INTO vigil.identity_assessments
+    (id, api_key_id, sha256, phash, result, level, score, confidence, decision,
+     reasons, format, width, height, bytes, response, image)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
+
+fn record(
+    id: pgrx::Uuid,
+    api_key_id: Option<i64>,
+    bytes: &[u8],
+    analysis: &Analysis,
+    assessment: &Assessment,
+    response: &serde_json::Value,
+) {
+    let kept = KEEP_IMAGES.get().then_some(bytes);
+    let codes: Vec<String> = assessment.codes().into_iter().map(str::to_owned).collect();
+    let args: [DatumWithOid; 16] = [
+        id.into(),
+        api_key_id.into(),
+        analysis.sha256.as_slice().into(),
+        analysis.phash.as_slice().into(),
+        assessment.result.into(),
+        i16::from(assessment.level).into(),
+        (assessment.score as f32).into(),
+        assessment.confidence.into(),
+        assessment.decision.into(),
+        codes.into(),
+        analysis.format.into(),
+        (analysis.width as i32).into(),
+        (analysis.height as i32).into(),
+        (analysis.bytes as i32).into(),
+        Jsonb(response.clone()).into(),
+        kept.into(),
+    ];
+    if let Err(e) = Spi::run_with_args(RECORD, &args) {
+        error!("could not record the identity assessment: {e}");
+    }
+}
+
+extension_sql_file!(
+    "schema.sql",
+    name = "identity_schema",
+    requires = ["risk_schema", phash_bands, phash_distance]
+);
+
+extension_sql!(
+    "-- Security definer: only the application role (sql/bootstrap.sql) and the owner assess.\n\
+     REVOKE EXECUTE ON FUNCTION vigil.assess_id(bytea, bigint) FROM PUBLIC;",
+    name = "assess_id_settings",
+    requires = [assess_id, "identity_schema"]
+);

@@ -1,0 +1,176 @@
+//! `vigil.assess_id` inside Postgres: the record, duplicates through the band
+//! index, refusals that record nothing, and the setting that keeps images.
+
+#[pgrx::pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+    use serde_json::Value;
+    use vigil_identity::synthetic as s;
+
+    fn assess(bytes: &[u8]) -> Value {
+        Spi::get_one_with_args::<pgrx::JsonB>("SELECT vigil.assess_id($1)", &[bytes.into()])
+            .expect("assessed")
+            .expect("a result")
+            .0
+    }
+
+    fn codes(assessment: &Value) -> Vec<String> {
+        assessment["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["code"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    fn count(sql: &str) -> i64 {
+        Spi::get_one::<i64>(sql).unwrap().unwrap()
+    }
+
+    fn card(seed: u64) -> Vec<u8> {
+        s::jpeg(&s::card(seed), 90, Some(s::camera_exif()))
+    }
+
+    #[pg_test]
+    fn an_assessment_is_recorded_without_the_image_unless_asked() {
+        let a = assess(&card(1));
+        assert_eq!(a["Result"], "Passed", "{a}");
+        let id = a["assessmentId"].as_str().unwrap();
+        let (result, kept) = Spi::get_two::<String, bool>(&format!(
+            "SELECT result, image IS NOT NULL FROM vigil.identity_assessments WHERE id = '{id}'"
+        ))
+        .unwrap();
+        assert_eq!((result.as_deref(), kept), (Some("Passed"), Some(false)));
+        let stored = Spi::get_one::<pgrx::JsonB>(&format!(
+            "SELECT response FROM vigil.identity_assessments WHERE id = '{id}'"
+        ))
+        .unwrap()
+        .unwrap()
+        .0;
+        assert_eq!(stored, a);
+
+        Spi::run("SET vigil.identity_keep_images = on").unwrap();
+        let bytes = card(2);
+        let b = assess(&bytes);
+        let kept = Spi::get_one::<Vec<u8>>(&format!(
+            "SELECT image FROM vigil.identity_assessments WHERE id = '{}'",
+            b["assessmentId"].as_str().unwrap()
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(kept, bytes);
+    }
+
+    #[pg_test]
+    fn the_same_picture_again_is_a_duplicate_of_the_first_assessment() {
+        let picture = s::card(3);
+        let first = assess(&s::jpeg(&picture, 90, Some(s::camera_exif())));
+        assert!(codes(&first).is_empty(), "{first}");
+        let other = assess(&card(4));
+        assert!(
+            codes(&other).is_empty(),
+            "another document is no duplicate: {other}"
+        );
+        for again in [
+            s::jpeg(&picture, 90, Some(s::camera_exif())),
+            s::jpeg(&s::resized(&picture, 1100), 70, Some(s::camera_exif())),
+        ] {
+            let a = assess(&again);
+            assert_eq!(codes(&a), vec!["DUPLICATE_IMAGE"], "{a}");
+            assert_eq!(
+                a["checks"]["duplicates"]["metrics"]["duplicateOf"],
+                first["assessmentId"]
+            );
+            assert_eq!(a["Result"], "Review");
+        }
+    }
+
+    /// SQLSTATE and message of assessing `bytes`, or "accepted".
+    fn refusal(bytes: &[u8]) -> String {
+        Spi::run(
+            "CREATE OR REPLACE FUNCTION pg_temp.refusal(b bytea) RETURNS text LANGUAGE plpgsql AS $$
+             BEGIN PERFORM vigil.assess_id(b); RETURN 'accepted';
+             EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ' ' || SQLERRM; END $$",
+        )
+        .unwrap();
+        Spi::get_one_with_args::<String>("SELECT pg_temp.refusal($1)", &[bytes.into()])
+            .unwrap()
+            .unwrap()
+    }
+
+    #[pg_test]
+    fn refused_uploads_have_their_sqlstate_and_record_nothing() {
+        let before = count("SELECT count(*) FROM vigil.identity_assessments");
+        let jpeg = card(5);
+        let mut huge_png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+        // 100,000 x 100,000, 8-bit RGB, and the chunk's CRC: a valid header, no pixels.
+        huge_png.extend_from_slice(&[0, 1, 0x86, 0xA0, 0, 1, 0x86, 0xA0, 8, 2, 0, 0, 0]);
+        huge_png.extend_from_slice(&[0x27, 0x30, 0x9c, 0x9f]);
+        let cases: [(&[u8], &str); 5] = [
+            (
+                b"%PDF-1.7\n1 0 obj",
+                "22P03 invalid image: received a PDF document",
+            ),
+            (
+                b"\x01\x02\x03\x04 not an image",
+                "22P03 invalid image: received 17 bytes of an unrecognised format",
+            ),
+            (
+                &jpeg[..jpeg.len() / 2],
+                "22023 invalid image: the JPEG image could not be decoded",
+            ),
+            (
+                &huge_png,
+                "54000 invalid image: the image is 100000x100000 pixels",
+            ),
+            (b"", "22023 invalid image: the image is empty"),
+        ];
+        for (bytes, expected) in cases {
+            let got = refusal(bytes);
+            assert!(got.starts_with(expected), "{got}");
+        }
+        assert_eq!(
+            count("SELECT count(*) FROM vigil.identity_assessments"),
+            before
+        );
+    }
+
+    #[pg_test(error = "invalid image: is required (a JPEG, PNG or WebP image)")]
+    fn a_null_image_is_refused() {
+        Spi::run("SELECT vigil.assess_id(NULL)").unwrap();
+    }
+
+    #[pg_test]
+    fn the_duplicate_lookup_probes_the_band_index() {
+        // 20,000 stored hashes, random as hashes of different pictures are.
+        Spi::run(
+            "INSERT INTO vigil.identity_assessments
+                 (id, sha256, phash, result, level, score, confidence, decision, reasons,
+                  format, width, height, bytes, response)
+             SELECT gen_random_uuid(), sha256(i::text::bytea),
+                    sha256(i::text::bytea), 'Passed', 5, 0, 'High', 'accept', '{}',
+                    'JPEG', 1, 1, 1, '{}'
+             FROM generate_series(1, 20000) i",
+        )
+        .unwrap();
+        Spi::run("ANALYZE vigil.identity_assessments").unwrap();
+        let plan = Spi::get_one::<pgrx::Json>(
+            "EXPLAIN (FORMAT JSON) SELECT id FROM vigil.identity_assessments
+             WHERE phash_bands && vigil._phash_bands(sha256('77'::bytea))",
+        )
+        .unwrap()
+        .unwrap()
+        .0
+        .to_string();
+        assert!(plan.contains("identity_assessments_phash"), "{plan}");
+        // Stored hash 77 is found again one bit away.
+        let found = Spi::get_one::<i32>(
+            "SELECT vigil._phash_distance(phash, set_bit(sha256('77'::bytea), 3, 1 - get_bit(sha256('77'::bytea), 3)))
+             FROM vigil.identity_assessments
+             WHERE phash_bands && vigil._phash_bands(set_bit(sha256('77'::bytea), 3, 1 - get_bit(sha256('77'::bytea), 3)))
+             ORDER BY 1 LIMIT 1",
+        )
+        .unwrap();
+        assert_eq!(found, Some(1));
+    }
+}
