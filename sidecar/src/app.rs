@@ -30,7 +30,7 @@ use crate::error::{render_foreign_errors, ApiError};
 use crate::metrics::MetricsLayer;
 use crate::openapi::ApiDoc;
 use crate::state::AppState;
-use crate::{auth, cors, health, metrics, openapi, transaction, vectordb};
+use crate::{auth, cors, health, identity, metrics, openapi, transaction, vectordb};
 
 pub fn router(state: AppState, args: &ServeArgs) -> Result<Router, String> {
     // Each route that reads a body has its own limit: JSON routes
@@ -42,6 +42,9 @@ pub fn router(state: AppState, args: &ServeArgs) -> Result<Router, String> {
         .routes(routes!(auth::whoami::whoami))
         .routes(routes!(transaction::assess).layer(json))
         .routes(routes!(transaction::feedback).layer(json))
+        .routes(
+            routes!(identity::assess).layer(RequestBodyLimitLayer::new(identity::MAX_BODY_BYTES)),
+        )
         .routes(routes!(vectordb::create_database).layer(json))
         .routes(routes!(vectordb::store_embedding).layer(json))
         .routes(routes!(vectordb::store_embeddings).layer(batch))
@@ -267,6 +270,7 @@ mod tests {
             "/api/key",
             "/api/transaction",
             "/api/transaction/{transactionId}/feedback",
+            "/assess-id",
             "/createDatabase",
             "/storeEmbedding",
             "/storeEmbeddings",

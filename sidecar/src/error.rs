@@ -65,6 +65,11 @@ impl ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, "invalid_field", message).with_field(field)
     }
 
+    pub fn with_message(mut self, message: impl Into<String>) -> Self {
+        self.message = message.into();
+        self
+    }
+
     pub fn with_field(mut self, field: &str) -> Self {
         self.field = Some(field.to_owned());
         self
@@ -101,6 +106,9 @@ impl ApiError {
                 "unsupported_media_type",
                 "the request body has an unsupported content type",
             ),
+            StatusCode::UNPROCESSABLE_ENTITY => {
+                ("unprocessable", "the request body could not be processed")
+            }
             StatusCode::TOO_MANY_REQUESTS => ("rate_limited", "too many requests"),
             StatusCode::SERVICE_UNAVAILABLE => ("unavailable", "the service is unavailable"),
             s if s.is_client_error() => ("bad_request", "the request was refused"),

@@ -1,8 +1,9 @@
 //! Request extractors that make an endpoint its types plus one SQL call.
 //!
-//! - [`KeyedJson`]: an API key with scope `S` (header `x-api-key`), then a
-//!   JSON body. The key is checked first, so a caller without one gets 401
-//!   before any 415 or 400 about its body.
+//! - [`ApiKey`]: an API key with scope `S` (header `x-api-key`), checked
+//!   from the request's head, so a caller without one gets 401 before any 415
+//!   or 400 about its body (`/assess-id` reads its multipart body after it).
+//! - [`KeyedJson`]: an [`ApiKey`], then a JSON body.
 //! - [`AccountJson`]: a JSON body carrying the body credentials `userKey`,
 //!   `account` and `dbName` beside the endpoint's own fields; the account is
 //!   entered inside the request's transaction by [`Account::enter`].
@@ -14,6 +15,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
 use deadpool_postgres::{Object, Transaction};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -37,6 +39,37 @@ impl Scope for TransactionScope {
     const NAME: &'static str = "transaction";
 }
 
+/// The scope of `POST /assess-id`.
+pub struct IdentityScope;
+
+impl Scope for IdentityScope {
+    const NAME: &'static str = "identity";
+}
+
+/// A caller whose API key holds scope `S`.
+pub struct ApiKey<S> {
+    pub caller: ApiCaller,
+    /// The connection the key was checked on, for the endpoint's own call.
+    pub db: Object,
+    scope: PhantomData<fn() -> S>,
+}
+
+impl<S: Scope> FromRequestParts<AppState> for ApiKey<S> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let ClientIp(ip) = ClientIp::from_request_parts(parts, state).await?;
+        let db = state.db().await?;
+        let caller =
+            auth::check_api_key(&state.limits, &db, &parts.headers, ip, Some(S::NAME)).await?;
+        Ok(ApiKey {
+            caller,
+            db,
+            scope: PhantomData,
+        })
+    }
+}
+
 /// A caller whose API key holds scope `S`, and its JSON body.
 pub struct KeyedJson<S, T> {
     pub caller: ApiCaller,
@@ -51,10 +84,7 @@ impl<S: Scope, T: DeserializeOwned> FromRequest<AppState> for KeyedJson<S, T> {
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
         let (mut parts, body) = req.into_parts();
-        let ClientIp(ip) = ClientIp::from_request_parts(&mut parts, state).await?;
-        let db = state.db().await?;
-        let caller =
-            auth::check_api_key(&state.limits, &db, &parts.headers, ip, Some(S::NAME)).await?;
+        let ApiKey { caller, db, .. } = ApiKey::<S>::from_request_parts(&mut parts, state).await?;
         let JsonBody(body) =
             JsonBody::from_request(Request::from_parts(parts, body), state).await?;
         Ok(KeyedJson {

@@ -14,6 +14,7 @@ mod db;
 mod error;
 mod extract;
 mod health;
+mod identity;
 mod json;
 mod metrics;
 mod openapi;

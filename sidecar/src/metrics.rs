@@ -66,6 +66,7 @@ pub struct Metrics {
     pool_wait: Histogram,
     rejections: Family<CodeLabel, Counter>,
     assessments: Family<ResultLabel, Counter>,
+    identity_assessments: Family<ResultLabel, Counter>,
 }
 
 /// The route pattern a request matched; "unmatched" for the 404 fallback.
@@ -120,6 +121,16 @@ struct ResultLabel {
     result: &'static str,
 }
 
+fn count_result(family: &Family<ResultLabel, Counter>, result: Option<&str>) {
+    let result = match result {
+        Some("Passed") => "Passed",
+        Some("Review") => "Review",
+        Some("Failed") => "Failed",
+        _ => "other",
+    };
+    family.get_or_create(&ResultLabel { result }).inc();
+}
+
 fn latency_histogram() -> Histogram {
     Histogram::new(LATENCY_BUCKETS)
 }
@@ -134,6 +145,7 @@ impl Metrics {
             pool_wait: Histogram::new(WAIT_BUCKETS),
             rejections: Family::default(),
             assessments: Family::default(),
+            identity_assessments: Family::default(),
         };
         m.registered()
     }
@@ -168,6 +180,11 @@ impl Metrics {
             "Transaction assessments answered, by Result",
             self.assessments.clone(),
         );
+        r.register(
+            "vigil_identity_assessments",
+            "Identity-document assessments answered, by Result",
+            self.identity_assessments.clone(),
+        );
         self
     }
 
@@ -176,17 +193,14 @@ impl Metrics {
         self.pool_wait.observe(wait.as_secs_f64());
     }
 
-    /// An assessment answered with this `Result` field.
+    /// A transaction assessment answered with this `Result` field.
     pub fn assessed(&self, result: Option<&str>) {
-        let result = match result {
-            Some("Passed") => "Passed",
-            Some("Review") => "Review",
-            Some("Failed") => "Failed",
-            _ => "other",
-        };
-        self.assessments
-            .get_or_create(&ResultLabel { result })
-            .inc();
+        count_result(&self.assessments, result);
+    }
+
+    /// An identity assessment answered with this `Result` field.
+    pub fn identity_assessed(&self, result: Option<&str>) {
+        count_result(&self.identity_assessments, result);
     }
 
     fn answered(&self, route: Route, method: &'static str, status: StatusCode, took: Duration) {

@@ -25,9 +25,9 @@ pub const API_KEY_SCHEME: &str = "apiKey";
 #[openapi(
     info(
         title = "Vigil",
-        description = "Transaction risk and vector search in PostgreSQL. Errors are \
+        description = "Transaction risk, identity-document checks and vector search in PostgreSQL. Errors are \
                        `{\"error\":{\"code\",\"message\",\"field\"}}`; README lists every code. \
-                       Transaction endpoints take an API key in `x-api-key`; vector endpoints \
+                       Transaction and identity endpoints take an API key in `x-api-key`; vector endpoints \
                        take `userKey`, `account` and `dbName` in the JSON body (BodyCredentials)."
     ),
     paths(document),
@@ -35,6 +35,7 @@ pub const API_KEY_SCHEME: &str = "apiKey";
     modifiers(&Common),
     tags(
         (name = "transactions", description = "Risk assessment (API key, scope transaction)"),
+        (name = "identity", description = "Identity-document image checks (API key, scope identity)"),
         (name = "vector database", description = "Vector databases (body credentials)"),
         (name = "keys", description = "The calling API key"),
         (name = "operations", description = "Health, metrics, this document"),

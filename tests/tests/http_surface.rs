@@ -201,6 +201,7 @@ fn the_document_is_openapi_3_1_with_every_endpoint_and_the_security_schemes() {
         ("/api/key", "get"),
         ("/api/transaction", "post"),
         ("/api/transaction/{transactionId}/feedback", "post"),
+        ("/assess-id", "post"),
         ("/createDatabase", "post"),
         ("/storeEmbedding", "post"),
         ("/storeEmbeddings", "post"),
@@ -238,6 +239,8 @@ fn the_document_is_openapi_3_1_with_every_endpoint_and_the_security_schemes() {
         "BodyCredentials",
         "TransactionRequest",
         "Assessment",
+        "IdentityUpload",
+        "IdentityAssessment",
     ] {
         assert!(schemas.contains_key(name), "no schema {name}");
     }
@@ -340,6 +343,32 @@ fn real_answers_of_every_endpoint_match_the_document() {
         checked("post", feedback, keyed(unknown).json(&fraud)).0,
         404
     );
+
+    // The identity check: an assessment, and its refusals.
+    let id_check = "/assess-id";
+    let upload = |bytes: Vec<u8>| {
+        let part = reqwest::blocking::multipart::Part::bytes(bytes).file_name("id.jpg");
+        keyed(id_check).multipart(reqwest::blocking::multipart::Form::new().part("image", part))
+    };
+    let card = vigil_identity::synthetic::card(1);
+    let photo = vigil_identity::synthetic::jpeg(&card, 90, None);
+    let (status, identity) = checked("post", id_check, upload(photo.clone()));
+    assert_eq!(status, 200, "{identity}");
+    assert_eq!(
+        checked("post", id_check, upload(b"%PDF-1.4".to_vec())).0,
+        415
+    );
+    assert_eq!(
+        checked("post", id_check, upload(photo[..photo.len() / 2].to_vec())).0,
+        422
+    );
+    assert_eq!(
+        checked("post", id_check, keyed(id_check).json(&plain)).0,
+        415
+    );
+    let no_image =
+        keyed(id_check).multipart(reqwest::blocking::multipart::Form::new().text("note", "x"));
+    assert_eq!(checked("post", id_check, no_image).0, 400);
 
     env.admin_ok(&["accounts", "create", "openapi@example.com"]);
     env.admin_ok(&["accounts", "create", "someone@example.com"]);

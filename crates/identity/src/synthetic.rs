@@ -402,3 +402,6 @@ pub fn camera_exif() -> Vec<u8> {
 }
 
 use std::io::Cursor;
+
+/// EXIF tags, for [`exif`] callers without a dependency on the EXIF crate.
+pub use exif::Tag as ExifTag;

@@ -9,7 +9,7 @@
 //!   assessed as it is. Level 7, `Review`, `retryable`, decision `resubmit`.
 //! - **Concern** reasons carry points: `DUPLICATE_IMAGE` 75, `NO_FACE` 60,
 //!   `EDITING_SOFTWARE` 60, `COMPRESSION_INCONSISTENT` 40,
-//!   `NO_CAMERA_METADATA` 15. Tampering signals together count at most 75, so
+//!   `NO_CAMERA_METADATA` 10. Tampering signals together count at most 75, so
 //!   they can ask for a person but never fail an image alone. The total (at most
 //!   100) is `RiskScore`, and levels follow the transaction cut-offs: 0 at 90
 //!   (`Failed`), 1 at 75 and 6 at 60 (`Review`), 3 at 40, 4 at 20, else 5
@@ -271,7 +271,7 @@ pub fn judge(a: &Analysis, duplicate: Option<&Duplicate>) -> Assessment {
         reasons.push(concern(
             "NO_CAMERA_METADATA",
             TAMPERING,
-            15.0,
+            10.0,
             "the file names no camera (screenshots, exports and some messaging apps drop it)",
         ));
     }

@@ -6,7 +6,7 @@
 //! refuses bad input with SQLSTATE 22023 naming the field, which `error`
 //! turns into a 400 with `field`. Validating here too would say it twice.
 
-mod schema;
+pub(crate) mod schema;
 
 use axum::extract::{Path, State};
 use axum::Json;

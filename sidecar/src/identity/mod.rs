@@ -1,0 +1,146 @@
+//! `POST /assess-id`: an API key with scope `identity` ([`ApiKey`]), a
+//! multipart form with one file part `image`, then one call of `vigil.assess_id`.
+//!
+//! The bytes go to the extension as they are: it tells the format from them
+//! and refuses what it cannot assess with an SQLSTATE per kind, which
+//! [`refusal`] turns into 415, 422 or 413 naming `image`.
+
+mod schema;
+
+use axum::extract::multipart::{Multipart, MultipartRejection};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::Value;
+
+use crate::error::ApiError;
+use crate::extract::{ApiKey, IdentityScope};
+use crate::openapi::AuthRefusals;
+use crate::state::AppState;
+use schema::{IdentityAssessment, IdentityUpload};
+
+/// Largest image (the extension's limit, `vigil_identity::decode::MAX_BYTES`).
+pub const MAX_IMAGE_BYTES: usize = 10 * 1024 * 1024;
+/// Body limit of the route: the image plus the form's own framing.
+pub const MAX_BODY_BYTES: usize = MAX_IMAGE_BYTES + 64 * 1024;
+
+/// Refusals of an upload.
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)] // documentation only: ApiError makes these responses
+pub enum UploadRefusals {
+    /// invalid_field (`field` is `image`: no such part), invalid_multipart
+    #[response(status = 400)]
+    BadRequest(crate::error::ErrorBody<'static>),
+    /// payload_too_large: over 10 MiB
+    #[response(status = 413)]
+    TooLarge(crate::error::ErrorBody<'static>),
+    /// unsupported_media_type (the body is not multipart/form-data),
+    /// unsupported_image_type (the image is not JPEG, PNG or WebP; the message says what it is)
+    #[response(status = 415)]
+    UnsupportedMediaType(crate::error::ErrorBody<'static>),
+    /// invalid_image (truncated or damaged), image_too_large (over 40 megapixels)
+    #[response(status = 422)]
+    Unprocessable(crate::error::ErrorBody<'static>),
+}
+
+/// Checks a photo of an identity document and records the assessment.
+#[utoipa::path(
+    post,
+    path = "/assess-id",
+    tag = "identity",
+    request_body(content = IdentityUpload, content_type = "multipart/form-data"),
+    responses(
+        (status = 200, description = "The assessment", body = IdentityAssessment),
+        AuthRefusals,
+        UploadRefusals,
+    ),
+    security(("apiKey" = [])),
+)]
+pub async fn assess(
+    State(state): State<AppState>,
+    key: Result<ApiKey<IdentityScope>, ApiError>,
+    form: Result<Multipart, MultipartRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let key = match key {
+        Ok(key) => key,
+        Err(refused) => {
+            // Read the upload before answering: a client still sending it
+            // when the connection closes sees a broken pipe, not the 401.
+            if let Ok(mut form) = form {
+                while let Ok(Some(mut field)) = form.next_field().await {
+                    while let Ok(Some(_)) = field.chunk().await {}
+                }
+            }
+            return Err(refused);
+        }
+    };
+    let image = read_image(form).await?;
+    let statement = key
+        .db
+        .prepare_cached("SELECT vigil.assess_id($1, $2)")
+        .await?;
+    let row = key
+        .db
+        .query_one(&statement, &[&image, &key.caller.key_id])
+        .await
+        .map_err(refusal)?;
+    let assessment: Value = row.try_get(0)?;
+    state
+        .metrics
+        .identity_assessed(assessment.get("Result").and_then(Value::as_str));
+    Ok(Json(assessment))
+}
+
+/// The bytes of the first part named `image`; other parts are ignored.
+async fn read_image(form: Result<Multipart, MultipartRejection>) -> Result<Vec<u8>, ApiError> {
+    let mut form = form.map_err(|_| {
+        ApiError::from_status(StatusCode::UNSUPPORTED_MEDIA_TYPE)
+            .with_message("the body must be multipart/form-data with a file part named `image`")
+    })?;
+    let broken = |e: axum::extract::multipart::MultipartError| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::from_status(StatusCode::PAYLOAD_TOO_LARGE)
+                .with_message(format!("the upload is over {MAX_IMAGE_BYTES} bytes"))
+        } else {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_multipart",
+                format!("the multipart body is malformed: {}", e.body_text()),
+            )
+        }
+    };
+    while let Some(field) = form.next_field().await.map_err(broken)? {
+        if field.name() == Some("image") {
+            let bytes = field.bytes().await.map_err(broken)?;
+            if bytes.len() > MAX_IMAGE_BYTES {
+                return Err(ApiError::from_status(StatusCode::PAYLOAD_TOO_LARGE)
+                    .with_message(format!(
+                        "the image is {} bytes; at most {MAX_IMAGE_BYTES} are accepted",
+                        bytes.len()
+                    ))
+                    .with_field("image"));
+            }
+            return Ok(bytes.to_vec());
+        }
+    }
+    Err(ApiError::invalid(
+        "image",
+        "the form has no file part named `image`",
+    ))
+}
+
+/// The HTTP error of an image the extension refused, by SQLSTATE (see
+/// `extension/src/identity`); anything else maps as every endpoint's does.
+fn refusal(e: tokio_postgres::Error) -> ApiError {
+    let refused = e.as_db_error().and_then(|db| {
+        let (status, code) = match db.code().code() {
+            "22P03" => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_image_type"),
+            "54000" => (StatusCode::UNPROCESSABLE_ENTITY, "image_too_large"),
+            "22023" => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_image"),
+            _ => return None,
+        };
+        (db.column() == Some("image"))
+            .then(|| ApiError::new(status, code, db.message()).with_field("image"))
+    });
+    refused.unwrap_or_else(|| ApiError::from(e))
+}

@@ -1,0 +1,302 @@
+//! `POST /assess-id` over HTTP: a good photo passes and is recorded, the same
+//! picture again is flagged with the first assessment's id, every refusal has
+//! its status and code and records nothing, the key's scope is enforced, and
+//! the SQL function answers as the endpoint does.
+//!
+//! Each test uploads cards of its own seeds, so duplicates never cross tests.
+
+use reqwest::blocking::multipart::{Form, Part};
+use reqwest::blocking::Client;
+use serde_json::Value;
+use vigil_e2e::{shared, Env};
+use vigil_identity::synthetic as s;
+
+fn key(env: &Env, scope: &str) -> String {
+    env.admin_ok(&[
+        "keys",
+        "create",
+        "--name",
+        &format!("identity {scope}"),
+        "--scope",
+        scope,
+    ])
+}
+
+/// Uploads `bytes` as the part `part` (file name and type deliberately
+/// misleading: the format is read from the bytes); (status, JSON body).
+fn upload(env: &Env, key: Option<&str>, part: &str, bytes: Vec<u8>) -> (u16, Value) {
+    let form = Form::new().part(
+        part.to_owned(),
+        Part::bytes(bytes)
+            .file_name("scan.pdf")
+            .mime_str("application/pdf")
+            .unwrap(),
+    );
+    let mut request = Client::new().post(env.url("/assess-id")).multipart(form);
+    if let Some(key) = key {
+        request = request.header("x-api-key", key);
+    }
+    let response = request.send().expect("request sent");
+    let status = response.status().as_u16();
+    let text = response.text().expect("a body");
+    let body = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{status}: {e}: {text}"));
+    (status, body)
+}
+
+fn assess(env: &Env, key: &str, bytes: Vec<u8>) -> Value {
+    let (status, body) = upload(env, Some(key), "image", bytes);
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+fn codes(a: &Value) -> Vec<&str> {
+    a["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["code"].as_str().unwrap())
+        .collect()
+}
+
+/// Assessments recorded for `key` (tests run in parallel, each with its own key).
+fn recorded(env: &Env, key: &str) -> i64 {
+    env.psql(&format!(
+        "SELECT count(*) FROM vigil.identity_assessments a JOIN vigil.api_keys k ON k.id = a.api_key_id
+         WHERE k.prefix = '{}'",
+        &key[..11]
+    ))
+    .parse()
+    .unwrap()
+}
+
+fn camera_jpeg(seed: u64) -> Vec<u8> {
+    s::jpeg(&s::card(seed), 90, Some(s::camera_exif()))
+}
+
+#[test]
+fn a_good_photo_passes_and_is_recorded_with_its_key() {
+    let env = shared();
+    let key = key(env, "identity");
+    let a = assess(env, &key, camera_jpeg(101));
+    assert_eq!(
+        (&a["Result"], &a["decision"], &a["retryable"]),
+        (&"Passed".into(), &"accept".into(), &false.into()),
+        "{a}"
+    );
+    assert!(codes(&a).is_empty(), "{a}");
+    for check in [
+        "imageQuality",
+        "document",
+        "face",
+        "tampering",
+        "duplicates",
+    ] {
+        assert_eq!(a["checks"][check]["outcome"], "passed", "{check}: {a}");
+    }
+    let id = a["assessmentId"].as_str().unwrap();
+    let row = env.psql(&format!(
+        "SELECT result, api_key_id IS NOT NULL, image IS NULL, encode(sha256, 'hex') = '{}'
+         FROM vigil.identity_assessments WHERE id = '{id}'",
+        a["image"]["sha256"].as_str().unwrap()
+    ));
+    assert_eq!(row, "Passed|t|t|t");
+}
+
+#[test]
+fn bad_photos_ask_for_a_retake_with_their_code() {
+    let env = shared();
+    let key = key(env, "identity");
+    let card = s::card(102);
+    for (code, image) in [
+        ("BLURRY", s::blurred(&card, 4.0)),
+        ("GLARE", s::glared(&card)),
+        ("TOO_DARK", s::exposed(&card, 0.2)),
+        ("LOW_RESOLUTION", s::resized(&card, 400)),
+        ("BLACK_AND_WHITE", s::black_and_white(&card)),
+    ] {
+        let a = assess(env, &key, s::jpeg(&image, 90, Some(s::camera_exif())));
+        assert!(codes(&a).contains(&code), "{code}: {a}");
+        assert_eq!(
+            (&a["Result"], &a["RiskLevel"], &a["decision"]),
+            (&"Review".into(), &7.into(), &"resubmit".into()),
+            "{code}"
+        );
+        assert!(a["RiskScore"].as_f64().unwrap() >= 50.0);
+    }
+}
+
+#[test]
+fn the_same_picture_again_is_flagged_with_the_first_assessment() {
+    let env = shared();
+    let key = key(env, "identity");
+    let picture = s::card(103);
+    let first = assess(env, &key, s::jpeg(&picture, 92, Some(s::camera_exif())));
+    assert!(codes(&first).is_empty(), "{first}");
+    for (what, again) in [
+        (
+            "the same bytes",
+            s::jpeg(&picture, 92, Some(s::camera_exif())),
+        ),
+        (
+            "re-encoded smaller",
+            s::jpeg(&s::resized(&picture, 1000), 65, Some(s::camera_exif())),
+        ),
+        ("as PNG", s::png(&s::resized(&picture, 1200))),
+    ] {
+        let a = assess(env, &key, again);
+        assert!(codes(&a).contains(&"DUPLICATE_IMAGE"), "{what}: {a}");
+        assert_eq!(
+            a["checks"]["duplicates"]["metrics"]["duplicateOf"], first["assessmentId"],
+            "{what}"
+        );
+        assert_eq!(a["Result"], "Review", "{what}");
+    }
+    let other = assess(env, &key, camera_jpeg(104));
+    assert!(!codes(&other).contains(&"DUPLICATE_IMAGE"), "{other}");
+}
+
+#[test]
+fn an_editor_in_the_metadata_is_a_tampering_concern() {
+    let env = shared();
+    let key = key(env, "identity");
+    let exif = s::exif(&[
+        (s::ExifTag::Make, "Apple"),
+        (s::ExifTag::Model, "iPhone 15"),
+        (s::ExifTag::Software, "Adobe Photoshop Lightroom 9.0"),
+    ]);
+    let a = assess(env, &key, s::jpeg(&s::card(105), 90, Some(exif)));
+    assert_eq!(codes(&a), vec!["EDITING_SOFTWARE"], "{a}");
+    assert_eq!(a["checks"]["tampering"]["outcome"], "failed");
+    assert_eq!(a["Result"], "Review");
+}
+
+#[test]
+fn refused_uploads_have_their_status_and_code_and_record_nothing() {
+    let env = shared();
+    let key = key(env, "identity");
+    let jpeg = camera_jpeg(106);
+    let mut huge_png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+    huge_png.extend_from_slice(&[
+        0, 1, 0x86, 0xA0, 0, 1, 0x86, 0xA0, 8, 2, 0, 0, 0, 0x27, 0x30, 0x9c, 0x9f,
+    ]);
+    let noise: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    let before = recorded(env, &key);
+    let cases: [(&str, Vec<u8>, u16, &str); 5] = [
+        ("random bytes", noise, 415, "unsupported_image_type"),
+        (
+            "a PDF",
+            b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj".to_vec(),
+            415,
+            "unsupported_image_type",
+        ),
+        (
+            "a HEIC",
+            b"\0\0\0\x18ftypheic\0\0\0\0mif1heic".to_vec(),
+            415,
+            "unsupported_image_type",
+        ),
+        (
+            "a truncated JPEG",
+            jpeg[..jpeg.len() / 2].to_vec(),
+            422,
+            "invalid_image",
+        ),
+        ("a huge PNG header", huge_png, 422, "image_too_large"),
+    ];
+    for (what, bytes, status, code) in cases {
+        let (got, body) = upload(env, Some(&key), "image", bytes);
+        assert_eq!(
+            (got, body["error"]["code"].as_str()),
+            (status, Some(code)),
+            "{what}: {body}"
+        );
+        if status != 413 {
+            assert_eq!(body["error"]["field"], "image", "{what}");
+        }
+    }
+    // 12 MB, sent as curl sends it (Expect: 100-continue), so the early 413 is read.
+    let big = std::env::temp_dir().join(format!("vigil-12mb-{}.jpg", std::process::id()));
+    std::fs::write(&big, vec![0xFFu8; 12 * 1024 * 1024]).unwrap();
+    let out = std::process::Command::new("curl")
+        .args(["-s", "-H", &format!("x-api-key: {key}"), "-F"])
+        .arg(format!("image=@{}", big.display()))
+        .arg(env.url("/assess-id"))
+        .output()
+        .expect("curl runs");
+    std::fs::remove_file(&big).unwrap();
+    let body: Value = serde_json::from_slice(&out.stdout).expect("a JSON error");
+    assert_eq!(body["error"]["code"], "payload_too_large", "{body}");
+
+    let (got, body) = upload(env, Some(&key), "photo", camera_jpeg(107));
+    assert_eq!(
+        (got, body["error"]["field"].as_str()),
+        (400, Some("image")),
+        "{body}"
+    );
+    let not_multipart = Client::new()
+        .post(env.url("/assess-id"))
+        .header("x-api-key", &key)
+        .header("content-type", "image/jpeg")
+        .body(camera_jpeg(107))
+        .send()
+        .unwrap();
+    assert_eq!(not_multipart.status(), 415);
+    assert_eq!(recorded(env, &key), before, "a refused upload was recorded");
+    // The same key's uploads are recorded, so the count would have moved.
+    assess(env, &key, camera_jpeg(111));
+    assert_eq!(recorded(env, &key), before + 1);
+}
+
+#[test]
+fn the_key_must_hold_the_identity_scope() {
+    let env = shared();
+    let (status, body) = upload(env, None, "image", camera_jpeg(108));
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("missing_credentials"))
+    );
+    let transactions_only = key(env, "transaction");
+    let (status, body) = upload(env, Some(&transactions_only), "image", camera_jpeg(108));
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (403, Some("key_scope")),
+        "{body}"
+    );
+}
+
+#[test]
+fn the_sql_function_answers_as_the_endpoint_does() {
+    let env = shared();
+    let key = key(env, "identity");
+    // Two different pictures, one through each path, so neither is the other's duplicate.
+    let over_http = assess(
+        env,
+        &key,
+        s::jpeg(&s::resized(&s::card(109), 900), 90, Some(s::camera_exif())),
+    );
+    let bytes = s::jpeg(&s::resized(&s::card(110), 900), 90, Some(s::camera_exif()));
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let (ok, out, err) =
+        env.psql_as_app(&format!("SELECT vigil.assess_id(decode('{hex}', 'hex'));"));
+    assert!(ok, "{err}");
+    let in_sql: Value = serde_json::from_str(out.trim()).unwrap();
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&in_sql), keys(&over_http));
+    for field in ["Result", "RiskLevel", "decision", "reasons", "notPerformed"] {
+        assert_eq!(in_sql[field], over_http[field], "{field}");
+    }
+    for check in [
+        "imageQuality",
+        "document",
+        "face",
+        "tampering",
+        "duplicates",
+    ] {
+        assert_eq!(
+            in_sql["checks"][check]["outcome"], over_http["checks"][check]["outcome"],
+            "{check}"
+        );
+    }
+}
