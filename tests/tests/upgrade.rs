@@ -163,6 +163,21 @@ fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
         cluster.psql("SELECT array_length(vigil.embed('hello'), 1)"),
         "384"
     );
+    // What 0.4.0 added: the identity check, for a key made before it.
+    let photo = vigil_identity::synthetic::jpeg(&vigil_identity::synthetic::card(1), 90, None);
+    let form = reqwest::blocking::multipart::Form::new().part(
+        "image",
+        reqwest::blocking::multipart::Part::bytes(photo).file_name("id.jpg"),
+    );
+    let response = reqwest::blocking::Client::new()
+        .post(env.url("/assess-id"))
+        .header("x-api-key", &api_key)
+        .multipart(form)
+        .send()
+        .expect("sent");
+    assert_eq!(response.status(), 200);
+    let identity: Value = response.json().unwrap();
+    assert_eq!(identity["Result"], "Passed", "{identity}");
     // What 0.2.0 changed: admin errors name their argument.
     let (ok, _, err) = cluster.run(
         "\\set VERBOSITY verbose\nSELECT * FROM vigil.rotate_key('vk_nonexistent', interval '-1 hour');",
