@@ -41,6 +41,21 @@ pub enum Found {
     Nothing,
 }
 
+impl Found {
+    /// The same, with coordinates multiplied by `factor`.
+    pub fn scaled(self, factor: f64) -> Found {
+        let scale = |q: Quad| Quad {
+            corners: q.corners.map(|(x, y)| (x * factor, y * factor)),
+            ..q
+        };
+        match self {
+            Found::Document(q) => Found::Document(scale(q)),
+            Found::CutOff(q) => Found::CutOff(scale(q)),
+            Found::Nothing => Found::Nothing,
+        }
+    }
+}
+
 /// A rectangle in coordinates of the photo as decoded.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Quad {
