@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help setup build run stop reset test bench-embed bench-risk bench-hnsw bench-vectordb
+.PHONY: help setup build run stop reset test bench-embed bench-risk bench-hnsw bench-vectordb bench-identity
 
 help:
 	@echo "make run          set up, build, start PostgreSQL + the sidecar (Ctrl-C to stop)"
@@ -13,6 +13,7 @@ help:
 	@echo "make bench-risk   risk assessments per second: in-database and over HTTP (wrk)"
 	@echo "make bench-hnsw   vigil_hnsw vector index: recall@10 and queries/s vs an exact scan"
 	@echo "make bench-vectordb  vector database over HTTP: storing vs raw embedding, search p50/p99 at 100,000 records"
+	@echo "make bench-identity  identity checks: a 2 MP JPEG in-process, in SQL, over HTTP; duplicate lookup at 1,000,000 hashes"
 
 setup:
 	scripts/setup.sh
@@ -45,3 +46,6 @@ bench-hnsw: build
 
 bench-vectordb: build
 	scripts/bench-vectordb.sh
+
+bench-identity: build
+	scripts/bench-identity.sh

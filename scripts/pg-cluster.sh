@@ -13,6 +13,8 @@
 #   pg-cluster.sh down DIR      stop it (fast shutdown); no-op when not running
 #   pg-cluster.sh remove DIR    stop it and delete its files
 #   pg-cluster.sh psql DIR ARGS psql as the superuser over the cluster's socket
+#   pg-cluster.sh pgbench DIR ARGS
+#                               pgbench as the superuser on database `vigil` (benches)
 #   pg-cluster.sh replica PRIMARY DIR PORT
 #                               create (first time, by pg_basebackup -R from the running
 #                               cluster in PRIMARY over 127.0.0.1) and start a streaming
@@ -186,5 +188,8 @@ case "${1:-}" in
     remove) [ $# -eq 2 ] || usage; remove "$2" ;;
     replica) [ $# -eq 4 ] || usage; replica "$2" "$3" "$4" ;;
     psql) [ $# -ge 2 ] || usage; dir="$(realpath -m "$2")"; shift 2; psql_super "$dir" -d vigil "$@" ;;
+    pgbench)
+        [ $# -ge 2 ] || usage; dir="$(realpath -m "$2")"; shift 2
+        as_pg "$PG_BIN/pgbench" -h "$dir/run" -p "$(cat "$dir/port")" -U "$(pg_user)" "$@" vigil ;;
     *) usage ;;
 esac
