@@ -83,3 +83,55 @@ FROM (
     GROUP BY c.cutoff
 ) counts
 ORDER BY cutoff;
+
+-- Identity checks (vigil.assess_id records every assessment in
+-- vigil.identity_assessments; `reasons` holds the codes).
+
+\echo '== identity checks per day (last 30 days): results, retakes, duplicates'
+SELECT date_trunc('day', a.assessed_at)::date AS day,
+       count(*) AS assessed,
+       count(*) FILTER (WHERE a.result = 'Passed') AS passed,
+       count(*) FILTER (WHERE a.decision = 'resubmit') AS retake,
+       count(*) FILTER (WHERE a.decision = 'review') AS review,
+       count(*) FILTER (WHERE a.result = 'Failed') AS failed,
+       count(*) FILTER (WHERE 'DUPLICATE_IMAGE' = ANY (a.reasons)) AS duplicates,
+       round(100.0 * count(*) FILTER (WHERE a.decision = 'resubmit') / count(*), 1) AS retake_pct
+FROM vigil.identity_assessments a
+WHERE a.assessed_at > now() - interval '30 days'
+GROUP BY 1
+ORDER BY 1;
+
+\echo '== identity reasons (last 30 days): how often each fired, and the share of assessments'
+SELECT code,
+       count(*) AS fired,
+       round(100.0 * count(*) / (SELECT count(*) FROM vigil.identity_assessments
+                                 WHERE assessed_at > now() - interval '30 days'), 1) AS pct_of_assessments
+FROM vigil.identity_assessments a, unnest(a.reasons) AS code
+WHERE a.assessed_at > now() - interval '30 days'
+GROUP BY code
+ORDER BY fired DESC;
+
+\echo '== the same picture submitted again: each duplicate with the assessment it repeats and the keys'
+SELECT a.assessed_at,
+       a.id AS assessment,
+       (a.response -> 'checks' -> 'duplicates' -> 'metrics' ->> 'duplicateOf')::uuid AS repeats,
+       (a.response -> 'checks' -> 'duplicates' -> 'metrics' ->> 'distance')::int AS bits_apart,
+       a.api_key_id,
+       first.api_key_id AS first_api_key_id,
+       a.assessed_at - first.assessed_at AS after
+FROM vigil.identity_assessments a
+JOIN vigil.identity_assessments first
+  ON first.id = (a.response -> 'checks' -> 'duplicates' -> 'metrics' ->> 'duplicateOf')::uuid
+WHERE 'DUPLICATE_IMAGE' = ANY (a.reasons)
+ORDER BY a.assessed_at DESC
+LIMIT 50;
+
+\echo '== identity retakes by API key (last 7 days): integrations whose users struggle to take a usable photo'
+SELECT a.api_key_id,
+       count(*) AS assessed,
+       round(100.0 * count(*) FILTER (WHERE a.decision = 'resubmit') / count(*), 1) AS retake_pct,
+       mode() WITHIN GROUP (ORDER BY a.reasons[1]) AS commonest_first_reason
+FROM vigil.identity_assessments a
+WHERE a.assessed_at > now() - interval '7 days'
+GROUP BY a.api_key_id
+ORDER BY retake_pct DESC;

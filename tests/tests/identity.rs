@@ -300,3 +300,55 @@ fn the_sql_function_answers_as_the_endpoint_does() {
         );
     }
 }
+
+#[test]
+fn the_analysis_queries_report_identity_outcomes() {
+    let env = shared();
+    let key = key(env, "identity");
+    let photo = camera_jpeg(112);
+    assess(env, &key, photo.clone());
+    let again = assess(env, &key, photo);
+    assert!(codes(&again).contains(&"DUPLICATE_IMAGE"));
+    let out = std::process::Command::new(vigil_e2e::workspace_root().join("scripts/pg-cluster.sh"))
+        .args([
+            "psql",
+            env.cluster_dir.to_str().unwrap(),
+            "-A",
+            "-F",
+            "|",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-f",
+        ])
+        .arg(vigil_e2e::workspace_root().join("sql/analysis.sql"))
+        .output()
+        .expect("psql runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for section in [
+        "identity checks per day",
+        "identity reasons",
+        "submitted again",
+        "identity retakes by API key",
+    ] {
+        assert!(text.contains(section), "no {section} section:\n{text}");
+    }
+    let id = again["assessmentId"].as_str().unwrap();
+    let row = text
+        .lines()
+        .find(|l| l.contains(id))
+        .unwrap_or_else(|| panic!("the duplicate is not listed:\n{text}"));
+    assert!(
+        row.contains(&*format!(
+            "|{}|",
+            again["checks"]["duplicates"]["metrics"]["duplicateOf"]
+                .as_str()
+                .unwrap()
+        )),
+        "{row}"
+    );
+}

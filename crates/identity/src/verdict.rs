@@ -329,7 +329,8 @@ pub fn judge(a: &Analysis, duplicate: Option<&Duplicate>) -> Assessment {
         .filter(|r| r.check != TAMPERING)
         .map(|r| r.points)
         .sum();
-    let points = (other + tampering.min(TAMPERING_CAP)).min(100.0);
+    // `+ 0.0`: an empty float sum is -0.0, which JSON would show as such.
+    let points = (other + tampering.min(TAMPERING_CAP)).clamp(0.0, 100.0) + 0.0;
     let level = if points >= 90.0 {
         0
     } else if retake_needed {

@@ -34,6 +34,8 @@ fn a_sharp_card_photographed_with_a_camera_passes_every_check() {
             ("Passed", 5, "accept")
         );
         assert!(!verdict.retryable);
+        // 0, not -0: the answer says "RiskScore": 0.0.
+        assert!(verdict.score == 0.0 && verdict.score.is_sign_positive());
         let document::Found::Document(quad) = &a.document else {
             panic!("seed {seed}: {:?}", a.document)
         };
