@@ -90,7 +90,6 @@ fn bad_input_gets_clear_errors() {
     ok("DELETE FROM mixed WHERE id = 2; CREATE INDEX mixed_v ON mixed USING vigil_hnsw (v)");
     let cases = [
         ("INSERT INTO mixed VALUES (3, '{1,2}')", "vigil_hnsw index \"mixed_v\": row (0,3) has 2 dimensions, the index holds vectors of 3"),
-        ("INSERT INTO mixed VALUES (4, '{0,0,0}')", "vigil_hnsw index \"mixed_v\": invalid vector: a zero vector has no cosine distance"),
         ("INSERT INTO mixed VALUES (5, '{1,NaN,0}')", "vigil_hnsw index \"mixed_v\": invalid vector: it contains NaN or infinity"),
         ("INSERT INTO mixed VALUES (6, '{1,NULL,0}')", "vigil_hnsw index \"mixed_v\": a vector must not contain NULLs"),
         (
@@ -110,6 +109,69 @@ fn bad_input_gets_clear_errors() {
     // Nothing half-written: the failed inserts left the graph as it was.
     assert_eq!(check("mixed_v")["elements"], 1);
     assert_eq!(ok("SELECT count(*) FROM mixed"), "1");
+}
+
+#[test]
+fn a_zero_vector_is_stored_and_left_out_of_a_cosine_index_as_pgvector_does() {
+    let _serial = serial();
+    // At build time and at insert time; NULLs as before.
+    ok("CREATE TABLE zeros (id int, v real[]);
+        INSERT INTO zeros VALUES (1, '{0,0,0}'), (2, '{1,2,3}'), (3, '{1,1,1}'), (4, NULL);
+        CREATE INDEX zeros_cos ON zeros USING vigil_hnsw (v vigil.cosine_ops);
+        INSERT INTO zeros VALUES (5, '{1,2,4}'), (6, '{0,0,0}')");
+    assert_eq!(
+        ok("SELECT count(*) FROM zeros"),
+        "6",
+        "every write was stored"
+    );
+    assert_eq!(
+        check("zeros_cos")["elements"],
+        3,
+        "the zero vectors are not in the index"
+    );
+    assert_eq!(
+        ok("SET enable_seqscan = off; SELECT string_agg(id::text, ',') FROM (SELECT id FROM zeros ORDER BY v <=> '{3,3,3}') t"),
+        "3,2,5"
+    );
+    // Under L2 a zero vector has a distance like any other, and is indexed.
+    ok("CREATE INDEX zeros_l2 ON zeros USING vigil_hnsw (v vigil.l2_ops)");
+    assert_eq!(check("zeros_l2")["elements"], 5);
+    ok("DROP TABLE zeros");
+}
+
+#[test]
+fn iterative_scan_takes_its_own_and_pgvectors_spellings() {
+    let _serial = serial();
+    // The setting exists once the library is loaded (any vigil call loads it).
+    assert_eq!(ok("LOAD 'vigil'; SHOW vigil.hnsw_iterative_scan"), "strict");
+    for (set, shown) in [
+        ("off", "off"),
+        ("Relaxed", "relaxed"),
+        ("strict_order", "strict_order"),
+        ("relaxed_order", "relaxed_order"),
+    ] {
+        assert_eq!(
+            ok(&format!(
+                "LOAD 'vigil'; SET vigil.hnsw_iterative_scan = {set}; SHOW vigil.hnsw_iterative_scan"
+            )),
+            shown
+        );
+    }
+    let refused = error("LOAD 'vigil'; SET vigil.hnsw_iterative_scan = sideways");
+    assert!(refused.contains("sideways"), "{refused}");
+    // pgvector's relaxed_order continues past ef_search as relaxed does.
+    make_table("spelled", 500);
+    ok("CREATE INDEX spelled_v ON spelled USING vigil_hnsw (v)");
+    let filtered = |setting: &str| {
+        ok(&format!(
+            "SET enable_seqscan = off; SET vigil.hnsw_ef_search = 10; SET vigil.hnsw_iterative_scan = {setting};
+             SELECT count(*) FROM (SELECT id FROM spelled WHERE id % 10 = 0 ORDER BY v <=> (SELECT v FROM spelled WHERE id = 7) LIMIT 20) t"
+        ))
+    };
+    assert_eq!(filtered("relaxed_order"), "20");
+    assert_eq!(filtered("strict_order"), "20");
+    assert_ne!(filtered("off"), "20", "off stops after ef_search rows");
+    ok("DROP TABLE spelled");
 }
 
 #[test]

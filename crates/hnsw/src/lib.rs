@@ -126,6 +126,13 @@ impl Params {
         1.0 / (self.m.max(2) as f64).ln()
     }
 
+    /// Whether the index holds `v`. A zero vector has no cosine distance to
+    /// anything, so under cosine it stays in the table and out of the index,
+    /// as pgvector leaves it: a user's write never fails because of an index.
+    pub fn indexes(&self, v: &[f32]) -> bool {
+        self.metric != Metric::Cosine || distance::norm_squared(v) != 0.0
+    }
+
     /// Checks a vector before it is inserted or searched for.
     pub(crate) fn validate_vector<I: ElementId, E: std::error::Error + 'static>(
         &self,

@@ -170,6 +170,9 @@ unsafe extern "C-unwind" fn build_callback(
             ),
         );
     }
+    if !state.params.indexes(vector) {
+        return;
+    }
     if !state.in_memory {
         insert::insert_vector(state.index, heap, vector);
         state.indexed += 1.0;

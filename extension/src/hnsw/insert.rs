@@ -77,6 +77,9 @@ pub fn insert_vector(index: pg_sys::Relation, heap: Tid, vector: &[f32]) {
         );
     }
     let params = store.params();
+    if !params.indexes(vector) {
+        return;
+    }
     let level = LEVELS.with_borrow_mut(|rng| {
         rng.get_or_insert_with(|| {
             LevelRng::new(u64::from_ne_bytes(crate::pg::strong_random::<8>(

@@ -51,15 +51,41 @@ extension_sql_file!(
     requires = ["keys_schema"]
 );
 
-/// How a scan continues past its first `ef_search` results.
+/// How a scan continues past its first `ef_search` results. Spelled in lower
+/// case as PostgreSQL's own settings are; pgvector's spellings of
+/// `hnsw.iterative_scan` (`strict_order`, `relaxed_order`) are taken too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PostgresGucEnum)]
 pub enum IterativeScanSetting {
     /// Stop after the first `ef_search` candidates (plain HNSW).
+    #[name = c"off"]
     Off,
     /// Keep going, returning rows in exact distance order.
+    #[name = c"strict"]
     Strict,
     /// Keep going; later rows may be slightly out of order.
+    #[name = c"relaxed"]
     Relaxed,
+    /// pgvector's name for `strict`.
+    #[name = c"strict_order"]
+    StrictOrder,
+    /// pgvector's name for `relaxed`.
+    #[name = c"relaxed_order"]
+    RelaxedOrder,
+}
+
+impl IterativeScanSetting {
+    /// The order a continuing scan keeps; `None` when it does not continue.
+    pub fn order(self) -> Option<vigil_hnsw::ScanOrder> {
+        match self {
+            IterativeScanSetting::Off => None,
+            IterativeScanSetting::Strict | IterativeScanSetting::StrictOrder => {
+                Some(vigil_hnsw::ScanOrder::Strict)
+            }
+            IterativeScanSetting::Relaxed | IterativeScanSetting::RelaxedOrder => {
+                Some(vigil_hnsw::ScanOrder::Relaxed)
+            }
+        }
+    }
 }
 
 pub static EF_SEARCH: GucSetting<i32> =
@@ -92,7 +118,7 @@ pub fn register() {
     );
     GucRegistry::define_enum_guc(
         c"vigil.hnsw_iterative_scan",
-        c"Whether a vigil_hnsw scan continues past ef_search results (off, strict, relaxed).",
+        c"Whether a vigil_hnsw scan continues past ef_search results (off, strict, relaxed; pgvector's strict_order and relaxed_order too).",
         c"With a selective WHERE clause, continuing is what still yields LIMIT rows.",
         &ITERATIVE_SCAN,
         GucContext::Userset,

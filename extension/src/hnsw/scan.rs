@@ -113,10 +113,8 @@ pub unsafe extern "C-unwind" fn amgettuple(
     }
     let params = state.store.params();
     if state.scan.is_none() {
-        let order = match state.setting {
-            IterativeScanSetting::Relaxed => ScanOrder::Relaxed,
-            _ => ScanOrder::Strict,
-        };
+        // Off still scans in strict order; it only stops after ef rows.
+        let order = state.setting.order().unwrap_or(ScanOrder::Strict);
         let s = IterativeScan::new(&state.store, &params, query, state.ef, order)
             .unwrap_or_else(|e| raise(index, e));
         state.scan = Some(s);
@@ -124,9 +122,9 @@ pub unsafe extern "C-unwind" fn amgettuple(
     let Some(iter) = state.scan.as_mut() else {
         return false;
     };
-    let limited = match state.setting {
-        IterativeScanSetting::Off => state.returned >= state.ef,
-        _ => state.returned >= state.ef && iter.visited() >= state.max_visited,
+    let limited = match state.setting.order() {
+        None => state.returned >= state.ef,
+        Some(_) => state.returned >= state.ef && iter.visited() >= state.max_visited,
     };
     if limited {
         return false;
