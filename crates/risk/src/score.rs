@@ -12,6 +12,8 @@
 //!   are present ([`core_inputs`]); then the first cut-off the rounded score reaches:
 //!   0 critical (90), 1 high (75), 6 caution (60), 3 monitor (40), 4 low (20); else 5.
 //! - **Result**: Failed for 0 and 2, Review for 1, 6 and 7, Passed for 3, 4 and 5.
+//!   The score then moves into the band integrators reading `RiskScore` alone
+//!   use ([`agreeing_score_tenths`]): Passed under 50, Review 50 and up, Failed 80 and up.
 //!   Higher strictness never gives a more lenient result: the score does not drop and
 //!   the cut-offs do, and levels 2 and 7 do not depend on strictness.
 //! - **Confidence** ([`confidence_points`]): one point per informative input present,
@@ -141,6 +143,21 @@ pub fn level_of_score(score_tenths: i32, strictness: u8) -> u8 {
         .iter()
         .find(|(t, _)| score_tenths >= t - shift)
         .map_or(LEVEL_SAFE, |(_, level)| *level)
+}
+
+/// The score, in tenths, moved into the band that score-only integrators read
+/// as `result`: under 50 proceed, 50 and up review, 80 and up fail (the
+/// publisher's demo page reviews from 50 and calls above 65 risky; others
+/// filter above 70 or 80). Without it an empty body scored 5.1 with `Review`
+/// (level 7), a hard rule could fail a score of 40, and at a high strictness a
+/// `Review` could score 45. The move is monotone in the score and in the
+/// result, so the property tests (strictness, `isVPN`) still hold.
+pub fn agreeing_score_tenths(score_tenths: i32, result: Verdict) -> i32 {
+    match result {
+        Verdict::Passed => score_tenths.min(499),
+        Verdict::Review => score_tenths.max(500),
+        Verdict::Failed => score_tenths.max(800),
+    }
 }
 
 /// Fewer core inputs than this gives level 7.
@@ -293,7 +310,6 @@ pub fn assess(request: &Request, history: &History, ip_country: Option<[u8; 2]>)
     } else {
         0
     };
-    let score = f64::from(score_tenths) / 10.0;
 
     let hard = !history.hard_rules.is_empty();
     let core = core_inputs(request);
@@ -304,6 +320,7 @@ pub fn assess(request: &Request, history: &History, ip_country: Option<[u8; 2]>)
     } else {
         level_of_score(score_tenths, strictness)
     };
+    let score = f64::from(agreeing_score_tenths(score_tenths, level_verdict(level))) / 10.0;
 
     let conf_points = confidence_points(request, history, ip_country);
     let confidence = if hard || conf_points >= CONFIDENCE_HIGH {

@@ -37,6 +37,13 @@ fn flag_raises_score(
     Ok(())
 }
 
+#[test]
+fn an_empty_body_asks_for_verification_with_a_score_read_as_review() {
+    let (_, a) = run(&json!({}), &History::default(), None);
+    assert_eq!((a.level, a.result), (7, vigil_risk::Verdict::Review));
+    assert!(a.score >= 50.0, "{}", a.score);
+}
+
 fn config() -> ProptestConfig {
     ProptestConfig {
         cases: 2_000,
@@ -76,6 +83,20 @@ proptest! {
         prop_assert!(a_hi.score >= a_lo.score, "s {lo}->{hi}: {} -> {}", a_lo.score, a_hi.score);
         prop_assert!(a_hi.result >= a_lo.result, "s {lo}->{hi}: {:?} -> {:?}", a_lo.result, a_hi.result);
         prop_assert_eq!(a_hi.level == 7, a_lo.level == 7);
+    }
+
+    /// A score-only integrator (under 50 proceed, 50 and up review, 80 and up
+    /// fail) reads the same answer as `Result`, at every strictness, with level
+    /// 7 and the hard rules included.
+    #[test]
+    fn the_score_agrees_with_the_result(d in data(), h in history(), c in ip_country()) {
+        let (_, a) = run(&d.body(Form::B), &h, c);
+        let band = match a.result {
+            vigil_risk::Verdict::Passed => a.score < 50.0,
+            vigil_risk::Verdict::Review => a.score >= 50.0,
+            vigil_risk::Verdict::Failed => a.score >= 80.0,
+        };
+        prop_assert!(band, "{:?} (level {}) scored {}", a.result, a.level, a.score);
     }
 
     /// Form A and form B of the same data give the same Request and assessment.
