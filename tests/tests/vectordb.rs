@@ -359,6 +359,67 @@ fn a_paraphrase_finds_its_record_first() {
 }
 
 #[test]
+fn hybrid_fusion_and_weights_are_set_per_request() {
+    let me = caller("fusion");
+    me.create("varied");
+    me.store_all("varied", &VARIED);
+    let query = "how long until my order shows up at my door";
+    let by_meaning = ids(&me.query("varied", query));
+    // All the weight on the vector ranking: the order of queryEmbeddings.
+    for fusion in ["rrf", "convex"] {
+        let fused = me.expect(
+            200,
+            "/hybridSearch",
+            "varied",
+            json!({"query": query, "limit": 5, "fusion": fusion, "vectorWeight": 1, "keywordWeight": 0}),
+        );
+        let fused = ids(fused.as_array().unwrap());
+        assert_eq!(fused[..3], by_meaning[..3], "{fusion}");
+    }
+    // Convex scores are weighted means of normalised scores: within 0..1, best first.
+    let convex = me.expect(
+        200,
+        "/hybridSearch",
+        "varied",
+        json!({"query": query, "limit": 5, "fusion": "convex", "vectorWeight": 0.7, "keywordWeight": 0.3}),
+    );
+    let scores: Vec<f64> = convex
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["score"].as_f64().unwrap())
+        .collect();
+    assert!(
+        scores.windows(2).all(|w| w[0] >= w[1]) && scores[0] <= 1.0,
+        "{scores:?}"
+    );
+    for (fields, code, field) in [
+        (
+            json!({"query": query, "fusion": "max"}),
+            "invalid_field",
+            "fusion",
+        ),
+        (
+            json!({"query": query, "vectorWeight": -1}),
+            "invalid_field",
+            "weights",
+        ),
+        (
+            json!({"query": query, "vectorWeight": 0, "keywordWeight": 0}),
+            "invalid_field",
+            "weights",
+        ),
+        (
+            json!({"query": query, "keywordWeight": "high"}),
+            "invalid_json",
+            "keywordWeight",
+        ),
+    ] {
+        assert_error(me.send("/hybridSearch", "varied", fields), 400, code, field);
+    }
+}
+
+#[test]
 fn an_exact_rare_token_is_found_first_by_hybrid_search() {
     let me = caller("rare");
     me.create("tickets");

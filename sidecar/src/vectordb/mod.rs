@@ -23,8 +23,9 @@ use crate::openapi::{AuthRefusals, BodyRefusals};
 use crate::state::AppState;
 use records::{all, DeletedDatabase, ListedRecord, Record, ScoredRecord, SimilarRecord};
 use requests::{
-    required, DeleteEmbeddingRequest, GetEmbeddingsRequest, NewRecord, NewRecords, Page, RecordId,
-    Search, SearchRequest, StoreEmbeddingRequest, StoreEmbeddingsRequest, DEFAULT_LIMIT,
+    required, DeleteEmbeddingRequest, GetEmbeddingsRequest, HybridSearch, HybridSearchRequest,
+    NewRecord, NewRecords, Page, RecordId, Search, SearchRequest, StoreEmbeddingRequest,
+    StoreEmbeddingsRequest, DEFAULT_LIMIT,
 };
 
 /// A vector database.
@@ -247,7 +248,7 @@ pub async fn query_embeddings(
     post,
     path = "/hybridSearch",
     tag = "vector database",
-    request_body = SearchRequest,
+    request_body = HybridSearchRequest,
     responses(
         (status = 200, description = "Best first", body = [ScoredRecord]),
         (status = 404, description = "not_found: no such database (`field` dbName)", body = ErrorBody),
@@ -256,17 +257,28 @@ pub async fn query_embeddings(
     ),
 )]
 pub async fn hybrid_search(
-    AccountJson { mut account, body }: AccountJson<Search>,
+    AccountJson { mut account, body }: AccountJson<HybridSearch>,
 ) -> Result<Json<Vec<ScoredRecord>>, ApiError> {
     let entered = account.enter().await?;
     let db = entered.db_name;
     let query = required(body.query, "query")?;
     let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
+    // The extension checks the fusion and the weights and names the field.
+    let fusion = body.fusion.unwrap_or_else(|| "rrf".to_owned());
+    let vector_weight = body.vector_weight.unwrap_or(1.0);
+    let keyword_weight = body.keyword_weight.unwrap_or(1.0);
     let rows = call(
         entered,
         "SELECT id, title, content, metadata, vigil.epoch_ns(created_at), score \
-         FROM vigil.hybrid_search($1, $2::int, $3)",
-        &[&query, &limit, &db],
+         FROM vigil.hybrid_search($1, $2::int, $3, $4, $5::real, $6::real)",
+        &[
+            &query,
+            &limit,
+            &db,
+            &fusion,
+            &vector_weight,
+            &keyword_weight,
+        ],
     )
     .await?;
     Ok(Json(all(&rows, ScoredRecord::from_row)?))

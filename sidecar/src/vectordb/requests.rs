@@ -65,6 +65,31 @@ pub struct Search {
     pub limit: Option<i32>,
 }
 
+/// A hybrid search: a search, and how its two rankings are fused. Its own
+/// fields rather than a flattened [`Search`]: through `flatten` a field of the
+/// wrong type would lose its name in the error.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HybridSearch {
+    /// The text to search for.
+    #[schema(required = true, value_type = String, example = "refund XK-42")]
+    pub query: Option<String>,
+    /// How many records to return at most.
+    #[schema(default = 10, minimum = 1, maximum = 1000)]
+    pub limit: Option<i32>,
+    /// `rrf` (Reciprocal Rank Fusion, k = 60; the default) or `convex` (a
+    /// weighted mean of the normalised scores, better when a few labelled
+    /// queries have tuned the weights).
+    #[schema(value_type = Option<String>, default = "rrf", example = "rrf")]
+    pub fusion: Option<String>,
+    /// Weight of the vector ranking (0 or more; default 1).
+    #[schema(default = 1.0, minimum = 0)]
+    pub vector_weight: Option<f32>,
+    /// Weight of the keyword ranking (0 or more, not both 0; default 1).
+    #[schema(default = 1.0, minimum = 0)]
+    pub keyword_weight: Option<f32>,
+}
+
 /// A record to delete.
 #[derive(Deserialize, ToSchema)]
 pub struct RecordId {
@@ -106,8 +131,12 @@ request!(
     GetEmbeddingsRequest(Page)
 );
 request!(
-    /// `POST /queryEmbeddings` and `POST /hybridSearch`
+    /// `POST /queryEmbeddings`
     SearchRequest(Search)
+);
+request!(
+    /// `POST /hybridSearch`
+    HybridSearchRequest(HybridSearch)
 );
 request!(
     /// `POST /deleteEmbedding`
