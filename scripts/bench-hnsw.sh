@@ -27,6 +27,13 @@
 #     recall@10 against the ground truth, ties counted (a returned row is a hit when
 #     its exact distance is at most the 10th exact distance), queries per second
 #     over all queries (enable_seqscan off) and the speed-up over the exact scan.
+# The same for pgvector's hnsw (built from PGVECTOR_SRC, default
+# ../shared/baselines/pgvector-0.8.6.tar.gz, into this PostgreSQL; a baseline to
+# measure against, never a dependency) on the same rows as vector(384), same m,
+# ef_construction and queries, with hnsw.ef_search over the same list; then the
+# ratio of vigil_hnsw's queries/s to pgvector's at equal recall (interpolated on
+# pgvector's curve), and BENCH_CLIENTS (16) clients at once for 10 s each
+# (pgbench, ef_search 40). Without the source the comparison is skipped, saying so.
 # The summary is printed and written to .vigil/bench-hnsw/results.txt. The cluster
 # is stopped when the script ends; its data (and the caches) stay.
 set -euo pipefail
@@ -43,6 +50,8 @@ ef_construction="${BENCH_EF_CONSTRUCTION:-64}"
 threads="${BENCH_THREADS:-2}"
 shared_buffers="${BENCH_SHARED_BUFFERS:-2GB}"
 port="${BENCH_PG_PORT:-28818}"
+clients="${BENCH_CLIENTS:-16}"
+pgvector_src="${PGVECTOR_SRC:-$VIGIL_ROOT/../shared/baselines/pgvector-0.8.6.tar.gz}"
 dir="$VIGIL_STATE/bench-hnsw"
 cache="$VIGIL_STATE/bench-hnsw-cache"
 dims=384
@@ -61,6 +70,26 @@ if [ "$((unique - queries))" -lt "$rows" ]; then rows="$((unique - queries))"; f
 echo "$unique unique descriptions: $queries queries, $rows rows" >&2
 
 psql() { "$VIGIL_ROOT/scripts/pg-cluster.sh" psql "$dir" -X -q -At "$@"; }
+
+# pgvector from its source tarball, built against this PostgreSQL and installed
+# next to vigil (their names do not clash: hnsw/vector against vigil_hnsw/real[]).
+pgvector=0
+if [ -f "$pgvector_src" ]; then
+    build_dir="$VIGIL_STATE/pgvector-build"
+    stamp="$(sha256sum "$pgvector_src" | cut -c1-16)"
+    if [ "$(cat "$build_dir/.stamp" 2>/dev/null)" != "$stamp" ] || \
+       [ ! -f "$("$PG_CONFIG" --pkglibdir)/vector.so" ]; then
+        step "building pgvector from $pgvector_src (the baseline)"
+        rm -rf "$build_dir" && mkdir -p "$build_dir"
+        tar -xzf "$pgvector_src" -C "$build_dir" --strip-components=1
+        make -s -C "$build_dir" PG_CONFIG="$PG_CONFIG" -j"$(nproc)" >/dev/null
+        "${SUDO[@]}" make -s -C "$build_dir" PG_CONFIG="$PG_CONFIG" install >/dev/null
+        echo "$stamp" > "$build_dir/.stamp"
+    fi
+    pgvector=1
+else
+    echo "pgvector source not found at $pgvector_src (set PGVECTOR_SRC): measuring vigil_hnsw against the exact scan only" >&2
+fi
 
 # Writes bench.embed_cache to the cache file when it holds more than the file.
 save_cache() {
@@ -102,6 +131,9 @@ fi
 psql <<'SQL'
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_prewarm;
+-- pgvector, when built (see above); in public, where the bench's queries find it.
+SELECT 'CREATE EXTENSION IF NOT EXISTS vector SCHEMA public'
+WHERE EXISTS (SELECT FROM pg_available_extensions WHERE name = 'vector') \gexec
 CREATE SCHEMA IF NOT EXISTS bench;
 CREATE TABLE IF NOT EXISTS bench.embed_cache (txt text PRIMARY KEY, v real[] NOT NULL);
 -- What each dataset's tables were made from: unchanged, they and their ground truth are kept.
@@ -235,19 +267,20 @@ SQL
 # SQL for pg_temp.qps(n): queries/s of the top-10 query over the first n
 # queries of dataset $ds (all when NULL), the best of $passes passes after a
 # warm-up, in one backend; whatever plan the session's settings give.
-qps_function() {
+qps_function() { # [table suffix, vector type]: vigil_hnsw's tables by default
+    local items="bench.${ds}_items${1:-}" queries_t="bench.${ds}_queries${1:-}" type="${2:-real[]}"
     cat <<SQL
 CREATE FUNCTION pg_temp.qps(n int) RETURNS float8 LANGUAGE plpgsql AS \$\$
-DECLARE q real[]; t0 timestamptz; k int; best float8 := 0;
+DECLARE q $type; t0 timestamptz; k int; best float8 := 0;
 BEGIN
-    FOR q IN SELECT v FROM bench.${ds}_queries ORDER BY id LIMIT 3 LOOP
-        PERFORM id FROM bench.${ds}_items ORDER BY v <=> q LIMIT 10;
+    FOR q IN SELECT v FROM $queries_t ORDER BY id LIMIT 3 LOOP
+        PERFORM id FROM $items ORDER BY v <=> q LIMIT 10;
     END LOOP;
     FOR pass IN 1..$passes LOOP
         k := 0;
         t0 := clock_timestamp();
-        FOR q IN SELECT v FROM bench.${ds}_queries ORDER BY id LIMIT n LOOP
-            PERFORM id FROM bench.${ds}_items ORDER BY v <=> q LIMIT 10;
+        FOR q IN SELECT v FROM $queries_t ORDER BY id LIMIT n LOOP
+            PERFORM id FROM $items ORDER BY v <=> q LIMIT 10;
             k := k + 1;
         END LOOP;
         best := greatest(best, k / extract(epoch FROM clock_timestamp() - t0));
@@ -317,6 +350,66 @@ SELECT 'short_$ef=' || count(*) FROM bench.${ds}_queries q
 WHERE (SELECT count(*) FROM got g WHERE g.qid = q.id) < 10;
 SQL
     done
+    throughput "$ds" "" vigil.hnsw_ef_search
+    [ "$pgvector" = 1 ] || return 0
+
+    step "$ds: pgvector: CREATE INDEX USING hnsw (m = $m, ef_construction = $ef_construction) on the same rows"
+    psql >> "$out" <<SQL
+SET client_min_messages = warning;
+DROP TABLE IF EXISTS bench.${ds}_items_pgv, bench.${ds}_queries_pgv;
+CREATE TABLE bench.${ds}_items_pgv AS SELECT id, v::public.vector($dims) AS v FROM bench.${ds}_items ORDER BY id;
+CREATE TABLE bench.${ds}_queries_pgv AS SELECT id, v::public.vector($dims) AS v FROM bench.${ds}_queries ORDER BY id;
+VACUUM ANALYZE bench.${ds}_items_pgv, bench.${ds}_queries_pgv;
+CHECKPOINT;
+SELECT clock_timestamp() AS t0 \gset
+CREATE INDEX ${ds}_items_pgv_v ON bench.${ds}_items_pgv USING hnsw (v public.vector_cosine_ops) WITH (m = $m, ef_construction = $ef_construction);
+SELECT 'pgv_build_s=' || round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric, 2);
+SELECT 'pgv_index_bytes=' || pg_relation_size('bench.${ds}_items_pgv_v');
+SQL
+    plan="$(psql -c "SET enable_seqscan = off" -c "EXPLAIN (COSTS OFF) SELECT s.id FROM bench.${ds}_queries_pgv q,
+        LATERAL (SELECT id FROM bench.${ds}_items_pgv ORDER BY v <=> q.v LIMIT 10) s")"
+    grep -q "Index Scan using ${ds}_items_pgv_v" <<<"$plan" || die "$ds: the pgvector queries do not use its index:
+$plan"
+    for ef in $ef_list; do
+        step "$ds: pgvector hnsw.ef_search $ef: recall@10 and queries/s over $queries queries, one backend"
+        psql >> "$out" <<SQL
+SET client_min_messages = warning;
+SET enable_seqscan = off;
+SET hnsw.ef_search = $ef;
+SELECT pg_prewarm('bench.${ds}_items_pgv_v') \g /dev/null
+CREATE TEMP TABLE got AS
+SELECT q.id AS qid, s.id
+FROM bench.${ds}_queries_pgv q, LATERAL (SELECT id FROM bench.${ds}_items_pgv ORDER BY v <=> q.v LIMIT 10) s;
+$(qps_function _pgv public.vector)
+SELECT 'pgv_qps_$ef=' || round(pg_temp.qps(NULL)::numeric, 1);
+RESET enable_seqscan;
+SELECT 'pgv_recall_$ef=' || round(count(*) FILTER (WHERE (i.v <=> q.v) <= t.d)::numeric
+                                  / (10 * (SELECT count(*) FROM bench.${ds}_queries)), 4)
+FROM got g
+JOIN bench.${ds}_items i ON i.id = g.id
+JOIN bench.${ds}_queries q ON q.id = g.qid
+JOIN bench.${ds}_truth t ON t.qid = g.qid AND t.rank = 10;
+SQL
+    done
+    throughput "$ds" _pgv hnsw.ef_search
+}
+
+# Queries/s of $clients clients at once for 10 s (pgbench), ef_search 40, random
+# held-out queries; appends `<prefix>clients_qps=` to the dataset's results.
+throughput() {
+    local ds="$1" sfx="$2" setting="$3" prefix="" script="$dir/clients$2.sql" nq tps
+    [ -z "$sfx" ] || prefix="pgv_"
+    nq="$(psql -c "SELECT count(*) FROM bench.${ds}_queries")"
+    cat > "$script" <<SQL
+\set q random(1, $nq)
+SET $setting = 40;
+SELECT id FROM bench.${ds}_items$sfx ORDER BY v <=> (SELECT v FROM bench.${ds}_queries$sfx WHERE id = :q) LIMIT 10;
+SQL
+    step "$ds: ${prefix:-vigil_}$clients clients for 10 s (pgbench, ef_search 40)"
+    tps="$("$VIGIL_ROOT/scripts/pg-cluster.sh" pgbench "$dir" -n -c "$clients" -j 2 -T 10 -f "$script" 2>"$dir/pgbench.err" \
+        | sed -n 's/^tps = \([0-9.]*\).*/\1/p')"
+    [ -n "$tps" ] || die "pgbench failed: $(cat "$dir/pgbench.err")"
+    echo "${prefix}clients_qps=$tps" >> "$dir/$ds.txt"
 }
 
 load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -356,6 +449,46 @@ val() { sed -n "s/^$2=//p" "$dir/$1.txt"; }
                 "$(awk -v a="$qps" -v b="$exact" 'BEGIN { print a / b }')" "$note"
         done
     done
+    if [ "$pgvector" = 1 ]; then
+        echo
+        echo "Against pgvector $(basename "$pgvector_src" .tar.gz) in the same cluster and run (same rows, queries, m, ef_construction):"
+        echo
+        printf '| dataset | build vigil / pgvector (s) | index vigil / pgvector (MB) | %s clients vigil / pgvector (q/s) | ratio |\n|---|---|---|---|---|\n' "$clients"
+        for ds in ${datasets//,/ }; do
+            printf '| %s | %s / %s | %.1f / %.1f | %.1f / %.1f | %.2fx |\n' "$ds" \
+                "$(val "$ds" build_s)" "$(val "$ds" pgv_build_s)" \
+                "$(awk -v b="$(val "$ds" index_bytes)" 'BEGIN { print b / 1e6 }')" \
+                "$(awk -v b="$(val "$ds" pgv_index_bytes)" 'BEGIN { print b / 1e6 }')" \
+                "$(val "$ds" clients_qps)" "$(val "$ds" pgv_clients_qps)" \
+                "$(awk -v a="$(val "$ds" clients_qps)" -v b="$(val "$ds" pgv_clients_qps)" 'BEGIN { print a / b }')"
+        done
+        echo
+        printf '| dataset | ef_search | pgvector recall@10 | pgvector q/s |\n|---|---|---|---|\n'
+        for ds in ${datasets//,/ }; do
+            for ef in $ef_list; do
+                printf '| %s | %s | %s | %s |\n' "$ds" "$ef" "$(val "$ds" "pgv_recall_$ef")" "$(val "$ds" "pgv_qps_$ef")"
+            done
+        done
+        echo
+        echo "vigil_hnsw's queries/s over pgvector's at vigil_hnsw's recall, pgvector's curve interpolated linearly (n/a outside it):"
+        echo
+        printf '| dataset | vigil ef_search | recall@10 | vigil q/s | pgvector q/s at that recall | ratio |\n|---|---|---|---|---|---|\n'
+        for ds in ${datasets//,/ }; do
+            curve="$(for ef in $ef_list; do echo "$(val "$ds" "pgv_recall_$ef") $(val "$ds" "pgv_qps_$ef")"; done | sort -n)"
+            for ef in $ef_list; do
+                r="$(val "$ds" "recall_$ef")"; q="$(val "$ds" "qps_$ef")"
+                at="$(awk -v r="$r" '{ x[NR] = $1; y[NR] = $2 } END {
+                        for (i = 1; i < NR; i++) if (r >= x[i] && r <= x[i + 1]) {
+                            if (x[i + 1] == x[i]) { print y[i]; exit }
+                            print y[i] + (y[i + 1] - y[i]) * (r - x[i]) / (x[i + 1] - x[i]); exit }
+                        if (NR == 1 && r == x[1]) { print y[1]; exit }
+                        print "n/a" }' <<<"$curve")"
+                ratio="n/a"; [ "$at" = n/a ] || ratio="$(awk -v a="$q" -v b="$at" 'BEGIN { printf "%.2fx", a / b }')"
+                [ "$at" = n/a ] || at="$(awk -v b="$at" 'BEGIN { printf "%.1f", b }')"
+                printf '| %s | %s | %s | %s | %s | %s |\n' "$ds" "$ef" "$r" "$q" "$at" "$ratio"
+            done
+        done
+    fi
 } > "$dir/results.tmp"
 mv "$dir/results.tmp" "$dir/results.txt"
 echo
