@@ -395,7 +395,9 @@ SQL
 }
 
 # Queries/s of $clients clients at once for 10 s (pgbench), ef_search 40, random
-# held-out queries; appends `<prefix>clients_qps=` to the dataset's results.
+# held-out queries, the index forced as in the one-backend loop (on a small
+# table the planner may prefer a sort); appends `<prefix>clients_qps=` to the
+# dataset's results.
 throughput() {
     local ds="$1" sfx="$2" setting="$3" prefix="" script="$dir/clients$2.sql" nq tps
     [ -z "$sfx" ] || prefix="pgv_"
@@ -403,6 +405,7 @@ throughput() {
     cat > "$script" <<SQL
 \set q random(1, $nq)
 SET $setting = 40;
+SET enable_seqscan = off;
 SELECT id FROM bench.${ds}_items$sfx ORDER BY v <=> (SELECT v FROM bench.${ds}_queries$sfx WHERE id = :q) LIMIT 10;
 SQL
     step "$ds: ${prefix:-vigil_}$clients clients for 10 s (pgbench, ef_search 40)"
