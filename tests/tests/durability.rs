@@ -311,9 +311,13 @@ fn concurrent_inserts_build_a_sound_graph() {
         cluster.psql("SELECT count(DISTINCT v) FROM hnsw_concurrent"),
         ROWS.to_string()
     );
-    // HNSW's neighbour pruning can leave a rare element that searches do not
-    // reach (hnswlib and pgvector share this): 2 of 1,200 rows in 1 of 21 runs
-    // here, even at ef_search 100. More than 1 in 200 would be a broken graph.
+    // A beam search is approximate: for a rare row the search for its own
+    // vector ends in a near neighbour instead (2 of 1,200 rows in 1 of 21 runs
+    // here, at ef_search 100). The same kind of data in memory, inserted by one
+    // writer, misses at the same rate (2 of 48,000) with no element left
+    // unlinked (crates/hnsw/tests/hnsw/reachability.rs), so this is the
+    // search's approximation, not a link lost between writers; hnsw_check
+    // above checks the links. More than 1 in 200 would be a broken graph.
     rows_find_themselves(
         &cluster,
         "hnsw_concurrent",

@@ -7,4 +7,5 @@ mod check;
 mod common;
 mod delete_repair;
 mod iterative;
+mod reachability;
 mod recall;
