@@ -15,6 +15,13 @@ pub struct Window {
     pub last_day: u32,
 }
 
+/// How far back "seen with other customers" looks (days).
+pub const LINKAGE_DAYS: i64 = 90;
+/// Most earlier transactions of one device or IP read for it, newest first:
+/// bounds the work for an IP that thousands share (a carrier's NAT), where
+/// the distinct count is then a lower bound.
+pub const LINKAGE_SCAN_CAP: usize = 2_000;
+
 impl Window {
     /// Microseconds in the two windows.
     pub const HOUR_US: i64 = 3_600_000_000;
@@ -155,6 +162,11 @@ pub struct History {
     pub device_distinct_emails_day: u32,
     /// Distinct e-mails seen from this IP address in the last 24 h (excluding this one).
     pub ip_distinct_emails_day: u32,
+    /// Distinct e-mails seen on this device in the last [`LINKAGE_DAYS`] days
+    /// (excluding this one): fraud rings reuse devices across weeks.
+    pub device_distinct_emails_long: u32,
+    /// The same for this IP address.
+    pub ip_distinct_emails_long: u32,
     /// This e-mail's earlier amounts (all time).
     pub customer_amounts: AmountStats,
     /// Blocklist entries and confirmed-fraud identities matching this request.

@@ -366,6 +366,8 @@ pub fn assess(request: &Request, history: &History, ip_country: Option<[u8; 2]>)
         },
         "deviceDistinctEmailsDay": history.device_distinct_emails_day,
         "ipDistinctEmailsDay": history.ip_distinct_emails_day,
+        "deviceDistinctEmails90d": history.device_distinct_emails_long,
+        "ipDistinctEmails90d": history.ip_distinct_emails_long,
     });
 
     Assessment {

@@ -129,7 +129,7 @@ pub const DEVICE_SHARED: SignalInfo = SignalInfo {
     code: "DEVICE_SHARED",
     kind: SignalKind::Strong,
     points: &[8.0, 16.0, 25.0],
-    description: "other e-mails seen on this device in the last 24 h: 2 (8), 4 (16), 10 (25)",
+    description: "other e-mails seen on this device in the last 24 h: 2 (8), 4 (16), 10 (25); or in the last 90 days: 3 (8), 6 (16), 15 (25)",
 };
 pub const IP_SHARED: SignalInfo = SignalInfo {
     code: "IP_SHARED",
@@ -297,6 +297,9 @@ const VELOCITIES: [Velocity; 4] = [
     },
 ];
 const DEVICE_SHARED_AT: [f64; 3] = [2.0, 4.0, 10.0];
+/// The same grades over [`crate::history::LINKAGE_DAYS`]: a household shares
+/// a device between two or three people; a ring, between more.
+const DEVICE_SHARED_LONG_AT: [f64; 3] = [3.0, 6.0, 15.0];
 const IP_SHARED_AT: [f64; 3] = [3.0, 10.0, 30.0];
 
 /// Highest grade whose threshold `v` reaches (`at` ascending).
@@ -640,27 +643,36 @@ fn velocity(hist: &History, out: &mut Collector) {
             );
         }
     }
-    for (info, n, at, what) in [
-        (
+    // A device by the day or over the long window, whichever grades higher;
+    // an IP by the day only (households, offices and carriers' NAT share IPs
+    // for months).
+    let day = grade_at_least(
+        f64::from(hist.device_distinct_emails_day),
+        &DEVICE_SHARED_AT,
+    );
+    let long = grade_at_least(
+        f64::from(hist.device_distinct_emails_long),
+        &DEVICE_SHARED_LONG_AT,
+    );
+    if let Some(g) = day.max(long) {
+        out.fire(
             &DEVICE_SHARED,
-            hist.device_distinct_emails_day,
-            &DEVICE_SHARED_AT,
-            "this device",
-        ),
-        (
+            g,
+            format!(
+                "{} other e-mails used this device in the last 24 h, {} in the last {} days",
+                hist.device_distinct_emails_day,
+                hist.device_distinct_emails_long,
+                crate::history::LINKAGE_DAYS
+            ),
+        );
+    }
+    let n = hist.ip_distinct_emails_day;
+    if let Some(g) = grade_at_least(f64::from(n), &IP_SHARED_AT) {
+        out.fire(
             &IP_SHARED,
-            hist.ip_distinct_emails_day,
-            &IP_SHARED_AT,
-            "this IP address",
-        ),
-    ] {
-        if let Some(g) = grade_at_least(f64::from(n), at) {
-            out.fire(
-                info,
-                g,
-                format!("{n} other e-mails used {what} in the last 24 h"),
-            );
-        }
+            g,
+            format!("{n} other e-mails used this IP address in the last 24 h"),
+        );
     }
 }
 

@@ -122,9 +122,9 @@ proptest! {
     }
 
     /// More velocity, a higher amount, a newer account, more quantity or frequency,
-    /// more shared e-mails never lower the score.
+    /// more shared e-mails (in the day or the long window) never lower the score.
     #[test]
-    fn grading_is_monotone(d in data(), h in history(), c in ip_country(), bump in 1u32..200, which in 0usize..14) {
+    fn grading_is_monotone(d in data(), h in history(), c in ip_country(), bump in 1u32..200, which in 0usize..16) {
         let req = parse_request(&d.body(Form::B)).expect("valid");
         let base = assess(&req, &h, c);
         let mut r2 = req.clone();
@@ -140,6 +140,8 @@ proptest! {
             7 => h2.card.last_day += bump,
             8 => h2.device_distinct_emails_day += bump,
             9 => h2.ip_distinct_emails_day += bump,
+            14 => h2.device_distinct_emails_long += bump,
+            15 => h2.ip_distinct_emails_long += bump,
             10 => r2.amount = Some(r2.amount.unwrap_or(0.0) + f64::from(bump) * 97.3),
             11 => r2.account_age_days = Some(r2.account_age_days.map_or(0, |a| a.saturating_sub(bump))),
             12 => r2.order_quantity = Some(r2.order_quantity.unwrap_or(0) + bump),

@@ -207,6 +207,36 @@ fn history_signal_details_have_numbers() {
 }
 
 #[test]
+fn a_device_shared_across_weeks_counts_as_one_shared_today() {
+    let shared = |day, long| {
+        let h = History {
+            device_distinct_emails_day: day,
+            device_distinct_emails_long: long,
+            ..History::default()
+        };
+        let a = assess(&req(base()), &h, None);
+        a.reasons
+            .iter()
+            .find(|r| r.code == "DEVICE_SHARED")
+            .map(|r| (r.points, r.detail.clone()))
+    };
+    // A household: two other people on the device over three months.
+    assert_eq!(shared(0, 2), None);
+    // A ring: six others over the weeks, none today, weighs as four today.
+    let (long_points, detail) = shared(0, 6).expect("fires on the long window");
+    assert_eq!(Some(long_points), shared(4, 4).map(|(p, _)| p));
+    assert_eq!(
+        detail,
+        "0 other e-mails used this device in the last 24 h, 6 in the last 90 days"
+    );
+    // The higher grade of the two windows counts.
+    assert_eq!(
+        shared(10, 10).map(|(p, _)| p),
+        shared(0, 15).map(|(p, _)| p)
+    );
+}
+
+#[test]
 fn amount_above_history_needs_three_earlier_amounts_and_a_new_maximum() {
     let h = |count, max| History {
         customer_amounts: AmountStats {

@@ -15,6 +15,7 @@ use std::ops::ControlFlow;
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 use pgrx::spi::OwnedPreparedStatement;
+use vigil_risk::history::{LINKAGE_DAYS, LINKAGE_SCAN_CAP};
 use vigil_risk::{
     AmountStats, Assessment, HardRule, HardRuleSource, History, Identities, IdentityKind, Request,
     Window,
@@ -80,47 +81,78 @@ pub fn load(ids: &Identities) -> History {
         index.close();
     }
     let email = ids.email.as_deref().map(str::as_bytes);
-    let mut others = Vec::new();
+    // A device's and an IP's last LINKAGE_DAYS, newest first: the day's
+    // velocity and other e-mails (always all of the day), and the other
+    // e-mails of the whole window (past the day, reading stops after
+    // LINKAGE_SCAN_CAP rows). The card: its day only.
+    let linkage_start = now - LINKAGE_DAYS * Window::DAY_US;
+    let (mut day_others, mut long_others) = (Vec::new(), Vec::new());
     for (value, index, window, distinct) in [
         (
             &ids.device,
             "transactions_device",
             &mut history.device,
-            Some(&mut history.device_distinct_emails_day),
+            Some((
+                &mut history.device_distinct_emails_day,
+                &mut history.device_distinct_emails_long,
+            )),
         ),
         (
             &ids.ip,
             "transactions_ip",
             &mut history.ip,
-            Some(&mut history.ip_distinct_emails_day),
+            Some((
+                &mut history.ip_distinct_emails_day,
+                &mut history.ip_distinct_emails_long,
+            )),
         ),
         (&ids.card, "transactions_card", &mut history.card, None),
     ] {
         let Some(value) = value else { continue };
         let index = Relation::open(index);
-        others.clear();
-        let keys = [Key::TextEq(value), Key::After(day_ago)];
+        day_others.clear();
+        long_others.clear();
+        let since = if distinct.is_some() {
+            linkage_start
+        } else {
+            day_ago
+        };
+        let keys = [Key::TextEq(value), Key::After(since)];
+        let mut read = 0usize;
         scan(
             &table,
             &index,
             &snapshot,
             &keys,
-            Direction::Forward,
+            Direction::Backward,
             |entry| {
-                window.add(age(entry));
+                let age = age(entry);
+                let in_day = Window::in_day(age);
+                if in_day {
+                    window.add(age);
+                }
                 if distinct.is_some() {
                     // Other e-mails seen with this identity (IS DISTINCT FROM).
                     if let Some(other) = entry.text(column::EMAIL).filter(|e| Some(*e) != email) {
-                        others.push(other.to_vec());
+                        if in_day {
+                            day_others.push(other.to_vec());
+                        }
+                        long_others.push(other.to_vec());
                     }
+                }
+                read += 1;
+                if read >= LINKAGE_SCAN_CAP && !in_day {
+                    return ControlFlow::Break(());
                 }
                 ControlFlow::Continue(())
             },
         );
-        if let Some(distinct) = distinct {
-            others.sort_unstable();
-            others.dedup();
-            *distinct = count(others.len());
+        if let Some((day, long)) = distinct {
+            for (others, out) in [(&mut day_others, day), (&mut long_others, long)] {
+                others.sort_unstable();
+                others.dedup();
+                *out = count(others.len());
+            }
         }
         index.close();
     }

@@ -138,12 +138,18 @@ mod tests {
     SELECT
       (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'), count(*)]
          FROM vigil.transactions WHERE email = $1 AND received_at > now() - interval '1 day'),
-      (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'), count(*),
+      (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'),
+                    count(*) FILTER (WHERE received_at > now() - interval '1 day'),
+                    count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1
+                                                  AND received_at > now() - interval '1 day'),
                     count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1)]
-         FROM vigil.transactions WHERE device = $2 AND received_at > now() - interval '1 day'),
-      (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'), count(*),
+         FROM vigil.transactions WHERE device = $2 AND received_at > now() - interval '2160 hours'),
+      (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'),
+                    count(*) FILTER (WHERE received_at > now() - interval '1 day'),
+                    count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1
+                                                  AND received_at > now() - interval '1 day'),
                     count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1)]
-         FROM vigil.transactions WHERE ip = $3 AND received_at > now() - interval '1 day'),
+         FROM vigil.transactions WHERE ip = $3 AND received_at > now() - interval '2160 hours'),
       (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'), count(*)]
          FROM vigil.transactions WHERE card = $4 AND received_at > now() - interval '1 day'),
       (SELECT ARRAY[count(amount), coalesce(avg(amount), 0), coalesce(stddev_samp(amount), 0),
@@ -215,6 +221,12 @@ mod tests {
                     "{ids:?}"
                 );
                 assert_eq!(direct.ip_distinct_emails_day as i64, ip[2], "{ids:?}");
+                // Over 90 days (2,160 hours): the rows of the three days.
+                assert_eq!(
+                    direct.device_distinct_emails_long as i64, device[3],
+                    "{ids:?}"
+                );
+                assert_eq!(direct.ip_distinct_emails_long as i64, ip[3], "{ids:?}");
                 let amounts: Vec<f64> = row.get(5).unwrap().unwrap();
                 let a = direct.customer_amounts;
                 assert_eq!(a.count as f64, amounts[0], "{ids:?}");

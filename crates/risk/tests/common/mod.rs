@@ -341,18 +341,21 @@ fn hard_rule() -> impl Strategy<Value = HardRule> {
 pub fn history() -> impl Strategy<Value = History> {
     (
         (window(), window(), window(), window()),
-        (0u32..15, 0u32..40),
+        (0u32..15, 0u32..40, 0u32..30, 0u32..120),
         (0u32..10, 1.0f64..5_000.0, 0.0f64..2_000.0, 1.0f64..3.0),
         prop_oneof![7 => Just(vec![]), 1 => proptest::collection::vec(hard_rule(), 1..3)],
     )
         .prop_map(
-            |((e, d, i, c), (dd, id), (n, mean, sd, maxf), hard_rules)| History {
+            |((e, d, i, c), (dd, id, dl, il), (n, mean, sd, maxf), hard_rules)| History {
                 email: e,
                 device: d,
                 ip: i,
                 card: c,
                 device_distinct_emails_day: dd,
                 ip_distinct_emails_day: id,
+                // The long window holds the day's e-mails and perhaps more.
+                device_distinct_emails_long: dd + dl,
+                ip_distinct_emails_long: id + il,
                 customer_amounts: AmountStats {
                     count: n,
                     mean,
@@ -389,6 +392,8 @@ pub fn busy_history() -> History {
         },
         device_distinct_emails_day: 5,
         ip_distinct_emails_day: 40,
+        device_distinct_emails_long: 9,
+        ip_distinct_emails_long: 120,
         customer_amounts: AmountStats {
             count: 8,
             mean: 790.0,
