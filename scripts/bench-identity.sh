@@ -72,28 +72,16 @@ psql -c "DELETE FROM vigil.identity_assessments" \
      -c "CREATE INDEX identity_assessments_phash ON vigil.identity_assessments
              USING gin (phash_bands) WITH (fastupdate = off)" \
      -c "VACUUM ANALYZE vigil.identity_assessments"
-# The lookup vigil.assess_id makes (extension/src/identity/mod.rs, FIND_DUPLICATE).
+# The lookup vigil.assess_id makes (vigil._identity_duplicate, identity/schema.sql).
 lookup() { # the hash expression
-    cat <<SQL
-\\set i random(1, $hashes)
-SELECT id::text, distance, count(*) OVER ()
-FROM (SELECT id, assessed_at, vigil._phash_distance(phash, $1) AS distance
-      FROM vigil.identity_assessments
-      WHERE phash_bands && vigil._phash_bands($1)) AS candidates
-WHERE distance <= 24
-ORDER BY distance, assessed_at, id
-LIMIT 1;
-SQL
+    printf '\\set i random(1, %s)\nSELECT * FROM vigil._identity_duplicate(%s, 24);\n' "$hashes" "$1"
 }
 hit="set_bit(sha256(:i::text::bytea), 5, 1 - get_bit(sha256(:i::text::bytea), 5))"
 lookup "$hit" >"$dir/hit.sql"
 lookup "sha256(('miss ' || :i)::bytea)" >"$dir/miss.sql"
 hit_ms="$(pgbench_latency "$dir/hit.sql" -c 1 -T 10)"
 miss_ms="$(pgbench_latency "$dir/miss.sql" -c 1 -T 10)"
-found="$(psql -c "SELECT distance FROM (SELECT vigil._phash_distance(phash, set_bit(sha256('77'::bytea), 5, 1 - get_bit(sha256('77'::bytea), 5))) AS distance
-                  FROM vigil.identity_assessments
-                  WHERE phash_bands && vigil._phash_bands(set_bit(sha256('77'::bytea), 5, 1 - get_bit(sha256('77'::bytea), 5)))) c
-                  ORDER BY distance LIMIT 1")"
+found="$(psql -c "SELECT distance FROM vigil._identity_duplicate(set_bit(sha256('77'::bytea), 5, 1 - get_bit(sha256('77'::bytea), 5)), 24)")"
 [ "$found" = 1 ] || { echo "the lookup did not find a stored hash one bit away (got '$found')"; exit 1; }
 scan_start=$(date +%s%N)
 psql -c "SELECT min(vigil._phash_distance(phash, sha256('miss'::bytea))) FROM vigil.identity_assessments" >/dev/null

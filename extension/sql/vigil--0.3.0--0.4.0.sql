@@ -1,8 +1,8 @@
 -- vigil 0.3.0 -> 0.4.0: identity checks.
 --
 -- New: vigil.assess_id(bytea [, api_key_id]), the table of identity
--- assessments with its perceptual-hash band index, and the two hash helpers
--- the table's generated column and the duplicate lookup use (see
+-- assessments with its perceptual-hash band index, the duplicate lookup, and
+-- the two hash helpers the table's generated column and the lookup use (see
 -- extension/src/identity/schema.sql, all of which is new). Nothing that
 -- exists changes.
 
@@ -74,5 +74,26 @@ CREATE INDEX identity_assessments_sha256 ON vigil.identity_assessments (sha256);
 CREATE INDEX identity_assessments_assessed ON vigil.identity_assessments USING brin (assessed_at);
 -- JPEG, PNG and WebP are compressed already.
 ALTER TABLE vigil.identity_assessments ALTER image SET STORAGE EXTERNAL;
+
+-- The earlier assessment a perceptual hash repeats: the closest within
+-- max_distance bits, then the earliest, with how many matched. Multi-index
+-- hashing: the GIN index gives the rows sharing a band key, and only those
+-- are compared bit by bit. vigil.assess_id and make bench-identity call it.
+-- Everything is schema-qualified and there is no SET clause, so the planner
+-- inlines it into the caller's query (and keeps the GIN index).
+CREATE FUNCTION vigil._identity_duplicate(hash bytea, max_distance integer)
+RETURNS TABLE (id uuid, distance integer, matches bigint)
+LANGUAGE sql STABLE
+AS $$
+    SELECT c.id, c.distance, pg_catalog.count(*) OVER ()
+    FROM (SELECT a.id, a.assessed_at, vigil._phash_distance(a.phash, $1) AS distance
+          FROM vigil.identity_assessments a
+          WHERE a.phash_bands OPERATOR(pg_catalog.&&) vigil._phash_bands($1)) AS c
+    WHERE c.distance <= $2
+    ORDER BY c.distance, c.assessed_at, c.id
+    LIMIT 1
+$$;
+-- Identity hashes are the owner's to compare (vigil.assess_id runs as it).
+REVOKE EXECUTE ON FUNCTION vigil._identity_duplicate(bytea, integer) FROM PUBLIC;
 
 REVOKE EXECUTE ON FUNCTION vigil.assess_id(bytea, bigint) FROM PUBLIC;

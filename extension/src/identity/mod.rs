@@ -106,15 +106,9 @@ fn as_hash(bytes: &[u8]) -> Option<phash::Hash> {
     bytes.try_into().ok()
 }
 
-/// The earliest, closest earlier assessment of the same picture.
-const FIND_DUPLICATE: &str = "\
-SELECT id::text, distance, count(*) OVER () AS matches
-FROM (SELECT id, assessed_at, vigil._phash_distance(phash, $1) AS distance
-      FROM vigil.identity_assessments
-      WHERE phash_bands && vigil._phash_bands($1)) AS candidates
-WHERE distance <= $2
-ORDER BY distance, assessed_at, id
-LIMIT 1";
+/// The earliest, closest earlier assessment of the same picture (schema.sql).
+const FIND_DUPLICATE: &str =
+    "SELECT id::text, distance, matches FROM vigil._identity_duplicate($1, $2)";
 
 fn find_duplicate(hash: &phash::Hash) -> Option<Duplicate> {
     let args: [DatumWithOid; 2] = [

@@ -4,6 +4,8 @@
 #[pgrx::pg_schema]
 mod tests {
     use pgrx::prelude::*;
+
+    use crate::pg::testing::{count, reason_codes as codes};
     use serde_json::Value;
     use vigil_identity::synthetic as s;
 
@@ -12,19 +14,6 @@ mod tests {
             .expect("assessed")
             .expect("a result")
             .0
-    }
-
-    fn codes(assessment: &Value) -> Vec<String> {
-        assessment["reasons"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["code"].as_str().unwrap().to_owned())
-            .collect()
-    }
-
-    fn count(sql: &str) -> i64 {
-        Spi::get_one::<i64>(sql).unwrap().unwrap()
     }
 
     fn card(seed: u64) -> Vec<u8> {
@@ -154,22 +143,20 @@ mod tests {
         )
         .unwrap();
         Spi::run("ANALYZE vigil.identity_assessments").unwrap();
-        let plan = Spi::get_one::<pgrx::Json>(
-            "EXPLAIN (FORMAT JSON) SELECT id FROM vigil.identity_assessments
-             WHERE phash_bands && vigil._phash_bands(sha256('77'::bytea))",
-        )
+        // The lookup vigil.assess_id makes, inlined into the query: the band index.
+        let near_77 = "set_bit(sha256('77'::bytea), 3, 1 - get_bit(sha256('77'::bytea), 3))";
+        let plan = Spi::get_one::<pgrx::Json>(&format!(
+            "EXPLAIN (FORMAT JSON) SELECT * FROM vigil._identity_duplicate({near_77}, 24)"
+        ))
         .unwrap()
         .unwrap()
         .0
         .to_string();
         assert!(plan.contains("identity_assessments_phash"), "{plan}");
         // Stored hash 77 is found again one bit away.
-        let found = Spi::get_one::<i32>(
-            "SELECT vigil._phash_distance(phash, set_bit(sha256('77'::bytea), 3, 1 - get_bit(sha256('77'::bytea), 3)))
-             FROM vigil.identity_assessments
-             WHERE phash_bands && vigil._phash_bands(set_bit(sha256('77'::bytea), 3, 1 - get_bit(sha256('77'::bytea), 3)))
-             ORDER BY 1 LIMIT 1",
-        )
+        let found = Spi::get_one::<i32>(&format!(
+            "SELECT distance FROM vigil._identity_duplicate({near_77}, 24)"
+        ))
         .unwrap();
         assert_eq!(found, Some(1));
     }
