@@ -169,6 +169,31 @@ impl From<tokio_postgres::Error> for ApiError {
     }
 }
 
+impl ApiError {
+    /// The error of `vigil.assess_id`: an image it refused (COLUMN `image`) by
+    /// its SQLSTATE, else as every database error maps ([`from_sqlstate`]).
+    pub fn from_image_error(e: tokio_postgres::Error) -> ApiError {
+        match e.as_db_error() {
+            Some(db) => from_image_sqlstate(db.code().code(), db.message(), db.column())
+                .unwrap_or_else(|| ApiError::from(e)),
+            None => ApiError::from(e),
+        }
+    }
+}
+
+/// An image `vigil.assess_id` refused: 22P03 not a format it takes (415),
+/// 54000 over a size limit and 22023 undecodable (422). Only with COLUMN
+/// `image`, so no other error is mistaken for one.
+pub fn from_image_sqlstate(code: &str, message: &str, column: Option<&str>) -> Option<ApiError> {
+    let (status, stable) = match code {
+        "22P03" => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_image_type"),
+        "54000" => (StatusCode::UNPROCESSABLE_ENTITY, "image_too_large"),
+        "22023" => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_image"),
+        _ => return None,
+    };
+    (column == Some("image")).then(|| ApiError::new(status, stable, message).with_field("image"))
+}
+
 /// The HTTP error of a database error, from its SQLSTATE, message and COLUMN
 /// (where the extension names the input field at fault). Only the classes
 /// that mean "the request is wrong" are client errors, so a fault of ours
@@ -281,6 +306,43 @@ mod tests {
                 Some("transactionId".into())
             )
         );
+    }
+
+    #[test]
+    fn a_refused_image_is_415_or_422_naming_it_and_nothing_else_is() {
+        let image = |code| {
+            from_image_sqlstate(
+                code,
+                "invalid image: received a PDF document",
+                Some("image"),
+            )
+            .map(|e| (e.status, e.code, e.field))
+        };
+        let named = Some("image".to_owned());
+        assert_eq!(
+            image("22P03"),
+            Some((
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_image_type",
+                named.clone()
+            ))
+        );
+        assert_eq!(
+            image("54000"),
+            Some((
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "image_too_large",
+                named.clone()
+            ))
+        );
+        assert_eq!(
+            image("22023"),
+            Some((StatusCode::UNPROCESSABLE_ENTITY, "invalid_image", named))
+        );
+        assert_eq!(image("XX000"), None);
+        // Without COLUMN image, the general mapping decides.
+        assert!(from_image_sqlstate("22023", "invalid amount", Some("amount")).is_none());
+        assert!(from_image_sqlstate("54000", "too complex", None).is_none());
     }
 
     #[test]

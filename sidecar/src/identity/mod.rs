@@ -3,10 +3,11 @@
 //!
 //! The bytes go to the extension as they are: it tells the format from them
 //! and refuses what it cannot assess with an SQLSTATE per kind, which
-//! [`refusal`] turns into 415, 422 or 413 naming `image`.
+//! [`ApiError::from_image_error`] turns into 415 or 422 naming `image`.
 
 mod schema;
 
+use axum::body::Bytes;
 use axum::extract::multipart::{Multipart, MultipartRejection};
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -81,9 +82,9 @@ pub async fn assess(
         .await?;
     let row = key
         .db
-        .query_one(&statement, &[&image, &key.caller.key_id])
+        .query_one(&statement, &[&&image[..], &key.caller.key_id])
         .await
-        .map_err(refusal)?;
+        .map_err(ApiError::from_image_error)?;
     let assessment: Value = row.try_get(0)?;
     state
         .metrics
@@ -92,7 +93,7 @@ pub async fn assess(
 }
 
 /// The bytes of the first part named `image`; other parts are ignored.
-async fn read_image(form: Result<Multipart, MultipartRejection>) -> Result<Vec<u8>, ApiError> {
+async fn read_image(form: Result<Multipart, MultipartRejection>) -> Result<Bytes, ApiError> {
     let mut form = form.map_err(|_| {
         ApiError::from_status(StatusCode::UNSUPPORTED_MEDIA_TYPE)
             .with_message("the body must be multipart/form-data with a file part named `image`")
@@ -120,27 +121,11 @@ async fn read_image(form: Result<Multipart, MultipartRejection>) -> Result<Vec<u
                     ))
                     .with_field("image"));
             }
-            return Ok(bytes.to_vec());
+            return Ok(bytes);
         }
     }
     Err(ApiError::invalid(
         "image",
         "the form has no file part named `image`",
     ))
-}
-
-/// The HTTP error of an image the extension refused, by SQLSTATE (see
-/// `extension/src/identity`); anything else maps as every endpoint's does.
-fn refusal(e: tokio_postgres::Error) -> ApiError {
-    let refused = e.as_db_error().and_then(|db| {
-        let (status, code) = match db.code().code() {
-            "22P03" => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_image_type"),
-            "54000" => (StatusCode::UNPROCESSABLE_ENTITY, "image_too_large"),
-            "22023" => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_image"),
-            _ => return None,
-        };
-        (db.column() == Some("image"))
-            .then(|| ApiError::new(status, code, db.message()).with_field("image"))
-    });
-    refused.unwrap_or_else(|| ApiError::from(e))
 }
