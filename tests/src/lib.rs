@@ -92,6 +92,24 @@ impl Env {
         String::from_utf8(out.stdout).unwrap().trim_end().to_owned()
     }
 
+    /// Runs the repository's SQL file `path` (such as `sql/analysis.sql`) as
+    /// the superuser, stopping at the first error; psql's aligned-free output
+    /// with `|` between fields.
+    pub fn psql_file(&self, path: &str) -> String {
+        let out = Command::new(workspace_root().join("scripts/pg-cluster.sh"))
+            .args(["psql", self.cluster_dir.to_str().unwrap()])
+            .args(["-A", "-F", "|", "-v", "ON_ERROR_STOP=1", "-f"])
+            .arg(workspace_root().join(path))
+            .output()
+            .expect("psql runs");
+        assert!(
+            out.status.success(),
+            "{path}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("UTF-8 output")
+    }
+
     /// Runs a psql script over TCP as the application role, as the sidecar
     /// would. Returns (success, stdout, stderr).
     pub fn psql_as_app(&self, script: &str) -> (bool, String, String) {

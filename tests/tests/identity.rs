@@ -69,6 +69,15 @@ fn recorded(env: &Env, key: &str) -> i64 {
     .unwrap()
 }
 
+/// The checks every answer reports.
+const CHECKS: [&str; 5] = [
+    "imageQuality",
+    "document",
+    "face",
+    "tampering",
+    "duplicates",
+];
+
 fn camera_jpeg(seed: u64) -> Vec<u8> {
     s::jpeg(&s::card(seed), 90, Some(s::camera_exif()))
 }
@@ -84,13 +93,7 @@ fn a_good_photo_passes_and_is_recorded_with_its_key() {
         "{a}"
     );
     assert!(codes(&a).is_empty(), "{a}");
-    for check in [
-        "imageQuality",
-        "document",
-        "face",
-        "tampering",
-        "duplicates",
-    ] {
+    for check in CHECKS {
         assert_eq!(a["checks"][check]["outcome"], "passed", "{check}: {a}");
     }
     let id = a["assessmentId"].as_str().unwrap();
@@ -287,13 +290,7 @@ fn the_sql_function_answers_as_the_endpoint_does() {
     for field in ["Result", "RiskLevel", "decision", "reasons", "notPerformed"] {
         assert_eq!(in_sql[field], over_http[field], "{field}");
     }
-    for check in [
-        "imageQuality",
-        "document",
-        "face",
-        "tampering",
-        "duplicates",
-    ] {
+    for check in CHECKS {
         assert_eq!(
             in_sql["checks"][check]["outcome"], over_http["checks"][check]["outcome"],
             "{check}"
@@ -309,26 +306,7 @@ fn the_analysis_queries_report_identity_outcomes() {
     assess(env, &key, photo.clone());
     let again = assess(env, &key, photo);
     assert!(codes(&again).contains(&"DUPLICATE_IMAGE"));
-    let out = std::process::Command::new(vigil_e2e::workspace_root().join("scripts/pg-cluster.sh"))
-        .args([
-            "psql",
-            env.cluster_dir.to_str().unwrap(),
-            "-A",
-            "-F",
-            "|",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-f",
-        ])
-        .arg(vigil_e2e::workspace_root().join("sql/analysis.sql"))
-        .output()
-        .expect("psql runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = env.psql_file("sql/analysis.sql");
     for section in [
         "identity checks per day",
         "identity reasons",

@@ -417,26 +417,7 @@ fn the_analysis_queries_run_on_real_records() {
             .unwrap()
     };
     let frauds_before = frauds();
-    let out = std::process::Command::new(vigil_e2e::workspace_root().join("scripts/pg-cluster.sh"))
-        .args([
-            "psql",
-            env().cluster_dir.to_str().unwrap(),
-            "-A",
-            "-F",
-            "|",
-            "-v",
-            "ON_ERROR_STOP=1",
-        ])
-        .arg("-f")
-        .arg(vigil_e2e::workspace_root().join("sql/analysis.sql"))
-        .output()
-        .expect("psql runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = env().psql_file("sql/analysis.sql");
     for section in [
         "per day",
         "top reasons",

@@ -327,30 +327,21 @@ pub fn jpeg(image: &RgbImage, quality: u8, exif: Option<Vec<u8>>) -> Vec<u8> {
     out
 }
 
+/// Lossless WebP bytes.
 pub fn webp(image: &RgbImage) -> Vec<u8> {
-    let mut out = Vec::new();
-    image::codecs::webp::WebPEncoder::new_lossless(&mut out)
-        .write_image(
-            image,
-            image.width(),
-            image.height(),
-            image::ExtendedColorType::Rgb8,
-        )
-        .expect("encoding to memory");
-    out
+    encoded(image, image::ImageFormat::WebP)
 }
 
 pub fn png(image: &RgbImage) -> Vec<u8> {
-    let mut out = Vec::new();
-    image::codecs::png::PngEncoder::new(&mut out)
-        .write_image(
-            image,
-            image.width(),
-            image.height(),
-            image::ExtendedColorType::Rgb8,
-        )
+    encoded(image, image::ImageFormat::Png)
+}
+
+fn encoded(image: &RgbImage, format: image::ImageFormat) -> Vec<u8> {
+    let mut out = Cursor::new(Vec::new());
+    image
+        .write_to(&mut out, format)
         .expect("encoding to memory");
-    out
+    out.into_inner()
 }
 
 /// EXIF with the given ASCII tags of the primary image (Make, Model, Software...).

@@ -9,6 +9,8 @@ pub mod error;
 pub mod index_range;
 pub mod jsonb;
 pub mod paths;
+#[cfg(any(test, feature = "pg_test"))]
+pub mod testing;
 pub mod tsvector;
 
 use std::ffi::CStr;

@@ -3,6 +3,8 @@
 #[pgrx::pg_schema]
 mod tests {
     use pgrx::prelude::*;
+
+    use crate::pg::testing::{count, reason_codes as codes};
     use serde_json::Value;
 
     fn score(body: &str) -> Value {
@@ -10,19 +12,6 @@ mod tests {
             .expect("scored")
             .expect("a result")
             .0
-    }
-
-    fn codes(assessment: &Value) -> Vec<String> {
-        assessment["reasons"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["code"].as_str().unwrap().to_owned())
-            .collect()
-    }
-
-    fn count(sql: &str) -> i64 {
-        Spi::get_one::<i64>(sql).unwrap().unwrap()
     }
 
     const BASE: &str = r#""amount": 120, "paymentMethod": "card", "billingAddress": "1 Main St, Springfield, USA", "accountAge": 400"#;

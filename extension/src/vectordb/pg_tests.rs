@@ -5,6 +5,8 @@
 mod tests {
     use pgrx::prelude::*;
 
+    use crate::pg::testing::count;
+
     fn enter(account: &str) {
         Spi::run(&format!("SELECT vigil.create_account('{account}')")).unwrap();
         let key = Spi::get_one::<String>(&format!(
@@ -16,10 +18,6 @@ mod tests {
             "SELECT outcome FROM vigil.enter_account('{account}', '{key}', NULL)"
         ));
         assert_eq!(outcome, Ok(Some("ok".into())));
-    }
-
-    fn count(sql: &str) -> i64 {
-        Spi::get_one::<i64>(sql).unwrap().unwrap()
     }
 
     fn text(sql: &str) -> String {
