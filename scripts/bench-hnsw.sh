@@ -324,32 +324,7 @@ SQL
     grep -q "Index Scan using ${ds}_items_v" <<<"$plan" || die "$ds: the queries do not use the index:
 $plan"
 
-    local ef
-    for ef in $ef_list; do
-        step "$ds: ef_search $ef: recall@10 and queries/s over $queries queries, one backend"
-        psql >> "$out" <<SQL
-SET client_min_messages = warning;
-SET enable_seqscan = off;
-SET vigil.hnsw_ef_search = $ef;
-SELECT pg_prewarm('bench.${ds}_items_v') \g /dev/null
--- What the index returns for every query (this also warms the caches).
-CREATE TEMP TABLE got AS
-SELECT q.id AS qid, s.id
-FROM bench.${ds}_queries q, LATERAL (SELECT id FROM bench.${ds}_items ORDER BY v <=> q.v LIMIT 10) s;
-$(qps_function)
-SELECT 'qps_$ef=' || round(pg_temp.qps(NULL)::numeric, 1);
-RESET enable_seqscan;
--- Ties counted: a row is a hit when its exact distance is at most the 10th exact one.
-SELECT 'recall_$ef=' || round(count(*) FILTER (WHERE (i.v <=> q.v) <= t.d)::numeric
-                              / (10 * (SELECT count(*) FROM bench.${ds}_queries)), 4)
-FROM got g
-JOIN bench.${ds}_items i ON i.id = g.id
-JOIN bench.${ds}_queries q ON q.id = g.qid
-JOIN bench.${ds}_truth t ON t.qid = g.qid AND t.rank = 10;
-SELECT 'short_$ef=' || count(*) FROM bench.${ds}_queries q
-WHERE (SELECT count(*) FROM got g WHERE g.qid = q.id) < 10;
-SQL
-    done
+    curve "$ds" "" "real[]" vigil.hnsw_ef_search
     throughput "$ds" "" vigil.hnsw_ef_search
     [ "$pgvector" = 1 ] || return 0
 
@@ -370,28 +345,42 @@ SQL
         LATERAL (SELECT id FROM bench.${ds}_items_pgv ORDER BY v <=> q.v LIMIT 10) s")"
     grep -q "Index Scan using ${ds}_items_pgv_v" <<<"$plan" || die "$ds: the pgvector queries do not use its index:
 $plan"
+    curve "$ds" _pgv public.vector hnsw.ef_search
+    throughput "$ds" _pgv hnsw.ef_search
+}
+
+# For each ef_search of $ef_list: what the index (of tables bench.<ds>_items<sfx>,
+# vectors of type <type>, its ef setting <setting>) returns for every query,
+# its queries/s in one backend and its recall@10 against the exact top 10
+# (ties counted: a row is a hit when its exact distance is at most the 10th
+# exact one); appends `[pgv_]qps_<ef>=`, `recall_<ef>=`, `short_<ef>=`.
+curve() {
+    local ds="$1" sfx="$2" type="$3" setting="$4" prefix="" ef
+    [ -z "$sfx" ] || prefix="pgv_"
     for ef in $ef_list; do
-        step "$ds: pgvector hnsw.ef_search $ef: recall@10 and queries/s over $queries queries, one backend"
-        psql >> "$out" <<SQL
+        step "$ds: ${prefix:-vigil_}$setting $ef: recall@10 and queries/s over $queries queries, one backend"
+        psql >> "$dir/$ds.txt" <<SQL
 SET client_min_messages = warning;
 SET enable_seqscan = off;
-SET hnsw.ef_search = $ef;
-SELECT pg_prewarm('bench.${ds}_items_pgv_v') \g /dev/null
+SET $setting = $ef;
+SELECT pg_prewarm('bench.${ds}_items${sfx}_v') \g /dev/null
+-- What the index returns for every query (this also warms the caches).
 CREATE TEMP TABLE got AS
 SELECT q.id AS qid, s.id
-FROM bench.${ds}_queries_pgv q, LATERAL (SELECT id FROM bench.${ds}_items_pgv ORDER BY v <=> q.v LIMIT 10) s;
-$(qps_function _pgv public.vector)
-SELECT 'pgv_qps_$ef=' || round(pg_temp.qps(NULL)::numeric, 1);
+FROM bench.${ds}_queries$sfx q, LATERAL (SELECT id FROM bench.${ds}_items$sfx ORDER BY v <=> q.v LIMIT 10) s;
+$(qps_function "$sfx" "$type")
+SELECT '${prefix}qps_$ef=' || round(pg_temp.qps(NULL)::numeric, 1);
 RESET enable_seqscan;
-SELECT 'pgv_recall_$ef=' || round(count(*) FILTER (WHERE (i.v <=> q.v) <= t.d)::numeric
-                                  / (10 * (SELECT count(*) FROM bench.${ds}_queries)), 4)
+SELECT '${prefix}recall_$ef=' || round(count(*) FILTER (WHERE (i.v <=> q.v) <= t.d)::numeric
+                              / (10 * (SELECT count(*) FROM bench.${ds}_queries)), 4)
 FROM got g
 JOIN bench.${ds}_items i ON i.id = g.id
 JOIN bench.${ds}_queries q ON q.id = g.qid
 JOIN bench.${ds}_truth t ON t.qid = g.qid AND t.rank = 10;
+SELECT '${prefix}short_$ef=' || count(*) FROM bench.${ds}_queries q
+WHERE (SELECT count(*) FROM got g WHERE g.qid = q.id) < 10;
 SQL
     done
-    throughput "$ds" _pgv hnsw.ef_search
 }
 
 # Queries/s of $clients clients at once for 10 s (pgbench), ef_search 40, random
