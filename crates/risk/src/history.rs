@@ -5,6 +5,11 @@
 //! [`crate::Request::identities`] before calling [`crate::assess`]; everything here is
 //! plain counts so the engine stays pure and testable without Postgres. Counts exclude
 //! the transaction being assessed.
+//!
+//! Windows are in *event time*: they end at the transaction's [`crate::Request::time`]
+//! when it has one that is not in the future, else at the time it was received; see
+//! [`crate::Request::event_time`]. So a replay or backfill of last year's purchases
+//! sees the velocity and linkage each purchase had when it happened.
 
 /// Earlier assessed transactions sharing one identity, in two sliding windows.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +22,8 @@ pub struct Window {
 
 /// How far back "seen with other customers" looks (days).
 pub const LINKAGE_DAYS: i64 = 90;
+/// The shorter linkage window (days).
+pub const LINKAGE_SHORT_DAYS: i64 = 30;
 /// Most earlier transactions of one device or IP read for it, newest first:
 /// bounds the work for an IP that thousands share (a carrier's NAT), where
 /// the distinct count is then a lower bound.
@@ -26,6 +33,9 @@ impl Window {
     /// Microseconds in the two windows.
     pub const HOUR_US: i64 = 3_600_000_000;
     pub const DAY_US: i64 = 24 * Self::HOUR_US;
+    /// Microseconds in [`LINKAGE_SHORT_DAYS`] and [`LINKAGE_DAYS`].
+    pub const MONTH_US: i64 = LINKAGE_SHORT_DAYS * Self::DAY_US;
+    pub const QUARTER_US: i64 = LINKAGE_DAYS * Self::DAY_US;
 
     /// Counts an earlier transaction received `age_us` microseconds before this
     /// one (negative when a concurrent one was received later); older than a
@@ -43,6 +53,62 @@ impl Window {
     /// newest first stop at the first that does not.
     pub fn in_day(age_us: i64) -> bool {
         age_us < Self::DAY_US
+    }
+}
+
+/// Distinct other customers (e-mails) seen with one device, IP address or card.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Linkage {
+    /// In the 24 hours before this transaction.
+    pub day: u32,
+    /// In the [`LINKAGE_SHORT_DAYS`] days before it (includes `day`).
+    pub month: u32,
+    /// In the [`LINKAGE_DAYS`] days before it (includes `month`).
+    pub quarter: u32,
+}
+
+/// Counts distinct other e-mails by window as they are read, newest first.
+#[derive(Debug, Default)]
+pub struct LinkageCounter {
+    day: Vec<Vec<u8>>,
+    month: Vec<Vec<u8>>,
+    quarter: Vec<Vec<u8>>,
+}
+
+impl LinkageCounter {
+    /// Starts over for the next identity, keeping the buffers.
+    pub fn clear(&mut self) {
+        self.day.clear();
+        self.month.clear();
+        self.quarter.clear();
+    }
+
+    /// Notes `other`, an e-mail other than this transaction's, seen `age_us`
+    /// before it.
+    pub fn add(&mut self, other: &[u8], age_us: i64) {
+        for (list, window) in [
+            (&mut self.day, Window::DAY_US),
+            (&mut self.month, Window::MONTH_US),
+            (&mut self.quarter, Window::QUARTER_US),
+        ] {
+            if age_us < window {
+                list.push(other.to_vec());
+            }
+        }
+    }
+
+    /// The distinct counts.
+    pub fn finish(&mut self) -> Linkage {
+        let distinct = |list: &mut Vec<Vec<u8>>| {
+            list.sort_unstable();
+            list.dedup();
+            u32::try_from(list.len()).unwrap_or(u32::MAX)
+        };
+        Linkage {
+            day: distinct(&mut self.day),
+            month: distinct(&mut self.month),
+            quarter: distinct(&mut self.quarter),
+        }
     }
 }
 
@@ -158,15 +224,18 @@ pub struct History {
     pub ip: Window,
     /// ... with the same card identity ([`crate::Request::card_identity`]).
     pub card: Window,
-    /// Distinct e-mails seen on this device in the last 24 h (excluding this one).
-    pub device_distinct_emails_day: u32,
-    /// Distinct e-mails seen from this IP address in the last 24 h (excluding this one).
-    pub ip_distinct_emails_day: u32,
-    /// Distinct e-mails seen on this device in the last [`LINKAGE_DAYS`] days
-    /// (excluding this one): fraud rings reuse devices across weeks.
-    pub device_distinct_emails_long: u32,
-    /// The same for this IP address.
-    pub ip_distinct_emails_long: u32,
+    /// Other e-mails seen on this device: fraud rings reuse devices across weeks.
+    pub device_others: Linkage,
+    /// Other e-mails seen from this IP address.
+    pub ip_others: Linkage,
+    /// Other e-mails seen with this card.
+    pub card_others: Linkage,
+    /// How long before this transaction (microseconds) the e-mail, device and IP
+    /// address were first seen; None when never (the customer's first purchase,
+    /// a device or address new to this installation).
+    pub email_first_seen_us: Option<i64>,
+    pub device_first_seen_us: Option<i64>,
+    pub ip_first_seen_us: Option<i64>,
     /// This e-mail's earlier amounts (all time).
     pub customer_amounts: AmountStats,
     /// Blocklist entries and confirmed-fraud identities matching this request.
@@ -177,7 +246,7 @@ impl History {
     /// Whether the e-mail or device has been seen before: the assessment then knows the
     /// customer, which raises confidence.
     pub fn knows_customer(&self) -> bool {
-        self.customer_amounts.count > 0 || self.email.last_day > 0 || self.device.last_day > 0
+        self.email_first_seen_us.is_some() || self.device_first_seen_us.is_some()
     }
 }
 
@@ -206,6 +275,27 @@ mod tests {
             }
         );
         assert!(Window::in_day(Window::DAY_US - 1) && !Window::in_day(Window::DAY_US));
+    }
+
+    #[test]
+    fn linkage_counts_distinct_others_per_window() {
+        let mut c = LinkageCounter::default();
+        for (who, age) in [
+            (&b"a"[..], 0),
+            (b"a", Window::HOUR_US),
+            (b"b", Window::DAY_US - 1),
+            (b"c", Window::DAY_US),
+            (b"a", Window::MONTH_US),
+            (b"d", Window::MONTH_US),
+            (b"e", Window::QUARTER_US - 1),
+            (b"f", Window::QUARTER_US),
+        ] {
+            c.add(who, age);
+        }
+        let l = c.finish();
+        assert_eq!((l.day, l.month, l.quarter), (2, 3, 5));
+        c.clear();
+        assert_eq!(c.finish(), Linkage::default());
     }
 
     #[test]

@@ -198,6 +198,11 @@ impl Timestamp {
         self.0.unix_timestamp()
     }
 
+    /// Microseconds since the Unix epoch (saturating: parsed years are 4 digits).
+    pub fn unix_micros(&self) -> i64 {
+        i64::try_from(self.0.unix_timestamp_nanos() / 1_000).unwrap_or(i64::MAX)
+    }
+
     /// The hour of the day as the client wrote it (0..=23): local wall-clock for
     /// form A, UTC for `Z`, the given offset's wall-clock otherwise.
     pub fn hour(&self) -> u8 {
@@ -889,6 +894,19 @@ impl Request {
         }
         m.insert("strictness".into(), Value::from(self.strictness));
         Value::Object(m)
+    }
+
+    /// When the transaction happened, in microseconds since the Unix epoch: its
+    /// `time` when it has one no later than `received_unix_us`, else
+    /// `received_unix_us`. History windows end here, so a replay or backfill of
+    /// old purchases sees each as it was; a clock ahead of ours counts as now.
+    /// (Form A times carry no offset and are read as UTC: a client west of UTC
+    /// puts its own purchases hours back, consistently with one another.)
+    pub fn event_time_us(&self, received_unix_us: i64) -> i64 {
+        self.time
+            .map(|t| t.unix_micros())
+            .filter(|t| *t <= received_unix_us)
+            .unwrap_or(received_unix_us)
     }
 
     /// Identity keys the history is looked up by (`None` when absent).

@@ -38,11 +38,15 @@
 pub mod geo;
 pub mod history;
 pub mod input;
+pub mod model;
 pub mod score;
 pub mod signals;
 
 pub use geo::{address_country, GeoIp};
-pub use history::{AmountStats, HardRule, HardRuleSource, History, IdentityKind, Window};
+pub use history::{
+    AmountStats, HardRule, HardRuleSource, History, IdentityKind, Linkage, LinkageCounter, Window,
+};
 pub use input::{normalise_identity, parse_request, Identities, InputError, Request, Timestamp};
-pub use score::{assess, Assessment, Confidence, Verdict};
+pub use model::Model;
+pub use score::{assess, assess_with, Assessment, Confidence, Verdict};
 pub use signals::{Reason, SignalInfo, SignalKind, SIGNALS};

@@ -28,7 +28,8 @@ use serde_json::{json, Map, Value};
 
 use crate::history::History;
 use crate::input::Request;
-use crate::signals::{evaluate, Collector, Reason};
+use crate::model::{feature_vector, Derived, Model};
+use crate::signals::{evaluate, Collector, Reason, LEARNED_MODEL};
 
 /// How much the assessment knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -286,6 +287,13 @@ impl Assessment {
     }
 }
 
+/// Days (two decimals) since first seen, or null.
+fn first_seen_days(us: Option<i64>) -> Value {
+    us.map_or(Value::Null, |us| {
+        Value::from((us as f64 / crate::history::Window::DAY_US as f64 * 100.0).round() / 100.0)
+    })
+}
+
 fn country_json(c: Option<[u8; 2]>) -> Value {
     c.and_then(|c| {
         std::str::from_utf8(&c)
@@ -295,12 +303,50 @@ fn country_json(c: Option<[u8; 2]>) -> Value {
     .unwrap_or(Value::Null)
 }
 
-/// Assesses one transaction. Pure and deterministic; `ip_country` is the country of
-/// `request.ip_address` (from [`crate::GeoIp::country`]), `None` when unknown.
+/// Assesses one transaction by the rules alone. Pure and deterministic; `ip_country`
+/// is the country of `request.ip_address` (from [`crate::GeoIp::country`]), `None`
+/// when unknown.
 pub fn assess(request: &Request, history: &History, ip_country: Option<[u8; 2]>) -> Assessment {
+    assess_with(request, history, ip_country, None)
+}
+
+/// [`assess`], plus the points of `model` (fitted on this installation's labels).
+pub fn assess_with(
+    request: &Request,
+    history: &History,
+    ip_country: Option<[u8; 2]>,
+    model: Option<&Model>,
+) -> Assessment {
     let strictness = request.strictness.min(100);
     let mut out = Collector::new(weak_weight(strictness));
     let f = evaluate(request, history, ip_country, &mut out);
+    let expert_points = out.total;
+    let x = feature_vector(
+        request,
+        history,
+        &Derived {
+            disposable_email: f.disposable_email == Some(true),
+            ip_country_mismatch: matches!((ip_country, f.address_country), (Some(i), Some(a)) if i != a),
+            addresses_differ: f.addresses_differ == Some(true),
+            night: f.hour.is_some_and(|h| h < 6),
+            amount_ratio_to_mean: f.amount_ratio_to_mean,
+        },
+    );
+    if let Some(model) = model {
+        let points = model.points(&x);
+        if points.abs() >= 0.5 {
+            out.add(
+                &LEARNED_MODEL,
+                points,
+                format!(
+                    "the model fitted on {} labelled transactions ({} fraud) rates this {} than the rules do",
+                    model.frauds + model.legit,
+                    model.frauds,
+                    if points > 0.0 { "riskier" } else { "safer" }
+                ),
+            );
+        }
+    }
 
     let total = out.total;
     let raw = score_of_points(total);
@@ -344,6 +390,8 @@ pub fn assess(request: &Request, history: &History, ip_country: Option<[u8; 2]>)
         "strictness": strictness,
         "weakWeight": out.weak_weight,
         "totalPoints": (total * 100.0).round() / 100.0,
+        "expertPoints": expert_points,
+        "x": x.to_vec(),
         "cutoffs": {"critical": critical, "high": high, "caution": caution, "monitor": monitor, "low": low},
         "coreInputs": core,
         "confidencePoints": conf_points,
@@ -364,10 +412,16 @@ pub fn assess(request: &Request, history: &History, ip_country: Option<[u8; 2]>)
             "ip": [history.ip.last_hour, history.ip.last_day],
             "card": [history.card.last_hour, history.card.last_day],
         },
-        "deviceDistinctEmailsDay": history.device_distinct_emails_day,
-        "ipDistinctEmailsDay": history.ip_distinct_emails_day,
-        "deviceDistinctEmails90d": history.device_distinct_emails_long,
-        "ipDistinctEmails90d": history.ip_distinct_emails_long,
+        "otherEmails": {
+            "device": [history.device_others.day, history.device_others.month, history.device_others.quarter],
+            "ip": [history.ip_others.day, history.ip_others.month, history.ip_others.quarter],
+            "card": [history.card_others.day, history.card_others.month, history.card_others.quarter],
+        },
+        "firstSeenDays": {
+            "email": first_seen_days(history.email_first_seen_us),
+            "device": first_seen_days(history.device_first_seen_us),
+            "ip": first_seen_days(history.ip_first_seen_us),
+        },
     });
 
     Assessment {

@@ -29,6 +29,9 @@ pub enum SignalKind {
     Mitigation,
     /// Blocklist or confirmed fraud: fixed points and level 2 (Failed).
     HardRule,
+    /// Points from the model fitted on this installation's labels ([`crate::model`]),
+    /// either sign, not scaled.
+    Learned,
 }
 
 impl SignalKind {
@@ -38,6 +41,7 @@ impl SignalKind {
             SignalKind::Weak => "weak",
             SignalKind::Mitigation => "mitigation",
             SignalKind::HardRule => "hard rule",
+            SignalKind::Learned => "learned",
         }
     }
 }
@@ -84,8 +88,15 @@ pub const DISPOSABLE_EMAIL: SignalInfo = SignalInfo {
 pub const NEW_ACCOUNT: SignalInfo = SignalInfo {
     code: "NEW_ACCOUNT",
     kind: SignalKind::Strong,
-    points: &[8.0, 15.0, 25.0],
-    description: "accountAge under 30 days (8), under 7 (15), under 1 (25)",
+    points: &[6.0, 15.0, 30.0],
+    description: "accountAge under 30 days (6), under 7 (15), 0: opened the same day (30)",
+};
+pub const NEW_DEVICE: SignalInfo = SignalInfo {
+    code: "NEW_DEVICE",
+    kind: SignalKind::Strong,
+    points: &[8.0],
+    description:
+        "a customer first seen 30 or more days ago on a device never seen before (account takeover)",
 };
 pub const HIGH_AMOUNT: SignalInfo = SignalInfo {
     code: "HIGH_AMOUNT",
@@ -128,21 +139,26 @@ pub const CARD_VELOCITY: SignalInfo = SignalInfo {
 pub const DEVICE_SHARED: SignalInfo = SignalInfo {
     code: "DEVICE_SHARED",
     kind: SignalKind::Strong,
-    points: &[8.0, 16.0, 25.0],
-    description: "other e-mails seen on this device in the last 24 h: 2 (8), 4 (16), 10 (25); or in the last 90 days: 3 (8), 6 (16), 15 (25)",
+    points: &[6.0, 14.0, 24.0, 32.0],
+    description: "other e-mails seen on this device in the last 90 days: 1 (6), 2 (14), 4 (24), 10 (32); in the last 24 h one grade higher",
 };
 pub const IP_SHARED: SignalInfo = SignalInfo {
     code: "IP_SHARED",
     kind: SignalKind::Strong,
     points: &[5.0, 12.0, 20.0],
-    description:
-        "other e-mails seen from this IP address in the last 24 h: 3 (5), 10 (12), 30 (20)",
+    description: "other e-mails seen from this IP address in the last 24 h: 3 (5), 10 (12), 30 (20); in the last 30 days: 10 (5), 30 (12), 100 (20)",
+};
+pub const CARD_SHARED: SignalInfo = SignalInfo {
+    code: "CARD_SHARED",
+    kind: SignalKind::Strong,
+    points: &[10.0, 20.0, 30.0],
+    description: "other e-mails seen with this card in the last 90 days: 1 (10), 2 (20), 4 (30)",
 };
 pub const ADDRESS_MISMATCH: SignalInfo = SignalInfo {
     code: "ADDRESS_MISMATCH",
     kind: SignalKind::Weak,
-    points: &[10.0],
-    description: "addressMismatch is true, or billing and shipping addresses differ (ignoring case, spacing, punctuation)",
+    points: &[10.0, 18.0],
+    description: "addressMismatch is true, or billing and shipping addresses differ (ignoring case, spacing, punctuation) (10); in different countries (18)",
 };
 pub const EMAIL_DOMAIN_MISMATCH: SignalInfo = SignalInfo {
     code: "EMAIL_DOMAIN_MISMATCH",
@@ -181,11 +197,23 @@ pub const TWO_FACTOR_AUTH: SignalInfo = SignalInfo {
     points: &[-10.0],
     description: "twoFactorAuth is true",
 };
+pub const KNOWN_CUSTOMER: SignalInfo = SignalInfo {
+    code: "KNOWN_CUSTOMER",
+    kind: SignalKind::Mitigation,
+    points: &[-10.0],
+    description: "the e-mail and the device were both first seen 30 or more days ago, and no other e-mail used the device in the last 90 days",
+};
 pub const ESTABLISHED_ACCOUNT: SignalInfo = SignalInfo {
     code: "ESTABLISHED_ACCOUNT",
     kind: SignalKind::Mitigation,
     points: &[-10.0],
     description: "accountAge at least 365 days",
+};
+pub const LEARNED_MODEL: SignalInfo = SignalInfo {
+    code: "LEARNED_MODEL",
+    kind: SignalKind::Learned,
+    points: &[-30.0, 40.0],
+    description: "the model fitted on this installation's feedback labels (vigil.risk_refit) rates the transaction riskier (positive) or safer (negative) than the rules do; from -30 to 40",
 };
 pub const BLOCKLISTED: SignalInfo = SignalInfo {
     code: "BLOCKLISTED",
@@ -209,6 +237,7 @@ pub const SIGNALS: &[SignalInfo] = &[
     IP_COUNTRY_MISMATCH,
     DISPOSABLE_EMAIL,
     NEW_ACCOUNT,
+    NEW_DEVICE,
     HIGH_AMOUNT,
     AMOUNT_ABOVE_HISTORY,
     EMAIL_VELOCITY,
@@ -217,6 +246,7 @@ pub const SIGNALS: &[SignalInfo] = &[
     CARD_VELOCITY,
     DEVICE_SHARED,
     IP_SHARED,
+    CARD_SHARED,
     ADDRESS_MISMATCH,
     EMAIL_DOMAIN_MISMATCH,
     EMAIL_MISMATCH,
@@ -224,7 +254,9 @@ pub const SIGNALS: &[SignalInfo] = &[
     UNUSUAL_QUANTITY,
     NIGHT_TIME,
     TWO_FACTOR_AUTH,
+    KNOWN_CUSTOMER,
     ESTABLISHED_ACCOUNT,
+    LEARNED_MODEL,
 ];
 
 /// [`SIGNALS`] as a Markdown table (code, points at strictness 50, kind, description),
@@ -234,7 +266,10 @@ pub fn signals_markdown() -> String {
         "| code | points at strictness 50 | kind | description |\n|---|---|---|---|\n",
     );
     for s in SIGNALS {
-        let points: Vec<String> = s.points.iter().map(|p| format!("{p}")).collect();
+        let points: Vec<String> = match s.kind {
+            SignalKind::Learned => vec![format!("{} to {}", s.points[0], s.points[1])],
+            _ => s.points.iter().map(|p| format!("{p}")).collect(),
+        };
         out.push_str(&format!(
             "| `{}` | {} | {} | {} |\n",
             s.code,
@@ -258,6 +293,8 @@ const HISTORY_MIN_COUNT: u32 = 3;
 const HISTORY_MIN_Z: f64 = 2.0;
 /// `accountAge` below these many days.
 const NEW_ACCOUNT_BELOW: [f64; 3] = [30.0, 7.0, 1.0];
+/// "Known for a while": first seen at least this long before the purchase.
+const KNOWN_FOR_US: i64 = 30 * crate::history::Window::DAY_US;
 const ESTABLISHED_DAYS: u32 = 365;
 const FREQUENCY_AT: [f64; 3] = [5.0, 10.0, 20.0];
 const QUANTITY_AT: [f64; 3] = [10.0, 50.0, 200.0];
@@ -296,11 +333,16 @@ const VELOCITIES: [Velocity; 4] = [
         what: "with this card",
     },
 ];
-const DEVICE_SHARED_AT: [f64; 3] = [2.0, 4.0, 10.0];
-/// The same grades over [`crate::history::LINKAGE_DAYS`]: a household shares
-/// a device between two or three people; a ring, between more.
-const DEVICE_SHARED_LONG_AT: [f64; 3] = [3.0, 6.0, 15.0];
-const IP_SHARED_AT: [f64; 3] = [3.0, 10.0, 30.0];
+/// Other e-mails on a device over [`crate::history::LINKAGE_DAYS`]: a
+/// household shares a device between two or three people; a ring, between
+/// more. The same number within a day grades one higher.
+const DEVICE_SHARED_AT: [f64; 4] = [1.0, 2.0, 4.0, 10.0];
+/// IPs are shared by households, offices and carriers' NAT: only many others
+/// count, within a day or a month.
+const IP_SHARED_DAY_AT: [f64; 3] = [3.0, 10.0, 30.0];
+const IP_SHARED_MONTH_AT: [f64; 3] = [10.0, 30.0, 100.0];
+/// A card is rarely used by two accounts, and a ring's cards by many.
+const CARD_SHARED_AT: [f64; 3] = [1.0, 2.0, 4.0];
 
 /// Highest grade whose threshold `v` reaches (`at` ascending).
 fn grade_at_least(v: f64, at: &[f64]) -> Option<usize> {
@@ -402,8 +444,16 @@ impl Collector {
         };
         let points = match info.kind {
             SignalKind::Weak => base * self.weak_weight,
-            SignalKind::Strong | SignalKind::Mitigation | SignalKind::HardRule => base,
+            SignalKind::Strong
+            | SignalKind::Mitigation
+            | SignalKind::HardRule
+            | SignalKind::Learned => base,
         };
+        self.add(info, points, detail);
+    }
+
+    /// Adds `points` as they are (the learned model's).
+    pub fn add(&mut self, info: &'static SignalInfo, points: f64, detail: String) {
         self.total += points;
         self.reasons.push(Reason {
             code: info.code,
@@ -438,6 +488,7 @@ pub(crate) fn evaluate(
     f.address_country = ip_mismatch(req, ip_country, out);
     email(req, out, &mut f);
     account(req, out);
+    familiarity(hist, out);
     amount(req, hist, out, &mut f);
     velocity(hist, out);
     addresses(req, out, &mut f);
@@ -646,33 +697,72 @@ fn velocity(hist: &History, out: &mut Collector) {
     // A device by the day or over the long window, whichever grades higher;
     // an IP by the day only (households, offices and carriers' NAT share IPs
     // for months).
-    let day = grade_at_least(
-        f64::from(hist.device_distinct_emails_day),
-        &DEVICE_SHARED_AT,
-    );
-    let long = grade_at_least(
-        f64::from(hist.device_distinct_emails_long),
-        &DEVICE_SHARED_LONG_AT,
-    );
-    if let Some(g) = day.max(long) {
+    let d = hist.device_others;
+    let long = grade_at_least(f64::from(d.quarter), &DEVICE_SHARED_AT);
+    let day = grade_at_least(f64::from(d.day), &DEVICE_SHARED_AT).map(|g| g + 1);
+    if let Some(g) = long.max(day) {
         out.fire(
             &DEVICE_SHARED,
             g,
             format!(
-                "{} other e-mails used this device in the last 24 h, {} in the last {} days",
-                hist.device_distinct_emails_day,
-                hist.device_distinct_emails_long,
+                "{} used this device in the last 24 h, {} in the last {} days",
+                plural(d.day, "other e-mail", "other e-mails"),
+                d.quarter,
                 crate::history::LINKAGE_DAYS
             ),
         );
     }
-    let n = hist.ip_distinct_emails_day;
-    if let Some(g) = grade_at_least(f64::from(n), &IP_SHARED_AT) {
+    let i = hist.ip_others;
+    let day = grade_at_least(f64::from(i.day), &IP_SHARED_DAY_AT);
+    let month = grade_at_least(f64::from(i.month), &IP_SHARED_MONTH_AT);
+    if let Some(g) = day.max(month) {
         out.fire(
             &IP_SHARED,
             g,
-            format!("{n} other e-mails used this IP address in the last 24 h"),
+            format!(
+                "{} used this IP address in the last 24 h, {} in the last {} days",
+                plural(i.day, "other e-mail", "other e-mails"),
+                i.month,
+                crate::history::LINKAGE_SHORT_DAYS
+            ),
         );
+    }
+    let c = hist.card_others.quarter;
+    if let Some(g) = grade_at_least(f64::from(c), &CARD_SHARED_AT) {
+        out.fire(
+            &CARD_SHARED,
+            g,
+            format!(
+                "{} used this card in the last {} days",
+                plural(c, "other e-mail", "other e-mails"),
+                crate::history::LINKAGE_DAYS
+            ),
+        );
+    }
+}
+
+/// A long-known customer on a new device (account takeover), or on a device
+/// long known and not shared (mitigation).
+fn familiarity(hist: &History, out: &mut Collector) {
+    let long_known = |first: Option<i64>| first.is_some_and(|us| us >= KNOWN_FOR_US);
+    if !long_known(hist.email_first_seen_us) {
+        return;
+    }
+    match hist.device_first_seen_us {
+        None => out.fire(
+            &NEW_DEVICE,
+            0,
+            "the customer is known for 30 days or more, the device has never been seen".into(),
+        ),
+        Some(us) if us >= KNOWN_FOR_US && hist.device_others.quarter == 0 => out.fire(
+            &KNOWN_CUSTOMER,
+            0,
+            format!(
+                "the customer and the device are known for {} days or more",
+                us.min(hist.email_first_seen_us.unwrap_or(us)) / crate::history::Window::DAY_US
+            ),
+        ),
+        Some(_) => {}
     }
 }
 
@@ -689,7 +779,23 @@ fn addresses(req: &Request, out: &mut Collector, f: &mut Features) {
         (false, true) => "billing and shipping addresses differ",
         (false, false) => return,
     };
-    out.fire(&ADDRESS_MISMATCH, 0, detail.into());
+    // Shipping abroad from the billing country: reshipping, not a gift next door.
+    let countries = (
+        req.billing_address.as_deref().and_then(address_country),
+        req.shipping_address.as_deref().and_then(address_country),
+    );
+    match countries {
+        (Some(b), Some(s)) if b != s && differ == Some(true) => out.fire(
+            &ADDRESS_MISMATCH,
+            1,
+            format!(
+                "billing address in {}, shipping address in {}",
+                code_str(&b),
+                code_str(&s)
+            ),
+        ),
+        _ => out.fire(&ADDRESS_MISMATCH, 0, detail.into()),
+    }
 }
 
 fn client_counts(req: &Request, out: &mut Collector) {

@@ -124,7 +124,7 @@ proptest! {
     /// More velocity, a higher amount, a newer account, more quantity or frequency,
     /// more shared e-mails (in the day or the long window) never lower the score.
     #[test]
-    fn grading_is_monotone(d in data(), h in history(), c in ip_country(), bump in 1u32..200, which in 0usize..16) {
+    fn grading_is_monotone(d in data(), h in history(), c in ip_country(), bump in 1u32..200, which in 0usize..19) {
         let req = parse_request(&d.body(Form::B)).expect("valid");
         let base = assess(&req, &h, c);
         let mut r2 = req.clone();
@@ -138,12 +138,15 @@ proptest! {
             5 => h2.ip.last_day += bump,
             6 => h2.card.last_hour += bump,
             7 => h2.card.last_day += bump,
-            8 => h2.device_distinct_emails_day += bump,
-            9 => h2.ip_distinct_emails_day += bump,
-            14 => h2.device_distinct_emails_long += bump,
-            15 => h2.ip_distinct_emails_long += bump,
+            8 => { h2.device_others.day += bump; h2.device_others.month += bump; h2.device_others.quarter += bump }
+            9 => { h2.ip_others.day += bump; h2.ip_others.month += bump; h2.ip_others.quarter += bump }
+            14 => h2.device_others.quarter += bump,
+            15 => { h2.ip_others.month += bump; h2.ip_others.quarter += bump }
+            16 => h2.card_others.quarter += bump,
+            17 => { h2.card_others.day += bump; h2.card_others.month += bump; h2.card_others.quarter += bump }
             10 => r2.amount = Some(r2.amount.unwrap_or(0.0) + f64::from(bump) * 97.3),
             11 => r2.account_age_days = Some(r2.account_age_days.map_or(0, |a| a.saturating_sub(bump))),
+            18 => h2.ip_others.quarter += bump,
             12 => r2.order_quantity = Some(r2.order_quantity.unwrap_or(0) + bump),
             _ => r2.transaction_frequency = Some(r2.transaction_frequency.unwrap_or(0) + bump),
         }

@@ -11,7 +11,7 @@ use vigil_risk::score::{cutoffs, level_of_score, score_of_points};
 use vigil_risk::signals::{is_disposable_email, signal};
 use vigil_risk::{
     assess, parse_request, AmountStats, Assessment, Confidence, HardRule, HardRuleSource, History,
-    IdentityKind, SignalKind, Verdict, SIGNALS,
+    IdentityKind, Linkage, SignalKind, Verdict, Window, SIGNALS,
 };
 
 fn req(body: Value) -> vigil_risk::Request {
@@ -207,11 +207,14 @@ fn history_signal_details_have_numbers() {
 }
 
 #[test]
-fn a_device_shared_across_weeks_counts_as_one_shared_today() {
-    let shared = |day, long| {
+fn a_device_shared_today_weighs_as_twice_as_many_over_weeks() {
+    let shared = |day, quarter| {
         let h = History {
-            device_distinct_emails_day: day,
-            device_distinct_emails_long: long,
+            device_others: Linkage {
+                day,
+                month: quarter,
+                quarter,
+            },
             ..History::default()
         };
         let a = assess(&req(base()), &h, None);
@@ -220,20 +223,73 @@ fn a_device_shared_across_weeks_counts_as_one_shared_today() {
             .find(|r| r.code == "DEVICE_SHARED")
             .map(|r| (r.points, r.detail.clone()))
     };
-    // A household: two other people on the device over three months.
-    assert_eq!(shared(0, 2), None);
-    // A ring: six others over the weeks, none today, weighs as four today.
-    let (long_points, detail) = shared(0, 6).expect("fires on the long window");
-    assert_eq!(Some(long_points), shared(4, 4).map(|(p, _)| p));
+    assert_eq!(shared(0, 0), None);
+    // A household: one other person on the device over three months.
+    assert_eq!(shared(0, 1).map(|(p, _)| p), Some(6.0));
+    // Two others today weigh as four over the weeks.
+    let (long_points, detail) = shared(0, 4).expect("fires on the long window");
+    assert_eq!(Some(long_points), shared(2, 2).map(|(p, _)| p));
     assert_eq!(
         detail,
-        "0 other e-mails used this device in the last 24 h, 6 in the last 90 days"
+        "0 other e-mails used this device in the last 24 h, 4 in the last 90 days"
     );
-    // The higher grade of the two windows counts.
+    // A farm: the highest grade either way.
+    assert_eq!(shared(4, 4).map(|(p, _)| p), Some(32.0));
+    assert_eq!(shared(0, 10).map(|(p, _)| p), Some(32.0));
+}
+
+#[test]
+fn a_card_used_by_other_accounts_is_graded() {
+    let points = |quarter| {
+        let h = History {
+            card_others: Linkage {
+                day: 0,
+                month: quarter,
+                quarter,
+            },
+            ..History::default()
+        };
+        assess(&req(base()), &h, None)
+            .reasons
+            .iter()
+            .find(|r| r.code == "CARD_SHARED")
+            .map(|r| r.points)
+    };
     assert_eq!(
-        shared(10, 10).map(|(p, _)| p),
-        shared(0, 15).map(|(p, _)| p)
+        [0, 1, 2, 4, 40].map(points),
+        [None, Some(10.0), Some(20.0), Some(30.0), Some(30.0)]
     );
+}
+
+#[test]
+fn a_known_customer_on_a_new_device_is_a_takeover_signal_and_on_an_old_one_a_mitigation() {
+    let day = Window::DAY_US;
+    let codes = |email: Option<i64>, device: Option<i64>, others| {
+        let h = History {
+            email_first_seen_us: email,
+            device_first_seen_us: device,
+            device_others: Linkage {
+                day: 0,
+                month: others,
+                quarter: others,
+            },
+            ..History::default()
+        };
+        let mut c: Vec<&str> = assess(&req(base()), &h, None)
+            .reasons
+            .iter()
+            .map(|r| r.code)
+            .filter(|c| ["NEW_DEVICE", "KNOWN_CUSTOMER"].contains(c))
+            .collect();
+        c.sort_unstable();
+        c
+    };
+    assert_eq!(codes(Some(90 * day), None, 0), ["NEW_DEVICE"]);
+    assert_eq!(codes(Some(90 * day), Some(40 * day), 0), ["KNOWN_CUSTOMER"]);
+    // Not while the device is shared, nor for a customer new to us.
+    assert!(codes(Some(90 * day), Some(40 * day), 1).is_empty());
+    assert!(codes(Some(10 * day), None, 0).is_empty());
+    assert!(codes(None, None, 0).is_empty());
 }
 
 #[test]

@@ -98,8 +98,12 @@ impl Snapshot {
 pub enum Key<'a> {
     /// `column = value` on a text column.
     TextEq(&'a str),
-    /// `column > value` on a timestamptz column.
-    After(pg_sys::TimestampTz),
+    /// `after < column <= until` on a timestamptz column (`after` None: no
+    /// lower bound).
+    Between {
+        after: Option<pg_sys::TimestampTz>,
+        until: pg_sys::TimestampTz,
+    },
 }
 
 /// Entries of a range, newest or oldest first (the order of the index).
@@ -128,6 +132,11 @@ impl Entry<'_> {
 
     /// A timestamptz column (microseconds since 2000-01-01).
     pub fn timestamp(&self, attno: usize) -> Option<pg_sys::TimestampTz> {
+        self.datum(attno).map(|d| d.value() as i64)
+    }
+
+    /// A bigint column.
+    pub fn int8(&self, attno: usize) -> Option<i64> {
         self.datum(attno).map(|d| d.value() as i64)
     }
 
@@ -162,23 +171,8 @@ pub fn scan(
     // returning. An ERROR in between unwinds to the transaction's abort, which
     // releases the scan's buffer pins.
     unsafe {
-        let mut scan_keys: Vec<pg_sys::ScanKeyData> = Vec::with_capacity(keys.len());
-        for (i, key) in keys.iter().enumerate() {
-            let attno = i + 1;
-            let (strategy, procedure, collation, argument) = match key {
-                Key::TextEq(value) => (
-                    pg_sys::BTEqualStrategyNumber,
-                    pg_sys::F_TEXTEQ,
-                    index.collation(attno),
-                    text_datum(value),
-                ),
-                Key::After(at) => (
-                    pg_sys::BTGreaterStrategyNumber,
-                    pg_sys::F_TIMESTAMPTZ_GT,
-                    pg_sys::InvalidOid,
-                    pg_sys::Datum::from(*at),
-                ),
-            };
+        let mut scan_keys: Vec<pg_sys::ScanKeyData> = Vec::with_capacity(2 * keys.len());
+        let mut push = |attno: usize, strategy: u32, procedure: u32, collation, argument| {
             let mut entry: pg_sys::ScanKeyData = std::mem::zeroed();
             pg_sys::ScanKeyEntryInitialize(
                 &mut entry,
@@ -191,6 +185,37 @@ pub fn scan(
                 argument,
             );
             scan_keys.push(entry);
+        };
+        // Keys on one column are adjacent, as index_rescan wants them.
+        for (i, key) in keys.iter().enumerate() {
+            let attno = i + 1;
+            match key {
+                Key::TextEq(value) => push(
+                    attno,
+                    pg_sys::BTEqualStrategyNumber,
+                    pg_sys::F_TEXTEQ,
+                    index.collation(attno),
+                    text_datum(value),
+                ),
+                Key::Between { after, until } => {
+                    if let Some(after) = after {
+                        push(
+                            attno,
+                            pg_sys::BTGreaterStrategyNumber,
+                            pg_sys::F_TIMESTAMPTZ_GT,
+                            pg_sys::InvalidOid,
+                            pg_sys::Datum::from(*after),
+                        );
+                    }
+                    push(
+                        attno,
+                        pg_sys::BTLessEqualStrategyNumber,
+                        pg_sys::F_TIMESTAMPTZ_LE,
+                        pg_sys::InvalidOid,
+                        pg_sys::Datum::from(*until),
+                    );
+                }
+            }
         }
         let nkeys = scan_keys.len() as i32;
         let scan = pg_sys::index_beginscan(table.0, index.0, snapshot.0, nkeys, 0);

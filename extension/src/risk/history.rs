@@ -1,11 +1,13 @@
 //! What the database knows about a transaction's identities, and the record of
 //! each assessment.
 //!
-//! The history is read from index ranges directly ([`crate::pg::index_range`]): each
-//! identity's rows of the last day (`transactions_<identity>`; for devices and
-//! IPs the same entries carry the e-mail, to count the others), the e-mail's
-//! range newest first, which also gives this customer's last 100 amounts, and
-//! the hard rules (blocklist and confirmed-fraud primary keys). The record is
+//! The history is read from index ranges directly ([`crate::pg::index_range`]),
+//! keyed by identity and event time (`occurred_at`): each identity's rows up to
+//! the transaction's event time (for devices, IPs and cards the same entries
+//! carry the e-mail, to count the others over 1, 30 and 90 days), the start of
+//! each range (first seen), the e-mail's range newest first, which also gives
+//! this customer's last 100 amounts, and the hard rules (blocklist and
+//! confirmed-fraud primary keys). The record is
 //! one prepared INSERT through SPI, so it gets the table's defaults, domains,
 //! indexes and triggers.
 
@@ -15,7 +17,7 @@ use std::ops::ControlFlow;
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 use pgrx::spi::OwnedPreparedStatement;
-use vigil_risk::history::{LINKAGE_DAYS, LINKAGE_SCAN_CAP};
+use vigil_risk::history::{LinkageCounter, LINKAGE_SCAN_CAP};
 use vigil_risk::{
     AmountStats, Assessment, HardRule, HardRuleSource, History, Identities, IdentityKind, Request,
     Window,
@@ -27,8 +29,8 @@ use crate::pg::jsonb::Jsonb;
 const RECORD: &str = "
 INSERT INTO vigil.transactions
   (id, api_key_id, request, features, score, level, result, confidence, reasons,
-   email, device, ip, card, amount)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
+   email, device, ip, card, amount, occurred_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
 
 thread_local! {
     static RECORD_PLAN: RefCell<Option<OwnedPreparedStatement>> = const { RefCell::new(None) };
@@ -36,24 +38,29 @@ thread_local! {
 
 /// Columns of the history's indexes (schema.sql), in index order.
 mod column {
-    /// `transactions_<identity> (<identity>, received_at) INCLUDE (...)`.
-    pub const RECEIVED_AT: usize = 2;
+    /// `transactions_<identity> (<identity>, occurred_at) INCLUDE (...)`.
+    pub const OCCURRED_AT: usize = 2;
     /// `transactions_email`: `INCLUDE (amount)`.
     pub const AMOUNT: usize = 3;
-    /// `transactions_device` and `transactions_ip`: `INCLUDE (email)`.
+    /// `transactions_device`, `transactions_ip` and `transactions_card`: `INCLUDE (email)`.
     pub const EMAIL: usize = 3;
     /// `blocklist_pkey (kind, value) INCLUDE (expires_at)`.
     pub const EXPIRES_AT: usize = 3;
 }
 
-/// Reads the history of `ids` as of now (the transaction's start, as `now()`).
-pub fn load(ids: &Identities) -> History {
+/// Reads the history of `ids` as of `event` (the transaction's event time,
+/// [`vigil_risk::Request::event_time_us`]): rows that occurred after it are
+/// not its history. Hard rules and blocklist expiry are as of now.
+pub fn load(ids: &Identities, event: pg_sys::TimestampTz) -> History {
     let now = unsafe { pg_sys::GetCurrentTransactionStartTimestamp() };
-    let day_ago = now - Window::DAY_US;
-    let age = |entry: &Entry| now - entry.timestamp(column::RECEIVED_AT).unwrap_or(now);
+    let age = |entry: &Entry| event - entry.timestamp(column::OCCURRED_AT).unwrap_or(event);
     let snapshot = Snapshot::take();
     let table = Relation::open("transactions");
     let mut history = History::default();
+    let until_event = Key::Between {
+        after: None,
+        until: event,
+    };
 
     if let Some(email) = &ids.email {
         // Newest first: the day's velocity, then amounts until there are 100.
@@ -63,7 +70,7 @@ pub fn load(ids: &Identities) -> History {
             &table,
             &index,
             &snapshot,
-            &[Key::TextEq(email)],
+            &[Key::TextEq(email), until_event],
             Direction::Backward,
             |entry| {
                 let age = age(entry);
@@ -78,46 +85,49 @@ pub fn load(ids: &Identities) -> History {
             },
         );
         history.customer_amounts = AmountStats::of(&amounts);
+        history.email_first_seen_us = first_seen(&table, &index, &snapshot, email, event);
         index.close();
     }
     let email = ids.email.as_deref().map(str::as_bytes);
-    // A device's and an IP's last LINKAGE_DAYS, newest first: the day's
-    // velocity and other e-mails (always all of the day), and the other
-    // e-mails of the whole window (past the day, reading stops after
-    // LINKAGE_SCAN_CAP rows). The card: its day only.
-    let linkage_start = now - LINKAGE_DAYS * Window::DAY_US;
-    let (mut day_others, mut long_others) = (Vec::new(), Vec::new());
-    for (value, index, window, distinct) in [
+    // A device's, an IP's and a card's last LINKAGE_DAYS, newest first: the
+    // day's velocity and other e-mails (always all of the day), and the other
+    // e-mails of the longer windows (past the day, reading stops after
+    // LINKAGE_SCAN_CAP rows).
+    let linkage_start = event - Window::QUARTER_US;
+    let mut others = LinkageCounter::default();
+    for (value, index, window, linkage, first) in [
         (
             &ids.device,
             "transactions_device",
             &mut history.device,
-            Some((
-                &mut history.device_distinct_emails_day,
-                &mut history.device_distinct_emails_long,
-            )),
+            &mut history.device_others,
+            Some(&mut history.device_first_seen_us),
         ),
         (
             &ids.ip,
             "transactions_ip",
             &mut history.ip,
-            Some((
-                &mut history.ip_distinct_emails_day,
-                &mut history.ip_distinct_emails_long,
-            )),
+            &mut history.ip_others,
+            Some(&mut history.ip_first_seen_us),
         ),
-        (&ids.card, "transactions_card", &mut history.card, None),
+        (
+            &ids.card,
+            "transactions_card",
+            &mut history.card,
+            &mut history.card_others,
+            None,
+        ),
     ] {
         let Some(value) = value else { continue };
         let index = Relation::open(index);
-        day_others.clear();
-        long_others.clear();
-        let since = if distinct.is_some() {
-            linkage_start
-        } else {
-            day_ago
-        };
-        let keys = [Key::TextEq(value), Key::After(since)];
+        others.clear();
+        let keys = [
+            Key::TextEq(value),
+            Key::Between {
+                after: Some(linkage_start),
+                until: event,
+            },
+        ];
         let mut read = 0usize;
         scan(
             &table,
@@ -131,14 +141,9 @@ pub fn load(ids: &Identities) -> History {
                 if in_day {
                     window.add(age);
                 }
-                if distinct.is_some() {
-                    // Other e-mails seen with this identity (IS DISTINCT FROM).
-                    if let Some(other) = entry.text(column::EMAIL).filter(|e| Some(*e) != email) {
-                        if in_day {
-                            day_others.push(other.to_vec());
-                        }
-                        long_others.push(other.to_vec());
-                    }
+                // Other e-mails seen with this identity (IS DISTINCT FROM).
+                if let Some(other) = entry.text(column::EMAIL).filter(|e| Some(*e) != email) {
+                    others.add(other, age);
                 }
                 read += 1;
                 if read >= LINKAGE_SCAN_CAP && !in_day {
@@ -147,12 +152,9 @@ pub fn load(ids: &Identities) -> History {
                 ControlFlow::Continue(())
             },
         );
-        if let Some((day, long)) = distinct {
-            for (others, out) in [(&mut day_others, day), (&mut long_others, long)] {
-                others.sort_unstable();
-                others.dedup();
-                *out = count(others.len());
-            }
+        *linkage = others.finish();
+        if let Some(first) = first {
+            *first = first_seen(&table, &index, &snapshot, value, event);
         }
         index.close();
     }
@@ -160,6 +162,30 @@ pub fn load(ids: &Identities) -> History {
     table.close();
     snapshot.release();
     history
+}
+
+/// How long before `event` the oldest row with `value` in `index` occurred:
+/// one descent to the range's start.
+fn first_seen(
+    table: &Relation,
+    index: &Relation,
+    snapshot: &Snapshot,
+    value: &str,
+    event: pg_sys::TimestampTz,
+) -> Option<i64> {
+    let mut first = None;
+    let keys = [
+        Key::TextEq(value),
+        Key::Between {
+            after: None,
+            until: event,
+        },
+    ];
+    scan(table, index, snapshot, &keys, Direction::Forward, |entry| {
+        first = entry.timestamp(column::OCCURRED_AT).map(|at| event - at);
+        ControlFlow::Break(())
+    });
+    first
 }
 
 /// Blocklist entries (unexpired) and confirmed-fraud identities among `ids`,
@@ -227,11 +253,7 @@ fn identity_args(ids: &Identities) -> [DatumWithOid<'_>; 4] {
     ]
 }
 
-fn count(n: usize) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
-}
-
-/// Inserts the assessment with its `features`; returns the transaction id it
+/// Inserts the assessment with its `features` and event time; returns the transaction id it
 /// was given (a random version 4 UUID).
 pub fn record(
     api_key_id: Option<i64>,
@@ -239,6 +261,7 @@ pub fn record(
     ids: &Identities,
     assessment: &Assessment,
     features: serde_json::Value,
+    occurred_at: pgrx::datum::TimestampWithTimeZone,
 ) -> pgrx::Uuid {
     let id = crate::pg::random_uuid("a transaction id");
     let oid = |o: PgBuiltInOids| PgOid::BuiltIn(o);
@@ -262,6 +285,7 @@ pub fn record(
                     T::TEXTOID,
                     T::TEXTOID,
                     T::FLOAT8OID,
+                    T::TIMESTAMPTZOID,
                 ]
                 .map(oid);
                 *plan = Some(client.prepare_mut(RECORD, &types)?.keep());
@@ -270,7 +294,7 @@ pub fn record(
                 unreachable!("prepared above")
             };
             let [email, device, ip, card] = identity_args(ids);
-            let args: [DatumWithOid; 14] = [
+            let args: [DatumWithOid; 15] = [
                 id.into(),
                 api_key_id.into(),
                 Jsonb(request.to_json()).into(),
@@ -285,6 +309,7 @@ pub fn record(
                 ip,
                 card,
                 request.amount.into(),
+                DatumWithOid::from(occurred_at),
             ];
             client.update(statement, None, &args)?;
             Ok(())

@@ -3,12 +3,14 @@
 //! The engine (input forms, signals, score, levels) is the pure `vigil-risk`
 //! crate. This module is its Postgres edge: it reads what only the database
 //! knows (velocity, reuse, customer history, hard rules) with indexed queries,
-//! looks up the IP's country, and records the assessment in the same
+//! looks up the IP's country, adds the model learned from feedback labels
+//! (`model.rs`, `vigil.risk_refit()`), and records the assessment in the same
 //! transaction that made it. The tables and the SQL-only functions (feedback,
 //! blocklist) are in `schema.sql`.
 
 mod geo;
 mod history;
+mod model;
 #[cfg(any(test, feature = "pg_test"))]
 mod pg_tests;
 
@@ -33,13 +35,36 @@ fn risk_score(body: Option<Jsonb>, api_key_id: default!(Option<i64>, "NULL")) ->
         Err(e) => invalid_input(&e.field, &e.message),
     };
     let identities = request.identities();
-    let history = history::load(&identities);
+    let event = event_time(&request);
+    let history = history::load(&identities, event);
     let ip_country = request.ip_address.and_then(geo::country);
-    let mut assessment = vigil_risk::assess(&request, &history, ip_country);
+    let model = model::current();
+    let mut assessment = vigil_risk::assess_with(&request, &history, ip_country, model.as_ref());
     // The features go to the record only; the response does not carry them.
     let features = std::mem::take(&mut assessment.features);
-    let id = history::record(api_key_id, &request, &identities, &assessment, features);
+    let occurred_at = pgrx::datum::TimestampWithTimeZone::try_from(event)
+        .unwrap_or_else(|_| error!("event time {event} is out of range"));
+    let id = history::record(
+        api_key_id,
+        &request,
+        &identities,
+        &assessment,
+        features,
+        occurred_at,
+    );
     Jsonb(assessment.response_json(&id.to_string(), &request))
+}
+
+/// Microseconds from the Unix epoch to PostgreSQL's (2000-01-01).
+const PG_EPOCH_UNIX_US: i64 = 946_684_800_000_000;
+
+/// The transaction's event time as a PostgreSQL timestamp: its `time`, unless
+/// that is later than the start of this SQL transaction (then that start).
+fn event_time(request: &vigil_risk::Request) -> pg_sys::TimestampTz {
+    let received = unsafe { pg_sys::GetCurrentTransactionStartTimestamp() };
+    request
+        .event_time_us(received.saturating_add(PG_EPOCH_UNIX_US))
+        .saturating_sub(PG_EPOCH_UNIX_US)
 }
 
 /// The identity `value` of `kind` (email, device, ip, card) as the history keys

@@ -121,30 +121,48 @@ mod tests {
         .unwrap();
     }
 
-    /// The history as one SQL query over the same tables: what the direct
-    /// index ranges must agree with.
+    /// The history as one SQL query over the same tables, as of event time $5:
+    /// what the direct index ranges must agree with.
     const REFERENCE: &str = "
+    WITH h AS (SELECT * FROM vigil.transactions WHERE occurred_at <= $5)
     SELECT
-      (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'), count(*)]
-         FROM vigil.transactions WHERE email = $1 AND received_at > now() - interval '1 day'),
-      (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'),
-                    count(*) FILTER (WHERE received_at > now() - interval '1 day'),
+      (SELECT ARRAY[count(*) FILTER (WHERE occurred_at > $5 - interval '1 hour'),
+                    count(*) FILTER (WHERE occurred_at > $5 - interval '1 day'),
+                    (extract(epoch FROM $5 - min(occurred_at)) * 1000000)::bigint]
+         FROM h WHERE email = $1),
+      (SELECT ARRAY[count(*) FILTER (WHERE occurred_at > $5 - interval '1 hour'),
+                    count(*) FILTER (WHERE occurred_at > $5 - interval '1 day'),
                     count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1
-                                                  AND received_at > now() - interval '1 day'),
-                    count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1)]
-         FROM vigil.transactions WHERE device = $2 AND received_at > now() - interval '2160 hours'),
-      (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'),
-                    count(*) FILTER (WHERE received_at > now() - interval '1 day'),
+                                                  AND occurred_at > $5 - interval '1 day'),
                     count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1
-                                                  AND received_at > now() - interval '1 day'),
-                    count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1)]
-         FROM vigil.transactions WHERE ip = $3 AND received_at > now() - interval '2160 hours'),
-      (SELECT ARRAY[count(*) FILTER (WHERE received_at > now() - interval '1 hour'), count(*)]
-         FROM vigil.transactions WHERE card = $4 AND received_at > now() - interval '1 day'),
+                                                  AND occurred_at > $5 - interval '30 days'),
+                    count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1
+                                                  AND occurred_at > $5 - interval '90 days'),
+                    (extract(epoch FROM $5 - min(occurred_at)) * 1000000)::bigint]
+         FROM h WHERE device = $2),
+      (SELECT ARRAY[count(*) FILTER (WHERE occurred_at > $5 - interval '1 hour'),
+                    count(*) FILTER (WHERE occurred_at > $5 - interval '1 day'),
+                    count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1
+                                                  AND occurred_at > $5 - interval '1 day'),
+                    count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1
+                                                  AND occurred_at > $5 - interval '30 days'),
+                    count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1
+                                                  AND occurred_at > $5 - interval '90 days'),
+                    (extract(epoch FROM $5 - min(occurred_at)) * 1000000)::bigint]
+         FROM h WHERE ip = $3),
+      (SELECT ARRAY[count(*) FILTER (WHERE occurred_at > $5 - interval '1 hour'),
+                    count(*) FILTER (WHERE occurred_at > $5 - interval '1 day'),
+                    count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1
+                                                  AND occurred_at > $5 - interval '1 day'),
+                    count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1
+                                                  AND occurred_at > $5 - interval '30 days'),
+                    count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1
+                                                  AND occurred_at > $5 - interval '90 days')]
+         FROM h WHERE card = $4),
       (SELECT ARRAY[count(amount), coalesce(avg(amount), 0), coalesce(stddev_samp(amount), 0),
                     coalesce(max(amount), 0)]::float8[]
-         FROM (SELECT amount FROM vigil.transactions
-                WHERE email = $1 AND amount IS NOT NULL ORDER BY received_at DESC LIMIT 100) recent),
+         FROM (SELECT amount FROM h
+                WHERE email = $1 AND amount IS NOT NULL ORDER BY occurred_at DESC LIMIT 100) recent),
       (SELECT array_agg(kind || ':' || source ORDER BY source, kind) FROM (
          SELECT kind, 'blocklist' AS source FROM vigil.blocklist
           WHERE (kind, value) IN (('email', $1), ('device', $2), ('ip', $3), ('card', $4))
@@ -155,13 +173,14 @@ mod tests {
 
     #[pg_test]
     fn history_from_index_ranges_matches_sql() {
-        // 20 e-mails, 15 devices, 12 IPs, 10 cards, some absent; received over
-        // three days, a few minutes in the future (concurrent callers); a
-        // fifth without an amount; e0 with 170 rows, for its last 100 amounts.
+        // 20 e-mails, 15 devices, 12 IPs, 10 cards, some absent; occurred over
+        // a hundred days, the last five after now (a replay's later purchases,
+        // which are not the history of earlier ones); a fifth without an
+        // amount; e0 with 170 rows, for its last 100 amounts.
         Spi::run(
-            "INSERT INTO vigil.transactions (received_at, request, features, score, level, result,
+            "INSERT INTO vigil.transactions (occurred_at, request, features, score, level, result,
                                              confidence, reasons, email, device, ip, card, amount)
-             SELECT now() - (i * 7919 % 4320) * interval '1 minute' + interval '5 minutes',
+             SELECT now() - (i * 7919 % 144000) * interval '1 minute' + interval '5 days',
                     '{}', '{}', 0, 0, 'Passed', 'Low', '[]',
                     CASE WHEN i % 13 <> 0 THEN 'e' || (CASE WHEN i > 400 THEN 0 ELSE i % 20 END) END,
                     CASE WHEN i % 11 <> 0 THEN 'd' || i % 15 END,
@@ -184,38 +203,55 @@ mod tests {
         let name = |prefix: &str, n: usize, of: usize| {
             (n % (of + 1) < of).then(|| format!("{prefix}{}", n % (of + 1)))
         };
-        for n in 0..60usize {
+        let now = unsafe { pg_sys::GetCurrentTransactionStartTimestamp() };
+        for n in 0..90usize {
             let ids = vigil_risk::Identities {
                 email: name("e", n, 21),
                 device: name("d", n * 7, 16),
                 ip: name("ip", n * 5, 13),
                 card: name("c", n * 3, 11),
             };
-            let direct = super::super::history::load(&ids);
-            let args = [&ids.email, &ids.device, &ids.ip, &ids.card].map(|v| v.clone().into());
+            // Now, 40 days back, and before anything happened.
+            let event = now - [0, 40, 200][n % 3] * vigil_risk::Window::DAY_US;
+            let direct = super::super::history::load(&ids, event);
+            let at = pgrx::datum::TimestampWithTimeZone::try_from(event).unwrap();
+            let mut args: Vec<pgrx::datum::DatumWithOid> =
+                [&ids.email, &ids.device, &ids.ip, &ids.card]
+                    .map(|v| v.clone().into())
+                    .into();
+            args.push(at.into());
             Spi::connect(|client| {
                 let row = client.select(REFERENCE, Some(1), &args).unwrap().first();
-                let counts = |i| row.get::<Vec<i64>>(i).unwrap().unwrap_or_default();
-                let window = |c: &[i64]| vigil_risk::Window {
-                    last_hour: c[0] as u32,
-                    last_day: c[1] as u32,
+                let counts = |i| row.get::<Vec<Option<i64>>>(i).unwrap().unwrap_or_default();
+                let n = |c: &[Option<i64>], i: usize| c[i].unwrap_or(0) as u32;
+                let window = |c: &[Option<i64>]| vigil_risk::Window {
+                    last_hour: n(c, 0),
+                    last_day: n(c, 1),
+                };
+                let linkage = |c: &[Option<i64>]| vigil_risk::Linkage {
+                    day: n(c, 2),
+                    month: n(c, 3),
+                    quarter: n(c, 4),
                 };
                 let (email, device, ip, card) = (counts(1), counts(2), counts(3), counts(4));
-                assert_eq!(direct.email, window(&email), "{ids:?}");
-                assert_eq!(direct.device, window(&device), "{ids:?}");
-                assert_eq!(direct.ip, window(&ip), "{ids:?}");
-                assert_eq!(direct.card, window(&card), "{ids:?}");
-                assert_eq!(
-                    direct.device_distinct_emails_day as i64, device[2],
-                    "{ids:?}"
-                );
-                assert_eq!(direct.ip_distinct_emails_day as i64, ip[2], "{ids:?}");
-                // Over 90 days (2,160 hours): the rows of the three days.
-                assert_eq!(
-                    direct.device_distinct_emails_long as i64, device[3],
-                    "{ids:?}"
-                );
-                assert_eq!(direct.ip_distinct_emails_long as i64, ip[3], "{ids:?}");
+                if ids.email.is_some() {
+                    assert_eq!(direct.email, window(&email), "{ids:?}");
+                    assert_eq!(direct.email_first_seen_us, email[2], "{ids:?}");
+                }
+                if ids.device.is_some() {
+                    assert_eq!(direct.device, window(&device), "{ids:?}");
+                    assert_eq!(direct.device_others, linkage(&device), "{ids:?}");
+                    assert_eq!(direct.device_first_seen_us, device[5], "{ids:?}");
+                }
+                if ids.ip.is_some() {
+                    assert_eq!(direct.ip, window(&ip), "{ids:?}");
+                    assert_eq!(direct.ip_others, linkage(&ip), "{ids:?}");
+                    assert_eq!(direct.ip_first_seen_us, ip[5], "{ids:?}");
+                }
+                if ids.card.is_some() {
+                    assert_eq!(direct.card, window(&card), "{ids:?}");
+                    assert_eq!(direct.card_others, linkage(&card), "{ids:?}");
+                }
                 let amounts: Vec<f64> = row.get(5).unwrap().unwrap();
                 let a = direct.customer_amounts;
                 assert_eq!(a.count as f64, amounts[0], "{ids:?}");

@@ -36,17 +36,23 @@ CREATE TABLE vigil.transactions (
     device      text COLLATE "C",
     ip          text COLLATE "C",
     card        text COLLATE "C",
-    amount      double precision
+    amount      double precision,
+    -- When the purchase happened: its `time` unless later than received_at
+    -- (vigil_risk::Request::event_time_us). History windows are in this time,
+    -- so a replay or backfill of old purchases sees each as it was. Last
+    -- because 0.5.0 added it (upgrades and fresh installs keep one layout).
+    occurred_at timestamptz NOT NULL DEFAULT now()
 );
--- Velocity and reuse: "this identity in the last hour / day" is one index range.
+-- Velocity and reuse: "this identity in the last hour / day / 90 days before the
+-- purchase" is one index range, and "first seen" the start of one.
 -- The history reads the e-mail's amounts and the e-mails seen on a device or IP;
 -- carried in the index (INCLUDE), those ranges need no heap visits once vacuum
 -- has marked the pages all-visible (a profile showed the heap fetches at 14% of
 -- an assessment), hence the low insert threshold for autovacuum below.
-CREATE INDEX transactions_email ON vigil.transactions (email, received_at) INCLUDE (amount) WHERE email IS NOT NULL;
-CREATE INDEX transactions_device ON vigil.transactions (device, received_at) INCLUDE (email) WHERE device IS NOT NULL;
-CREATE INDEX transactions_ip ON vigil.transactions (ip, received_at) INCLUDE (email) WHERE ip IS NOT NULL;
-CREATE INDEX transactions_card ON vigil.transactions (card, received_at) WHERE card IS NOT NULL;
+CREATE INDEX transactions_email ON vigil.transactions (email, occurred_at) INCLUDE (amount) WHERE email IS NOT NULL;
+CREATE INDEX transactions_device ON vigil.transactions (device, occurred_at) INCLUDE (email) WHERE device IS NOT NULL;
+CREATE INDEX transactions_ip ON vigil.transactions (ip, occurred_at) INCLUDE (email) WHERE ip IS NOT NULL;
+CREATE INDEX transactions_card ON vigil.transactions (card, occurred_at) INCLUDE (email) WHERE card IS NOT NULL;
 -- Analysis by day: rows arrive in time order, so a BRIN index is tiny and enough.
 CREATE INDEX transactions_received ON vigil.transactions USING brin (received_at);
 ALTER TABLE vigil.transactions SET (autovacuum_vacuum_insert_scale_factor = 0.01);
@@ -81,7 +87,20 @@ CREATE TABLE vigil.blocklist (
     PRIMARY KEY (kind, value) INCLUDE (expires_at)
 );
 
-REVOKE ALL ON vigil.transactions, vigil.feedback, vigil.fraud_identities, vigil.blocklist FROM PUBLIC;
+-- Models fitted on the labels by vigil.risk_refit(); risk_score uses the
+-- newest (risk/model.rs). Deleting the rows turns learning off.
+CREATE TABLE vigil.risk_models (
+    id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    fitted_at        timestamptz NOT NULL DEFAULT now(),
+    features         text[] NOT NULL,            -- names, in the order of weights
+    weights          double precision[] NOT NULL,
+    intercept        double precision NOT NULL,
+    expert_intercept double precision NOT NULL,  -- the rules' alone, on the same labels
+    frauds           integer NOT NULL,
+    legit            integer NOT NULL
+);
+
+REVOKE ALL ON vigil.transactions, vigil.feedback, vigil.fraud_identities, vigil.blocklist, vigil.risk_models FROM PUBLIC;
 
 -- The latest label of each transaction.
 CREATE VIEW vigil.transaction_labels AS

@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
-use vigil_risk::{AmountStats, HardRule, HardRuleSource, History, IdentityKind, Window};
+use vigil_risk::{AmountStats, HardRule, HardRuleSource, History, IdentityKind, Linkage, Window};
 
 pub const EMAILS: &[&str] = &[
     "alice@example.com",
@@ -337,32 +337,50 @@ fn hard_rule() -> impl Strategy<Value = HardRule> {
         })
 }
 
+/// Distinct other e-mails by window: each window holds the shorter one's and perhaps more.
+pub fn linkage(max: u32) -> impl Strategy<Value = Linkage> {
+    (0..max, 0..max, 0..3 * max).prop_map(|(day, more, most)| Linkage {
+        day,
+        month: day + more,
+        quarter: day + more + most,
+    })
+}
+
+/// Never seen, or first seen up to 400 days before.
+pub fn first_seen() -> impl Strategy<Value = Option<i64>> {
+    proptest::option::of(0i64..400 * Window::DAY_US)
+}
+
 /// Random history; hard rules are rare (1 in 8) so most cases exercise the score.
 pub fn history() -> impl Strategy<Value = History> {
     (
         (window(), window(), window(), window()),
-        (0u32..15, 0u32..40, 0u32..30, 0u32..120),
+        (linkage(15), linkage(40), linkage(6)),
         (0u32..10, 1.0f64..5_000.0, 0.0f64..2_000.0, 1.0f64..3.0),
         prop_oneof![7 => Just(vec![]), 1 => proptest::collection::vec(hard_rule(), 1..3)],
+        (first_seen(), first_seen(), first_seen()),
     )
         .prop_map(
-            |((e, d, i, c), (dd, id, dl, il), (n, mean, sd, maxf), hard_rules)| History {
-                email: e,
-                device: d,
-                ip: i,
-                card: c,
-                device_distinct_emails_day: dd,
-                ip_distinct_emails_day: id,
-                // The long window holds the day's e-mails and perhaps more.
-                device_distinct_emails_long: dd + dl,
-                ip_distinct_emails_long: id + il,
-                customer_amounts: AmountStats {
-                    count: n,
-                    mean,
-                    stddev: sd,
-                    max: mean * maxf,
-                },
-                hard_rules,
+            |((e, d, i, c), (dl, il, cl), (n, mean, sd, maxf), hard_rules, (ef, df, if_))| {
+                History {
+                    email: e,
+                    device: d,
+                    ip: i,
+                    card: c,
+                    device_others: dl,
+                    ip_others: il,
+                    card_others: cl,
+                    email_first_seen_us: ef,
+                    device_first_seen_us: df,
+                    ip_first_seen_us: if_,
+                    customer_amounts: AmountStats {
+                        count: n,
+                        mean,
+                        stddev: sd,
+                        max: mean * maxf,
+                    },
+                    hard_rules,
+                }
             },
         )
 }
@@ -390,10 +408,20 @@ pub fn busy_history() -> History {
             last_hour: 11,
             last_day: 40,
         },
-        device_distinct_emails_day: 5,
-        ip_distinct_emails_day: 40,
-        device_distinct_emails_long: 9,
-        ip_distinct_emails_long: 120,
+        device_others: Linkage {
+            day: 5,
+            month: 7,
+            quarter: 9,
+        },
+        ip_others: Linkage {
+            day: 40,
+            month: 90,
+            quarter: 120,
+        },
+        card_others: Linkage::default(),
+        email_first_seen_us: Some(200 * Window::DAY_US),
+        device_first_seen_us: Some(20 * Window::DAY_US),
+        ip_first_seen_us: Some(3 * Window::DAY_US),
         customer_amounts: AmountStats {
             count: 8,
             mean: 790.0,
