@@ -9,8 +9,14 @@
 pub const DAYS: u32 = 120;
 /// Customers with an account before the first day.
 pub const EXISTING_CUSTOMERS: usize = 5_000;
-/// Customers who sign up during the simulation (spread evenly).
-pub const NEW_CUSTOMERS: usize = 1_200;
+/// Customers who sign up during the simulation (spread evenly): first
+/// purchases are about a tenth of orders, as in a shop that is growing.
+pub const NEW_CUSTOMERS: usize = 5_000;
+/// New customers who buy once and never again.
+pub const ONE_TIME_BUYERS: f64 = 0.5;
+/// Existing accounts that had never bought (their first purchase comes on an
+/// old account).
+pub const DORMANT_ACCOUNTS: f64 = 0.1;
 /// Purchases per customer per 30 days: log-normal with this median and spread.
 pub const PURCHASES_MEDIAN: f64 = 1.4;
 pub const PURCHASES_SIGMA: f64 = 0.9;

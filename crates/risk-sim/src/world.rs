@@ -369,10 +369,14 @@ impl World {
             } else {
                 c.signup + -10.0 * self.rng.random::<f64>().max(1e-9).ln()
             }
+        } else if self.rng.random_bool(DORMANT_ACCOUNTS) {
+            // First purchase some time in the window, on an old account.
+            self.rng.random_range(0.0..f64::from(DAYS))
         } else {
             -(30.0 / c.rate) * self.rng.random::<f64>().max(1e-9).ln()
         };
         let mut devices = c.devices.clone();
+        let mut first = true;
         while t < f64::from(DAYS) {
             let day = t.floor() + self.time_of_day();
             let (ip, vpn) = if c.vpn {
@@ -426,6 +430,10 @@ impl World {
                 quantity: self.rng.random_range(1..4),
             };
             self.push(body, "legit");
+            if c.signup >= 0.0 && first && self.rng.random_bool(ONE_TIME_BUYERS) {
+                break;
+            }
+            first = false;
             t += -(30.0 / c.rate) * self.rng.random::<f64>().max(1e-9).ln();
         }
     }
@@ -506,7 +514,9 @@ impl World {
             } else {
                 start
             };
-            let shipping = if self.rng.random_bool(0.7) {
+            let shipping = if self.rng.random_bool(FRAUD_SHIPS_TO_BILLING) {
+                card.billing.clone()
+            } else if self.rng.random_bool(0.7) {
                 self.address(card.country)
             } else {
                 self.foreign_address()
@@ -543,7 +553,11 @@ impl World {
                     let (ip, proxy) = self.fraud_ip(&card, careful);
                     let day = signup_at + self.rng.random_range(0.0..2.0) + f64::from(k) * 0.1;
                     let amount = lognormal(&mut self.rng, 150.0, 0.6);
-                    let shipping = self.address(card.country);
+                    let shipping = if self.rng.random_bool(FRAUD_SHIPS_TO_BILLING) {
+                        card.billing.clone()
+                    } else {
+                        self.address(card.country)
+                    };
                     self.push(
                         Purchase::fraud(
                             &email, &card, &shipping, &ip, &device, amount, day, signup, proxy,
