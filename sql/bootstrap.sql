@@ -34,6 +34,14 @@ BEGIN
     END IF;
 END
 $$;
+-- Refitting the risk model on the labels, on the sidecar's schedule (from 0.5.0).
+DO $$
+BEGIN
+    IF to_regprocedure('vigil.risk_refit(interval)') IS NOT NULL THEN
+        GRANT EXECUTE ON FUNCTION vigil.risk_refit(interval) TO vigil_app;
+    END IF;
+END
+$$;
 ALTER ROLE vigil_app IN DATABASE vigil SET search_path = vigil, public;
 
 -- The role of `vigil-sidecar keys|accounts|user-keys`: the admin functions and

@@ -74,6 +74,11 @@ pub struct ServeArgs {
     /// `http://localhost:3000`, comma-separated; empty: none.
     #[arg(long, env = "VIGIL_CORS_ORIGINS", value_delimiter = ',')]
     pub cors_origins: Vec<String>,
+
+    /// Seconds between refits of the risk model on the feedback labels
+    /// (`vigil.risk_refit()`); 0 turns the schedule off.
+    #[arg(long, env = "VIGIL_RISK_REFIT_SECONDS", default_value_t = 3600)]
+    pub risk_refit_seconds: u64,
 }
 
 /// HTTPS: both files, or neither for plain HTTP (behind a TLS-terminating proxy).

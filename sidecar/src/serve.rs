@@ -25,6 +25,12 @@ pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
         metrics: Arc::new(Metrics::new()),
         batch_timeout: args.batch_timeout(),
     };
+    if args.risk_refit_seconds > 0 {
+        tokio::spawn(crate::transaction::refit_periodically(
+            state.pool.clone(),
+            std::time::Duration::from_secs(args.risk_refit_seconds),
+        ));
+    }
     let router = app::router(state, &args)?;
     let tls = match (&args.tls.tls_cert, &args.tls.tls_key) {
         (Some(cert), Some(key)) => {

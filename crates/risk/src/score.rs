@@ -320,7 +320,15 @@ pub fn assess_with(
     let strictness = request.strictness.min(100);
     let mut out = Collector::new(weak_weight(strictness));
     let f = evaluate(request, history, ip_country, &mut out);
-    let expert_points = out.total;
+    // The rules' points without the hard rules': a refit must not learn from
+    // a label on a transaction the blocklist already decided.
+    let expert_points = out.total
+        - out
+            .reasons
+            .iter()
+            .filter(|r| matches!(r.code, "BLOCKLISTED" | "CONFIRMED_FRAUD"))
+            .map(|r| r.points)
+            .sum::<f64>();
     let x = feature_vector(
         request,
         history,

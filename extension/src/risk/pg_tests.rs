@@ -121,6 +121,119 @@ mod tests {
         .unwrap();
     }
 
+    #[pg_test]
+    fn a_replayed_purchase_sees_the_history_of_its_own_time() {
+        // Five purchases on one device in January, replayed today in order:
+        // each sees the earlier ones of that hour; a purchase now sees none of
+        // them in its day, only in the device's first-seen age.
+        for minute in 0..5 {
+            score(&format!(
+                r#"{{"customerEmail": "j{minute}@example.com", "deviceFingerprint": "dev-jan", "time": "2026-01-10T10:0{minute}:00Z", {BASE}}}"#
+            ));
+        }
+        let features = |email: &str| {
+            Spi::get_one::<pgrx::JsonB>(&format!(
+                "SELECT features FROM vigil.transactions WHERE email = '{email}'"
+            ))
+            .unwrap()
+            .unwrap()
+            .0
+        };
+        let last = features("j4@example.com");
+        assert_eq!(last["velocity"]["device"], serde_json::json!([4, 4]));
+        assert_eq!(last["otherEmails"]["device"], serde_json::json!([4, 4, 4]));
+        assert_eq!(
+            count("SELECT count(*) FROM vigil.transactions WHERE occurred_at = '2026-01-10T10:04:00Z'"),
+            1
+        );
+        score(&format!(
+            r#"{{"customerEmail": "now@example.com", "deviceFingerprint": "dev-jan", {BASE}}}"#
+        ));
+        let now = features("now@example.com");
+        assert_eq!(now["velocity"]["device"], serde_json::json!([0, 0]));
+        assert!(
+            now["firstSeenDays"]["device"].as_f64().unwrap() > 30.0,
+            "{now}"
+        );
+        // A time ahead of the server's clock counts as now.
+        score(&format!(
+            r#"{{"customerEmail": "ahead@example.com", "time": "2099-01-01T00:00:00Z", {BASE}}}"#
+        ));
+        assert_eq!(
+            count("SELECT count(*) FROM vigil.transactions WHERE email = 'ahead@example.com' AND occurred_at = now()"),
+            1
+        );
+    }
+
+    const NO_CARD: &str = r#""amount": 120, "accountAge": 400"#;
+
+    #[pg_test]
+    fn refit_learns_from_labels_and_its_points_are_explained() {
+        let refit = || {
+            Spi::get_one::<pgrx::JsonB>("SELECT vigil.risk_refit(NULL)")
+                .unwrap()
+                .unwrap()
+                .0
+        };
+        let too_few = refit();
+        assert_eq!(too_few["fitted"], false);
+        assert!(too_few["reason"].as_str().unwrap().contains("at least 20"));
+        // 40 labelled frauds from night-time purchases shipped abroad, 200
+        // legitimate daytime ones at home (no card, so no identity is shared).
+        for i in 0..240 {
+            let fraud = i % 6 == 0;
+            let body = if fraud {
+                format!(
+                    r#"{{"customerEmail": "f{i}@example.com", "time": "2026-03-0{}T03:00:00Z", "shippingAddress": "9 Far Rd, Lagos, Nigeria", {NO_CARD}}}"#,
+                    1 + i % 9
+                )
+            } else {
+                format!(
+                    r#"{{"customerEmail": "l{i}@example.com", "time": "2026-03-0{}T14:00:00Z", "shippingAddress": "1 Main St, Springfield, USA", {NO_CARD}}}"#,
+                    1 + i % 9
+                )
+            };
+            let id = score(&body)["transactionId"].as_str().unwrap().to_owned();
+            let label = if fraud { "chargeback" } else { "legit" };
+            Spi::run(&format!(
+                "SELECT vigil.transaction_feedback('{id}', '{label}')"
+            ))
+            .unwrap();
+        }
+        let fitted = refit();
+        assert_eq!(fitted["fitted"], true, "{fitted}");
+        assert_eq!(
+            (fitted["frauds"].clone(), fitted["legit"].clone()),
+            (40.into(), 200.into())
+        );
+        assert!(
+            fitted["weights"]["night"].as_f64().unwrap() > 0.5,
+            "{fitted}"
+        );
+        assert_eq!(count("SELECT count(*) FROM vigil.risk_models"), 1);
+        // The next night-time purchase shipped abroad gets the model's points, with a reason.
+        let risky = score(&format!(
+            r#"{{"customerEmail": "new@example.com", "time": "2026-03-20T03:30:00Z", "shippingAddress": "5 Far Rd, Lagos, Nigeria", {NO_CARD}}}"#
+        ));
+        let learned = risky["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["code"] == "LEARNED_MODEL")
+            .unwrap_or_else(|| panic!("{risky}"));
+        assert!(learned["points"].as_f64().unwrap() > 5.0, "{risky}");
+        assert!(learned["detail"].as_str().unwrap().contains("240 labelled"));
+        // Deleting the models turns learning off.
+        Spi::run("DELETE FROM vigil.risk_models").unwrap();
+        let plain = score(&format!(
+            r#"{{"customerEmail": "new2@example.com", "time": "2026-03-20T03:30:00Z", "shippingAddress": "5 Far Rd, Lagos, Nigeria", {NO_CARD}}}"#
+        ));
+        assert!(
+            !codes(&plain).iter().any(|c| c == "LEARNED_MODEL"),
+            "{plain}"
+        );
+    }
+
     /// The history as one SQL query over the same tables, as of event time $5:
     /// what the direct index ranges must agree with.
     const REFERENCE: &str = "

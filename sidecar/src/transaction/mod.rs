@@ -5,6 +5,8 @@
 //! The body goes to the extension as it is: the extension validates it and
 //! refuses bad input with SQLSTATE 22023 naming the field, which `error`
 //! turns into a 400 with `field`. Validating here too would say it twice.
+//!
+//! [`refit_periodically`] refits the model learned from the feedback labels.
 
 pub(crate) mod schema;
 
@@ -106,4 +108,29 @@ fn is_uuid(s: &str) -> bool {
             8 | 13 | 18 | 23 => b == b'-',
             _ => b.is_ascii_hexdigit(),
         })
+}
+
+/// Calls `vigil.risk_refit()` every `every` (skipping the first tick, so a
+/// restart loop does not refit each time). A failure is logged and retried at
+/// the next tick: learning is an improvement, never a reason to stop serving.
+pub async fn refit_periodically(pool: deadpool_postgres::Pool, every: std::time::Duration) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticks.tick().await;
+    loop {
+        ticks.tick().await;
+        let outcome = async {
+            let client = pool.get().await.map_err(|e| e.to_string())?;
+            let row = client
+                .query_one("SELECT vigil.risk_refit()::text", &[])
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok::<String, String>(row.get(0))
+        }
+        .await;
+        match outcome {
+            Ok(summary) => tracing::info!(%summary, "risk model refitted"),
+            Err(error) => tracing::warn!(%error, "risk model refit failed"),
+        }
+    }
 }
