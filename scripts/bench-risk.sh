@@ -66,15 +66,16 @@ if [ "$loaded" -lt "$history" ]; then
     psql <<SQL
 TRUNCATE vigil.transactions CASCADE;
 -- 200k customers, 150k devices, 100k IPs, 150k cards over the last 30 days.
-INSERT INTO vigil.transactions (received_at, request, features, score, level, result, confidence, reasons,
-                                email, device, ip, card, amount)
-SELECT now() - random() * interval '30 days', '{}', '{}', s, 4, 'Passed', 'Medium', '[]',
+INSERT INTO vigil.transactions (received_at, occurred_at, request, features, score, level, result, confidence,
+                                reasons, email, device, ip, card, amount)
+SELECT at, at, '{}', '{}', s, 4, 'Passed', 'Medium', '[]',
        'user' || (random() * 200000)::int || '@example.com',
        'device-' || (random() * 150000)::int,
        '10.' || (random() * 255)::int || '.' || (random() * 255)::int || '.' || (random() * 255)::int,
        'card-' || (random() * 150000)::int,
        round((exp(random() * 6))::numeric, 2)
-FROM (SELECT (random() * 100)::real AS s FROM generate_series(1, $history)) g;
+FROM (SELECT (random() * 100)::real AS s, now() - random() * interval '30 days' AS at
+      FROM generate_series(1, $history)) g;
 VACUUM ANALYZE vigil.transactions;
 CHECKPOINT;
 SQL
