@@ -199,13 +199,17 @@ fn vpn_never_lowers_the_score_over_http() {
     let mut without = with.clone();
     with["isVPN"] = json!(true);
     without["isVPN"] = json!(false);
-    // Different e-mails so the two do not see each other in the history.
+    // Different identities so the two do not see each other in the history.
     with["customerEmail"] = json!("vpn-yes@example.com");
     without["customerEmail"] = json!("vpn-no@example.com");
     with["deviceFingerprint"] = json!("fp-vpn-yes");
     without["deviceFingerprint"] = json!("fp-vpn-no");
     with["ipAddress"] = json!("9.9.9.9");
     without["ipAddress"] = json!("9.9.9.10");
+    // And cards of their own: another test's fraud label makes the shared
+    // card a hard rule, which scores 100 either way.
+    with["customerName"] = json!("Vera Yes");
+    without["customerName"] = json!("Vera No");
     let (w, wo) = (ok(assess(&with)), ok(assess(&without)));
     assert!(
         w["RiskScore"].as_f64() > wo["RiskScore"].as_f64(),

@@ -56,9 +56,9 @@ impl Ledger {
             ),
             (&ids.card, &self.card, &mut h.card, &mut h.card_others, None),
         ] {
-            let Some(rows) = value.as_ref().and_then(|v| map.get(v)) else {
-                continue;
-            };
+            let Some(value) = value else { continue };
+            *window = Window::with_month();
+            let Some(rows) = map.get(value) else { continue };
             others.clear();
             let mut read = 0;
             for (t, other) in rows.iter().rev() {
@@ -67,9 +67,7 @@ impl Ledger {
                     break;
                 }
                 let in_day = Window::in_day(age);
-                if in_day {
-                    window.add(age);
-                }
+                window.add(age);
                 if let Some(o) = other.as_deref().filter(|o| Some(*o) != email) {
                     others.add(o.as_bytes(), age);
                 }

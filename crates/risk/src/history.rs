@@ -18,6 +18,9 @@ pub struct Window {
     pub last_hour: u32,
     /// In the 24 hours before this transaction (includes `last_hour`).
     pub last_day: u32,
+    /// In the [`LINKAGE_SHORT_DAYS`] days before it (includes `last_day`):
+    /// what is usual for the identity. None where not read (the e-mail).
+    pub last_month: Option<u32>,
 }
 
 /// How far back "seen with other customers" looks (days).
@@ -41,12 +44,31 @@ impl Window {
     /// one (negative when a concurrent one was received later); older than a
     /// day counts in neither window.
     pub fn add(&mut self, age_us: i64) {
+        if let Some(month) = self.last_month.as_mut().filter(|_| age_us < Self::MONTH_US) {
+            *month += 1;
+        }
         if age_us < Self::DAY_US {
             self.last_day += 1;
             if age_us < Self::HOUR_US {
                 self.last_hour += 1;
             }
         }
+    }
+
+    /// A window that also counts the month (device, IP, card).
+    pub fn with_month() -> Window {
+        Window {
+            last_month: Some(0),
+            ..Window::default()
+        }
+    }
+
+    /// Earlier transactions per day over the month before today; 0 when the
+    /// month is not known.
+    pub fn usual_per_day(&self) -> f64 {
+        self.last_month.map_or(0.0, |m| {
+            f64::from(m.saturating_sub(self.last_day)) / (LINKAGE_SHORT_DAYS - 1) as f64
+        })
     }
 
     /// Whether a transaction `age_us` old falls in the day window: ranges read
@@ -271,9 +293,16 @@ mod tests {
             w,
             Window {
                 last_hour: 3,
-                last_day: 5
+                last_day: 5,
+                last_month: None,
             }
         );
+        let mut m = Window::with_month();
+        for age_us in [0, Window::DAY_US, 29 * Window::DAY_US, Window::MONTH_US] {
+            m.add(age_us);
+        }
+        assert_eq!((m.last_day, m.last_month), (1, Some(3)));
+        assert!((m.usual_per_day() - 2.0 / 29.0).abs() < 1e-12);
         assert!(Window::in_day(Window::DAY_US - 1) && !Window::in_day(Window::DAY_US));
     }
 

@@ -122,19 +122,19 @@ pub const DEVICE_VELOCITY: SignalInfo = SignalInfo {
     kind: SignalKind::Strong,
     points: &[8.0, 15.0, 25.0],
     description:
-        "earlier transactions with this device: 3/5/10 in the last hour or 10/20/50 in the last day",
+        "earlier transactions with this device: 3/5/10 in the last hour or 10/20/50 in the last day; a grade only as high as the day is above the usual daily count of the last 30 days (2x, 4x, 8x)",
 };
 pub const IP_VELOCITY: SignalInfo = SignalInfo {
     code: "IP_VELOCITY",
     kind: SignalKind::Strong,
     points: &[6.0, 12.0, 20.0],
-    description: "earlier transactions from this IP address: 5/10/20 in the last hour or 20/50/100 in the last day",
+    description: "earlier transactions from this IP address: 5/10/20 in the last hour or 20/50/100 in the last day; a grade only as high as the day is above the usual daily count of the last 30 days (2x, 4x, 8x)",
 };
 pub const CARD_VELOCITY: SignalInfo = SignalInfo {
     code: "CARD_VELOCITY",
     kind: SignalKind::Strong,
     points: &[10.0, 18.0, 28.0],
-    description: "earlier transactions with this card identity: 3/5/10 in the last hour or 6/12/25 in the last day",
+    description: "earlier transactions with this card identity: 3/5/10 in the last hour or 6/12/25 in the last day; a grade only as high as the day is above the usual daily count of the last 30 days (2x, 4x, 8x)",
 };
 pub const DEVICE_SHARED: SignalInfo = SignalInfo {
     code: "DEVICE_SHARED",
@@ -336,6 +336,9 @@ const VELOCITIES: [Velocity; 4] = [
 /// Other e-mails on a device over [`crate::history::LINKAGE_DAYS`]: a
 /// household shares a device between two or three people; a ring, between
 /// more. The same number within a day grades one higher.
+/// How many times its usual daily count a day must be for each velocity
+/// grade (a usual under one a day counts as one).
+const ABOVE_USUAL_AT: [f64; 3] = [2.0, 4.0, 8.0];
 const DEVICE_SHARED_AT: [f64; 4] = [1.0, 2.0, 4.0, 10.0];
 /// IPs are shared by households, offices and carriers' NAT: only many others
 /// count, within a day or a month.
@@ -681,17 +684,23 @@ fn velocity(hist: &History, out: &mut Collector) {
     for (v, w) in VELOCITIES.iter().zip(windows) {
         let g = grade_at_least(f64::from(w.last_hour), &v.hour_at)
             .max(grade_at_least(f64::from(w.last_day), &v.day_at));
+        // Graded by how far above this identity's usual the day is: a busy
+        // shared IP (an office, a carrier) is not a burst at its usual pace.
+        let usual = w.usual_per_day();
+        let above = (f64::from(w.last_day) / usual.max(1.0))
+            .max(f64::from(w.last_hour) / (usual / 24.0).max(1.0));
+        let g = g.and_then(|g| grade_at_least(above, &ABOVE_USUAL_AT).map(|cap| g.min(cap)));
         if let Some(g) = g {
-            out.fire(
-                v.info,
-                g,
-                format!(
-                    "{} {} in the last hour, {} in the last 24 h",
-                    plural(w.last_hour, "earlier transaction", "earlier transactions"),
-                    v.what,
-                    w.last_day
-                ),
+            let mut detail = format!(
+                "{} {} in the last hour, {} in the last 24 h",
+                plural(w.last_hour, "earlier transaction", "earlier transactions"),
+                v.what,
+                w.last_day
             );
+            if usual >= 1.0 {
+                detail.push_str(&format!(" (usually {usual:.0} a day)"));
+            }
+            out.fire(v.info, g, detail);
         }
     }
     // A device by the day or over the long window, whichever grades higher;

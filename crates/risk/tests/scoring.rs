@@ -112,7 +112,55 @@ fn crafted() -> Vec<Assessment> {
             None,
         ),
         assess(&req(base()), &blocked, None),
+        // A long-known customer on a new device, a card other accounts used.
+        assess(
+            &req(base()),
+            &History {
+                email_first_seen_us: Some(90 * Window::DAY_US),
+                card_others: Linkage {
+                    day: 1,
+                    month: 1,
+                    quarter: 1,
+                },
+                ..History::default()
+            },
+            None,
+        ),
+        // ... on a device known as long.
+        assess(
+            &req(base()),
+            &History {
+                email_first_seen_us: Some(90 * Window::DAY_US),
+                device_first_seen_us: Some(60 * Window::DAY_US),
+                ..History::default()
+            },
+            None,
+        ),
+        // With a model that weighs night-time purchases.
+        vigil_risk::assess_with(
+            &req(with(json!({"time": "2024-01-01T02:00:00Z"}))),
+            &quiet,
+            None,
+            Some(&night_model()),
+        ),
     ]
+}
+
+/// A model that adds about 2 logits for a night-time purchase.
+fn night_model() -> vigil_risk::Model {
+    let mut weights = [0.0; vigil_risk::model::FEATURES];
+    let night = vigil_risk::model::FEATURE_NAMES
+        .iter()
+        .position(|n| *n == "night")
+        .unwrap();
+    weights[night] = 2.0;
+    vigil_risk::Model {
+        weights,
+        intercept: -3.0,
+        expert_intercept: -3.0,
+        frauds: 75,
+        legit: 1000,
+    }
 }
 
 #[test]
@@ -133,6 +181,8 @@ fn signal_table_is_consistent() {
         for p in s.points {
             match s.kind {
                 SignalKind::Mitigation => assert!(*p < 0.0, "{}", s.code),
+                // The learned model's range, from its lowest to its highest.
+                SignalKind::Learned => {}
                 _ => assert!(*p > 0.0, "{}", s.code),
             }
         }
@@ -143,6 +193,10 @@ fn signal_table_is_consistent() {
     for a in crafted() {
         for r in &a.reasons {
             let info = signal(r.code).unwrap();
+            if info.kind == SignalKind::Learned {
+                assert!(r.points >= info.points[0] && r.points <= info.points[1]);
+                continue;
+            }
             assert!(info.points.contains(&r.points), "{} {}", r.code, r.points);
         }
     }
@@ -153,7 +207,8 @@ fn signal_table_prints() {
     let md = vigil_risk::signals::signals_markdown();
     println!("{md}");
     assert_eq!(md.lines().count(), SIGNALS.len() + 2);
-    assert!(md.contains("| `NEW_ACCOUNT` | 8 / 15 / 25 | strong |"));
+    assert!(md.contains("| `NEW_ACCOUNT` | 6 / 15 / 30 | strong |"));
+    assert!(md.contains("| `LEARNED_MODEL` | -30 to 40 | learned |"));
 }
 
 #[test]
@@ -621,4 +676,30 @@ fn high_risk_combination_is_critical_and_failed() {
     assert_eq!(a.features["addressCountry"], "DE");
     assert_eq!(a.features["disposableEmail"], true);
     assert_eq!(a.features["strictness"], 50);
+}
+
+#[test]
+fn velocity_is_graded_by_how_far_above_usual() {
+    let ip_velocity = |last_day, last_month| {
+        let h = History {
+            ip: Window {
+                last_hour: 0,
+                last_day,
+                last_month,
+            },
+            ..History::default()
+        };
+        assess(&req(base()), &h, None)
+            .reasons
+            .iter()
+            .find(|r| r.code == "IP_VELOCITY")
+            .map(|r| r.points)
+    };
+    // 100 today from an IP that is new, or usually quiet: the top grade.
+    assert_eq!(ip_velocity(100, None), Some(20.0));
+    assert_eq!(ip_velocity(100, Some(100 + 29)), Some(20.0));
+    // An office that sees 30 a day: 100 is 3.3x usual, the first grade.
+    assert_eq!(ip_velocity(100, Some(100 + 29 * 30)), Some(6.0));
+    // A carrier's NAT at 80 a day: 100 is its usual pace.
+    assert_eq!(ip_velocity(100, Some(100 + 29 * 80)), None);
 }

@@ -120,6 +120,7 @@ pub fn load(ids: &Identities, event: pg_sys::TimestampTz) -> History {
     ] {
         let Some(value) = value else { continue };
         let index = Relation::open(index);
+        *window = Window::with_month();
         others.clear();
         let keys = [
             Key::TextEq(value),
@@ -138,9 +139,7 @@ pub fn load(ids: &Identities, event: pg_sys::TimestampTz) -> History {
             |entry| {
                 let age = age(entry);
                 let in_day = Window::in_day(age);
-                if in_day {
-                    window.add(age);
-                }
+                window.add(age);
                 // Other e-mails seen with this identity (IS DISTINCT FROM).
                 if let Some(other) = entry.text(column::EMAIL).filter(|e| Some(*e) != email) {
                     others.add(other, age);

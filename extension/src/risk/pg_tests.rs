@@ -251,7 +251,8 @@ mod tests {
                                                   AND occurred_at > $5 - interval '30 days'),
                     count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1
                                                   AND occurred_at > $5 - interval '90 days'),
-                    (extract(epoch FROM $5 - min(occurred_at)) * 1000000)::bigint]
+                    (extract(epoch FROM $5 - min(occurred_at)) * 1000000)::bigint,
+                    count(*) FILTER (WHERE occurred_at > $5 - interval '30 days')]
          FROM h WHERE device = $2),
       (SELECT ARRAY[count(*) FILTER (WHERE occurred_at > $5 - interval '1 hour'),
                     count(*) FILTER (WHERE occurred_at > $5 - interval '1 day'),
@@ -261,7 +262,8 @@ mod tests {
                                                   AND occurred_at > $5 - interval '30 days'),
                     count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1
                                                   AND occurred_at > $5 - interval '90 days'),
-                    (extract(epoch FROM $5 - min(occurred_at)) * 1000000)::bigint]
+                    (extract(epoch FROM $5 - min(occurred_at)) * 1000000)::bigint,
+                    count(*) FILTER (WHERE occurred_at > $5 - interval '30 days')]
          FROM h WHERE ip = $3),
       (SELECT ARRAY[count(*) FILTER (WHERE occurred_at > $5 - interval '1 hour'),
                     count(*) FILTER (WHERE occurred_at > $5 - interval '1 day'),
@@ -270,7 +272,8 @@ mod tests {
                     count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1
                                                   AND occurred_at > $5 - interval '30 days'),
                     count(DISTINCT email) FILTER (WHERE email IS DISTINCT FROM $1
-                                                  AND occurred_at > $5 - interval '90 days')]
+                                                  AND occurred_at > $5 - interval '90 days'),
+                    count(*) FILTER (WHERE occurred_at > $5 - interval '30 days')]
          FROM h WHERE card = $4),
       (SELECT ARRAY[count(amount), coalesce(avg(amount), 0), coalesce(stddev_samp(amount), 0),
                     coalesce(max(amount), 0)]::float8[]
@@ -337,9 +340,10 @@ mod tests {
                 let row = client.select(REFERENCE, Some(1), &args).unwrap().first();
                 let counts = |i| row.get::<Vec<Option<i64>>>(i).unwrap().unwrap_or_default();
                 let n = |c: &[Option<i64>], i: usize| c[i].unwrap_or(0) as u32;
-                let window = |c: &[Option<i64>]| vigil_risk::Window {
+                let window = |c: &[Option<i64>], month: Option<u32>| vigil_risk::Window {
                     last_hour: n(c, 0),
                     last_day: n(c, 1),
+                    last_month: month,
                 };
                 let linkage = |c: &[Option<i64>]| vigil_risk::Linkage {
                     day: n(c, 2),
@@ -348,21 +352,25 @@ mod tests {
                 };
                 let (email, device, ip, card) = (counts(1), counts(2), counts(3), counts(4));
                 if ids.email.is_some() {
-                    assert_eq!(direct.email, window(&email), "{ids:?}");
+                    assert_eq!(direct.email, window(&email, None), "{ids:?}");
                     assert_eq!(direct.email_first_seen_us, email[2], "{ids:?}");
                 }
                 if ids.device.is_some() {
-                    assert_eq!(direct.device, window(&device), "{ids:?}");
+                    assert_eq!(
+                        direct.device,
+                        window(&device, Some(n(&device, 6))),
+                        "{ids:?}"
+                    );
                     assert_eq!(direct.device_others, linkage(&device), "{ids:?}");
                     assert_eq!(direct.device_first_seen_us, device[5], "{ids:?}");
                 }
                 if ids.ip.is_some() {
-                    assert_eq!(direct.ip, window(&ip), "{ids:?}");
+                    assert_eq!(direct.ip, window(&ip, Some(n(&ip, 6))), "{ids:?}");
                     assert_eq!(direct.ip_others, linkage(&ip), "{ids:?}");
                     assert_eq!(direct.ip_first_seen_us, ip[5], "{ids:?}");
                 }
                 if ids.card.is_some() {
-                    assert_eq!(direct.card, window(&card), "{ids:?}");
+                    assert_eq!(direct.card, window(&card, Some(n(&card, 5))), "{ids:?}");
                     assert_eq!(direct.card_others, linkage(&card), "{ids:?}");
                 }
                 let amounts: Vec<f64> = row.get(5).unwrap().unwrap();

@@ -310,9 +310,11 @@ impl Data {
 }
 
 fn window() -> impl Strategy<Value = Window> {
-    (0u32..25, 0u32..120).prop_map(|(h, d)| Window {
+    (0u32..25, 0u32..120, proptest::option::of(0u32..3_000)).prop_map(|(h, d, m)| Window {
         last_hour: h,
         last_day: d.max(h),
+        // The month holds the day and perhaps more.
+        last_month: m.map(|m| m + d.max(h)),
     })
 }
 
@@ -395,18 +397,22 @@ pub fn busy_history() -> History {
         email: Window {
             last_hour: 4,
             last_day: 12,
+            last_month: None,
         },
         device: Window {
             last_hour: 6,
             last_day: 30,
+            last_month: None,
         },
         ip: Window {
             last_hour: 12,
             last_day: 60,
+            last_month: None,
         },
         card: Window {
             last_hour: 11,
             last_day: 40,
+            last_month: None,
         },
         device_others: Linkage {
             day: 5,
