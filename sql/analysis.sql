@@ -6,9 +6,11 @@
 --
 -- Each query stands alone: copy one and change its window or cut-offs. A
 -- transaction counts as fraud when its latest label is `fraud` or `chargeback`.
+-- Days are event time (occurred_at: the purchase's `time`), so a replayed or
+-- backfilled history falls on the days it happened.
 
 \echo '== volume, risk and fraud rate per day (last 30 days)'
-SELECT date_trunc('day', t.received_at)::date AS day,
+SELECT date_trunc('day', t.occurred_at)::date AS day,
        count(*) AS transactions,
        round(avg(t.score)::numeric, 1) AS avg_score,
        count(*) FILTER (WHERE t.result = 'Failed') AS failed,
@@ -19,7 +21,7 @@ SELECT date_trunc('day', t.received_at)::date AS day,
              / nullif(count(l.label), 0), 1) AS fraud_pct_of_labelled
 FROM vigil.transactions t
 LEFT JOIN vigil.transaction_labels l ON l.transaction_id = t.id
-WHERE t.received_at > now() - interval '30 days'
+WHERE t.occurred_at > now() - interval '30 days'
 GROUP BY 1
 ORDER BY 1;
 
@@ -32,7 +34,7 @@ SELECT r->>'code' AS reason,
 FROM vigil.transactions t
 CROSS JOIN LATERAL jsonb_array_elements(t.reasons) AS r
 LEFT JOIN vigil.transaction_labels l ON l.transaction_id = t.id
-WHERE t.received_at > now() - interval '30 days'
+WHERE t.occurred_at > now() - interval '30 days'
 GROUP BY 1
 ORDER BY fired DESC;
 
@@ -49,7 +51,7 @@ FROM (
     FROM vigil.transactions t
     CROSS JOIN LATERAL (VALUES ('device', t.device), ('ip', t.ip), ('email', t.email)) AS i (kind, identity)
     LEFT JOIN vigil.transaction_labels l ON l.transaction_id = t.id
-    WHERE t.received_at > now() - interval '30 days' AND i.identity IS NOT NULL
+    WHERE t.occurred_at > now() - interval '30 days' AND i.identity IS NOT NULL
     GROUP BY i.kind, i.identity
     HAVING count(*) >= 3
 ) ranked
@@ -62,7 +64,7 @@ SELECT least(floor(t.score / 10) * 10, 90)::int AS from_score,
        count(*) AS transactions,
        repeat('#', (50 * count(*) / max(count(*)) OVER ())::int) AS histogram
 FROM vigil.transactions t
-WHERE t.received_at > now() - interval '30 days'
+WHERE t.occurred_at > now() - interval '30 days'
 GROUP BY 1
 ORDER BY 1;
 
@@ -135,3 +137,10 @@ FROM vigil.identity_assessments a
 WHERE a.assessed_at > now() - interval '7 days'
 GROUP BY a.api_key_id
 ORDER BY retake_pct DESC;
+
+\echo '== the model learned from labels (vigil.risk_refit): its weights, strongest first'
+SELECT f.feature, round(f.weight::numeric, 3) AS weight, m.id AS model, m.fitted_at, m.frauds, m.legit,
+       round(m.intercept::numeric, 3) AS intercept
+FROM (SELECT * FROM vigil.risk_models ORDER BY id DESC LIMIT 1) m
+CROSS JOIN LATERAL unnest(m.features, m.weights) AS f (feature, weight)
+ORDER BY abs(f.weight) DESC;

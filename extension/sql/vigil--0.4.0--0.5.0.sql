@@ -16,6 +16,7 @@ CREATE INDEX transactions_email ON vigil.transactions (email, occurred_at) INCLU
 CREATE INDEX transactions_device ON vigil.transactions (device, occurred_at) INCLUDE (email) WHERE device IS NOT NULL;
 CREATE INDEX transactions_ip ON vigil.transactions (ip, occurred_at) INCLUDE (email) WHERE ip IS NOT NULL;
 CREATE INDEX transactions_card ON vigil.transactions (card, occurred_at) INCLUDE (email) WHERE card IS NOT NULL;
+CREATE INDEX transactions_occurred ON vigil.transactions USING brin (occurred_at);
 
 CREATE TABLE vigil.risk_models (
     id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -428,6 +428,7 @@ fn the_analysis_queries_run_on_real_records() {
         "riskiest",
         "score distribution",
         "precision and recall",
+        "model learned from labels",
     ] {
         assert!(text.contains(section), "no {section} section:\n{text}");
     }

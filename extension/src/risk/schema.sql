@@ -55,6 +55,7 @@ CREATE INDEX transactions_ip ON vigil.transactions (ip, occurred_at) INCLUDE (em
 CREATE INDEX transactions_card ON vigil.transactions (card, occurred_at) INCLUDE (email) WHERE card IS NOT NULL;
 -- Analysis by day: rows arrive in time order, so a BRIN index is tiny and enough.
 CREATE INDEX transactions_received ON vigil.transactions USING brin (received_at);
+CREATE INDEX transactions_occurred ON vigil.transactions USING brin (occurred_at);
 ALTER TABLE vigil.transactions SET (autovacuum_vacuum_insert_scale_factor = 0.01);
 
 CREATE TABLE vigil.feedback (
