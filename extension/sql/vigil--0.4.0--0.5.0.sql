@@ -1,7 +1,8 @@
 -- vigil 0.4.0 -> 0.5.0: risk quality.
 --
 -- Transactions get their event time (occurred_at: the request's `time`
--- unless later than received_at; for existing rows, received_at), and the
+-- unless later than received_at; for existing rows, received_at) and the
+-- learned model's features (model_x; none for existing rows), and the
 -- history's indexes are keyed by it; the card's index carries the e-mail, to
 -- count the other customers of a card. New: the table of models learned from
 -- feedback labels and vigil.risk_refit(). Existing rows and labels are kept.
@@ -10,6 +11,7 @@ ALTER TABLE vigil.transactions ADD COLUMN occurred_at timestamptz;
 UPDATE vigil.transactions SET occurred_at = received_at;
 ALTER TABLE vigil.transactions ALTER COLUMN occurred_at SET NOT NULL,
                                ALTER COLUMN occurred_at SET DEFAULT now();
+ALTER TABLE vigil.transactions ADD COLUMN model_x real[];
 
 DROP INDEX vigil.transactions_email, vigil.transactions_device, vigil.transactions_ip, vigil.transactions_card;
 CREATE INDEX transactions_email ON vigil.transactions (email, occurred_at) INCLUDE (amount) WHERE email IS NOT NULL;

@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use metrics::{auc, caught, threshold_at, Scored};
-use vigil_risk::model::{fit, Labelled, FEATURES};
+use vigil_risk::model::{fit, Labelled};
 use vigil_risk::{assess_with, parse_request, GeoIp, Model};
 use world::{Event, World};
 
@@ -133,13 +133,13 @@ fn in_process(events: &[Event]) -> (Vec<Scored>, Vec<Scored>) {
         let a = assess_with(&req, &history, e.ip_country, None);
         ledger.record(&ids, at, req.amount);
         if e.day < TRAIN_DAYS {
-            if let Some(x) = vector(&a.features) {
-                training.push(Labelled {
-                    x,
-                    expert_points: a.total_points,
-                    fraud: e.fraud,
-                });
-            }
+            training.push(Labelled {
+                x: a.model_features,
+                expert_points: a.features["expertPoints"]
+                    .as_f64()
+                    .unwrap_or(a.total_points),
+                fraud: e.fraud,
+            });
         } else {
             plain.push(scored(e, a.score, a.result.as_str()));
             later.push((e, req, history));
@@ -157,15 +157,6 @@ fn in_process(events: &[Event]) -> (Vec<Scored>, Vec<Scored>) {
         })
         .collect();
     (plain, with_model)
-}
-
-fn vector(features: &serde_json::Value) -> Option<[f64; FEATURES]> {
-    let v = features.get("x")?.as_array()?;
-    let mut x = [0.0; FEATURES];
-    for (o, v) in x.iter_mut().zip(v) {
-        *o = v.as_f64()?;
-    }
-    Some(x)
 }
 
 fn scored(e: &Event, score: f64, result: &str) -> Scored {

@@ -228,6 +228,9 @@ pub struct Assessment {
     pub reasons: Vec<Reason>,
     /// The computed features (inputs to signals), for recording and analysis.
     pub features: Value,
+    /// The learned model's feature vector ([`crate::model::FEATURE_NAMES`]),
+    /// recorded for the next refit.
+    pub model_features: [f64; crate::model::FEATURES],
     /// Sum of the (scaled) points, before the logistic.
     pub total_points: f64,
     /// The strictness used.
@@ -399,7 +402,6 @@ pub fn assess_with(
         "weakWeight": out.weak_weight,
         "totalPoints": (total * 100.0).round() / 100.0,
         "expertPoints": expert_points,
-        "x": x.to_vec(),
         "cutoffs": {"critical": critical, "high": high, "caution": caution, "monitor": monitor, "low": low},
         "coreInputs": core,
         "confidencePoints": conf_points,
@@ -440,6 +442,7 @@ pub fn assess_with(
         result: level_verdict(level),
         reasons,
         features,
+        model_features: x,
         total_points: total,
         strictness,
     }

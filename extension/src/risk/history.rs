@@ -29,8 +29,8 @@ use crate::pg::jsonb::Jsonb;
 const RECORD: &str = "
 INSERT INTO vigil.transactions
   (id, api_key_id, request, features, score, level, result, confidence, reasons,
-   email, device, ip, card, amount, occurred_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
+   email, device, ip, card, amount, occurred_at, model_x)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
 
 thread_local! {
     static RECORD_PLAN: RefCell<Option<OwnedPreparedStatement>> = const { RefCell::new(None) };
@@ -285,6 +285,7 @@ pub fn record(
                     T::TEXTOID,
                     T::FLOAT8OID,
                     T::TIMESTAMPTZOID,
+                    T::FLOAT4ARRAYOID,
                 ]
                 .map(oid);
                 *plan = Some(client.prepare_mut(RECORD, &types)?.keep());
@@ -293,7 +294,12 @@ pub fn record(
                 unreachable!("prepared above")
             };
             let [email, device, ip, card] = identity_args(ids);
-            let args: [DatumWithOid; 15] = [
+            let model_x: Vec<f32> = assessment
+                .model_features
+                .iter()
+                .map(|v| *v as f32)
+                .collect();
+            let args: [DatumWithOid; 16] = [
                 id.into(),
                 api_key_id.into(),
                 Jsonb(request.to_json()).into(),
@@ -309,6 +315,7 @@ pub fn record(
                 card,
                 request.amount.into(),
                 DatumWithOid::from(occurred_at),
+                model_x.into(),
             ];
             client.update(statement, None, &args)?;
             Ok(())

@@ -101,11 +101,11 @@ fn load(id: i64) -> Option<Model> {
 /// fraud), and with `unlabelled_as_legit_after`, unlabelled ones that occurred
 /// at least that long ago as legitimate.
 const TRAINING: &str = "
-SELECT t.features -> 'x', (t.features ->> 'expertPoints')::float8,
+SELECT t.model_x, (t.features ->> 'expertPoints')::float8,
        coalesce(l.label IN ('fraud', 'chargeback'), false)
 FROM vigil.transactions t
 LEFT JOIN vigil.transaction_labels l ON l.transaction_id = t.id
-WHERE t.features ? 'x'
+WHERE t.model_x IS NOT NULL
   AND (l.label IS NOT NULL OR t.occurred_at < now() - $1)";
 
 const STORE: &str = "
@@ -124,13 +124,13 @@ fn risk_refit(unlabelled_as_legit_after: default!(Option<pgrx::datum::Interval>,
         let mut rows = Vec::new();
         for row in client.select(TRAINING, None, &args)? {
             let (Some(x), Some(points), Some(fraud)) = (
-                row.get::<Jsonb>(1)?,
+                row.get::<Vec<f32>>(1)?,
                 row.get::<f64>(2)?,
                 row.get::<bool>(3)?,
             ) else {
                 continue;
             };
-            if let Some(x) = vector(&x.0) {
+            if let Some(x) = vector(&x) {
                 rows.push(Labelled {
                     x,
                     expert_points: points,
@@ -174,14 +174,13 @@ fn risk_refit(unlabelled_as_legit_after: default!(Option<pgrx::datum::Interval>,
 }
 
 /// A recorded feature vector of this build's length.
-fn vector(x: &Value) -> Option<[f64; FEATURES]> {
-    let values = x.as_array()?;
-    if values.len() != FEATURES {
+fn vector(x: &[f32]) -> Option<[f64; FEATURES]> {
+    if x.len() != FEATURES {
         return None;
     }
     let mut out = [0.0; FEATURES];
-    for (o, v) in out.iter_mut().zip(values) {
-        *o = v.as_f64()?;
+    for (o, v) in out.iter_mut().zip(x) {
+        *o = f64::from(*v);
     }
     Some(out)
 }

@@ -41,7 +41,11 @@ CREATE TABLE vigil.transactions (
     -- (vigil_risk::Request::event_time_us). History windows are in this time,
     -- so a replay or backfill of old purchases sees each as it was. Last
     -- because 0.5.0 added it (upgrades and fresh installs keep one layout).
-    occurred_at timestamptz NOT NULL DEFAULT now()
+    occurred_at timestamptz NOT NULL DEFAULT now(),
+    -- The learned model's features (vigil_risk::model::FEATURE_NAMES), for
+    -- vigil.risk_refit: a real[] of 24 is a third of the jsonb, which keeps a
+    -- row under the 2 kB past which every insert would try to compress it.
+    model_x     real[]
 );
 -- Velocity and reuse: "this identity in the last hour / day / 90 days before the
 -- purchase" is one index range, and "first seen" the start of one.
