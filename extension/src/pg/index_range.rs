@@ -95,6 +95,7 @@ impl Snapshot {
 }
 
 /// One scan key on an index column.
+#[derive(Clone, Copy)]
 pub enum Key<'a> {
     /// `column = value` on a text column.
     TextEq(&'a str),

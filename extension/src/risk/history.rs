@@ -66,6 +66,7 @@ pub fn load(ids: &Identities, event: pg_sys::TimestampTz) -> History {
         // Newest first: the day's velocity, then amounts until there are 100.
         let index = Relation::open("transactions_email");
         let mut amounts = Vec::with_capacity(AmountStats::RECENT);
+        let mut oldest = Oldest::default();
         scan(
             &table,
             &index,
@@ -74,18 +75,20 @@ pub fn load(ids: &Identities, event: pg_sys::TimestampTz) -> History {
             Direction::Backward,
             |entry| {
                 let age = age(entry);
+                oldest.seen = Some(age);
                 history.email.add(age);
                 if amounts.len() < AmountStats::RECENT {
                     amounts.extend(entry.float8(column::AMOUNT));
                 }
                 if amounts.len() >= AmountStats::RECENT && !Window::in_day(age) {
+                    oldest.stopped = true;
                     return ControlFlow::Break(());
                 }
                 ControlFlow::Continue(())
             },
         );
         history.customer_amounts = AmountStats::of(&amounts);
-        history.email_first_seen_us = first_seen(&table, &index, &snapshot, email, event);
+        history.email_first_seen_us = oldest.first_seen(&table, &index, &snapshot, email, event);
         index.close();
     }
     let email = ids.email.as_deref().map(str::as_bytes);
@@ -93,7 +96,6 @@ pub fn load(ids: &Identities, event: pg_sys::TimestampTz) -> History {
     // day's velocity and other e-mails (always all of the day), and the other
     // e-mails of the longer windows (past the day, reading stops after
     // LINKAGE_SCAN_CAP rows).
-    let linkage_start = event - Window::QUARTER_US;
     let mut others = LinkageCounter::default();
     for (value, index, window, linkage, first) in [
         (
@@ -122,14 +124,9 @@ pub fn load(ids: &Identities, event: pg_sys::TimestampTz) -> History {
         let index = Relation::open(index);
         *window = Window::with_month();
         others.clear();
-        let keys = [
-            Key::TextEq(value),
-            Key::Between {
-                after: Some(linkage_start),
-                until: event,
-            },
-        ];
+        let keys = [Key::TextEq(value), until_event];
         let mut read = 0usize;
+        let mut oldest = Oldest::default();
         scan(
             &table,
             &index,
@@ -138,6 +135,12 @@ pub fn load(ids: &Identities, event: pg_sys::TimestampTz) -> History {
             Direction::Backward,
             |entry| {
                 let age = age(entry);
+                if age >= Window::QUARTER_US {
+                    // Older than the window: it exists, and is not the oldest.
+                    oldest.stopped = true;
+                    return ControlFlow::Break(());
+                }
+                oldest.seen = Some(age);
                 let in_day = Window::in_day(age);
                 window.add(age);
                 // Other e-mails seen with this identity (IS DISTINCT FROM).
@@ -146,6 +149,7 @@ pub fn load(ids: &Identities, event: pg_sys::TimestampTz) -> History {
                 }
                 read += 1;
                 if read >= LINKAGE_SCAN_CAP && !in_day {
+                    oldest.stopped = true;
                     return ControlFlow::Break(());
                 }
                 ControlFlow::Continue(())
@@ -153,7 +157,7 @@ pub fn load(ids: &Identities, event: pg_sys::TimestampTz) -> History {
         );
         *linkage = others.finish();
         if let Some(first) = first {
-            *first = first_seen(&table, &index, &snapshot, value, event);
+            *first = oldest.first_seen(&table, &index, &snapshot, value, event);
         }
         index.close();
     }
@@ -161,6 +165,35 @@ pub fn load(ids: &Identities, event: pg_sys::TimestampTz) -> History {
     table.close();
     snapshot.release();
     history
+}
+
+/// The oldest row a backward scan of one identity's range visited.
+#[derive(Default)]
+struct Oldest {
+    /// Its age.
+    seen: Option<i64>,
+    /// Whether the scan stopped before the range's start.
+    stopped: bool,
+}
+
+impl Oldest {
+    /// How long before `event` the identity was first seen: the oldest row
+    /// visited when the scan read the whole range, else one descent to the
+    /// range's start (most identities are read whole, so most need none).
+    fn first_seen(
+        &self,
+        table: &Relation,
+        index: &Relation,
+        snapshot: &Snapshot,
+        value: &str,
+        event: pg_sys::TimestampTz,
+    ) -> Option<i64> {
+        if self.stopped {
+            first_seen(table, index, snapshot, value, event)
+        } else {
+            self.seen
+        }
+    }
 }
 
 /// How long before `event` the oldest row with `value` in `index` occurred:
