@@ -232,6 +232,12 @@ mod tests {
             !codes(&plain).iter().any(|c| c == "LEARNED_MODEL"),
             "{plain}"
         );
+        // Unlabelled transactions count as legitimate when asked: the two above.
+        let with_unlabelled = Spi::get_one::<pgrx::JsonB>("SELECT vigil.risk_refit(interval '0')")
+            .unwrap()
+            .unwrap()
+            .0;
+        assert_eq!(with_unlabelled["legit"], 202, "{with_unlabelled}");
     }
 
     /// The history as one SQL query over the same tables, as of event time $5:
