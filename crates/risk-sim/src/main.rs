@@ -135,9 +135,7 @@ fn in_process(events: &[Event]) -> (Vec<Scored>, Vec<Scored>) {
         if e.day < TRAIN_DAYS {
             training.push(Labelled {
                 x: a.model_features,
-                expert_points: a.features["expertPoints"]
-                    .as_f64()
-                    .unwrap_or(a.total_points),
+                expert_points: a.expert_points,
                 fraud: e.fraud,
             });
         } else {

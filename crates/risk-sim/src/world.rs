@@ -614,10 +614,10 @@ impl World {
             );
         }
         // Account takeover of customers with a past.
+        let candidates: Vec<usize> = (0..EXISTING_CUSTOMERS)
+            .filter(|i| self.customers[*i].signup < -60.0)
+            .collect();
         for start in self.campaigns(TAKEOVERS) {
-            let candidates: Vec<usize> = (0..EXISTING_CUSTOMERS)
-                .filter(|i| self.customers[*i].signup < -60.0)
-                .collect();
             let c = self.customers[*pick(&mut self.rng, &candidates)].clone();
             let card = Card {
                 name: c.name.clone(),

@@ -92,44 +92,37 @@ pub struct Linkage {
 /// Counts distinct other e-mails by window as they are read, newest first.
 #[derive(Debug, Default)]
 pub struct LinkageCounter {
-    day: Vec<Vec<u8>>,
-    month: Vec<Vec<u8>>,
-    quarter: Vec<Vec<u8>>,
+    /// Each row's e-mail and age: one copy per row, whatever the windows.
+    seen: Vec<(Vec<u8>, i64)>,
 }
 
 impl LinkageCounter {
-    /// Starts over for the next identity, keeping the buffers.
+    /// Starts over for the next identity, keeping the buffer.
     pub fn clear(&mut self) {
-        self.day.clear();
-        self.month.clear();
-        self.quarter.clear();
+        self.seen.clear();
     }
 
     /// Notes `other`, an e-mail other than this transaction's, seen `age_us`
     /// before it.
     pub fn add(&mut self, other: &[u8], age_us: i64) {
-        for (list, window) in [
-            (&mut self.day, Window::DAY_US),
-            (&mut self.month, Window::MONTH_US),
-            (&mut self.quarter, Window::QUARTER_US),
-        ] {
-            if age_us < window {
-                list.push(other.to_vec());
-            }
+        if age_us < Window::QUARTER_US {
+            self.seen.push((other.to_vec(), age_us));
         }
     }
 
-    /// The distinct counts.
+    /// The distinct counts: each e-mail counts in every window its most
+    /// recent row falls in.
     pub fn finish(&mut self) -> Linkage {
-        let distinct = |list: &mut Vec<Vec<u8>>| {
-            list.sort_unstable();
-            list.dedup();
-            u32::try_from(list.len()).unwrap_or(u32::MAX)
+        self.seen.sort_unstable();
+        self.seen.dedup_by(|later, first| later.0 == first.0);
+        let within = |window: i64| {
+            let n = self.seen.iter().filter(|(_, age)| *age < window).count();
+            u32::try_from(n).unwrap_or(u32::MAX)
         };
         Linkage {
-            day: distinct(&mut self.day),
-            month: distinct(&mut self.month),
-            quarter: distinct(&mut self.quarter),
+            day: within(Window::DAY_US),
+            month: within(Window::MONTH_US),
+            quarter: within(Window::QUARTER_US),
         }
     }
 }

@@ -22,6 +22,7 @@
 
 use crate::history::{History, Window};
 use crate::input::Request;
+use crate::signals::Features;
 
 /// The features, in the order of [`feature_vector`]'s values. Stored with each
 /// model, so a model is only used with vectors of the same layout.
@@ -55,16 +56,6 @@ pub const FEATURE_NAMES: [&str; 24] = [
 /// Number of features.
 pub const FEATURES: usize = FEATURE_NAMES.len();
 
-/// What the signals computed that the vector needs besides the request and history.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Derived {
-    pub disposable_email: bool,
-    pub ip_country_mismatch: bool,
-    pub addresses_differ: bool,
-    pub night: bool,
-    pub amount_ratio_to_mean: Option<f64>,
-}
-
 fn ln1p_count(n: u32) -> f64 {
     f64::from(n).ln_1p()
 }
@@ -73,8 +64,9 @@ fn days_ln(us: Option<i64>) -> f64 {
     us.map_or(0.0, |us| (us.max(0) as f64 / Window::DAY_US as f64).ln_1p())
 }
 
-/// The feature vector of one assessment (see [`FEATURE_NAMES`]).
-pub fn feature_vector(req: &Request, hist: &History, d: &Derived) -> [f64; FEATURES] {
+/// The feature vector of one assessment (see [`FEATURE_NAMES`]), from the
+/// request, its history and what the signals computed.
+pub(crate) fn feature_vector(req: &Request, hist: &History, f: &Features) -> [f64; FEATURES] {
     let age = req.account_age_days;
     let flag = |b: bool| f64::from(u8::from(b));
     [
@@ -83,7 +75,7 @@ pub fn feature_vector(req: &Request, hist: &History, d: &Derived) -> [f64; FEATU
         flag(age.is_some_and(|a| (7..30).contains(&a))),
         flag(age.is_none()),
         req.amount.map_or(0.0, |a| a.max(0.0).ln_1p()),
-        d.amount_ratio_to_mean
+        f.amount_ratio_to_mean
             .filter(|r| r.is_finite())
             .map_or(0.0, |r| r.max(1.0).ln()),
         flag(req.email.is_some() && hist.email_first_seen_us.is_none()),
@@ -97,10 +89,10 @@ pub fn feature_vector(req: &Request, hist: &History, d: &Derived) -> [f64; FEATU
         ln1p_count(hist.device.last_day),
         ln1p_count(hist.ip.last_day),
         ln1p_count(hist.card.last_day),
-        flag(d.disposable_email),
-        flag(d.ip_country_mismatch),
-        flag(d.addresses_differ),
-        flag(d.night),
+        flag(f.disposable_email == Some(true)),
+        flag(f.ip_country_mismatch),
+        flag(f.addresses_differ == Some(true)),
+        flag(f.night),
         flag(req.two_factor_auth == Some(true)),
         days_ln(hist.email_first_seen_us),
         days_ln(hist.device_first_seen_us),

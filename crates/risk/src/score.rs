@@ -28,7 +28,7 @@ use serde_json::{json, Map, Value};
 
 use crate::history::History;
 use crate::input::Request;
-use crate::model::{feature_vector, Derived, Model};
+use crate::model::{feature_vector, Model};
 use crate::signals::{evaluate, Collector, Reason, LEARNED_MODEL};
 
 /// How much the assessment knows.
@@ -228,9 +228,10 @@ pub struct Assessment {
     pub reasons: Vec<Reason>,
     /// The computed features (inputs to signals), for recording and analysis.
     pub features: Value,
-    /// The learned model's feature vector ([`crate::model::FEATURE_NAMES`]),
-    /// recorded for the next refit.
+    /// The learned model's feature vector ([`crate::model::FEATURE_NAMES`])
+    /// and the rules' points without the hard rules', recorded for the next refit.
     pub model_features: [f64; crate::model::FEATURES],
+    pub expert_points: f64,
     /// Sum of the (scaled) points, before the logistic.
     pub total_points: f64,
     /// The strictness used.
@@ -325,24 +326,8 @@ pub fn assess_with(
     let f = evaluate(request, history, ip_country, &mut out);
     // The rules' points without the hard rules': a refit must not learn from
     // a label on a transaction the blocklist already decided.
-    let expert_points = out.total
-        - out
-            .reasons
-            .iter()
-            .filter(|r| matches!(r.code, "BLOCKLISTED" | "CONFIRMED_FRAUD"))
-            .map(|r| r.points)
-            .sum::<f64>();
-    let x = feature_vector(
-        request,
-        history,
-        &Derived {
-            disposable_email: f.disposable_email == Some(true),
-            ip_country_mismatch: matches!((ip_country, f.address_country), (Some(i), Some(a)) if i != a),
-            addresses_differ: f.addresses_differ == Some(true),
-            night: f.hour.is_some_and(|h| h < 6),
-            amount_ratio_to_mean: f.amount_ratio_to_mean,
-        },
-    );
+    let expert_points = out.total - out.hard_points;
+    let x = feature_vector(request, history, &f);
     if let Some(model) = model {
         let points = model.points(&x);
         if points.abs() >= 0.5 {
@@ -443,6 +428,7 @@ pub fn assess_with(
         reasons,
         features,
         model_features: x,
+        expert_points,
         total_points: total,
         strictness,
     }

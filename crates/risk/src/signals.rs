@@ -429,6 +429,8 @@ pub(crate) struct Collector {
     /// `0.5 + strictness/100`.
     pub weak_weight: f64,
     pub total: f64,
+    /// The hard rules' share of `total`.
+    pub hard_points: f64,
     pub reasons: Vec<Reason>,
 }
 
@@ -437,6 +439,7 @@ impl Collector {
         Collector {
             weak_weight,
             total: 0.0,
+            hard_points: 0.0,
             reasons: Vec::with_capacity(8),
         }
     }
@@ -458,6 +461,9 @@ impl Collector {
     /// Adds `points` as they are (the learned model's).
     pub fn add(&mut self, info: &'static SignalInfo, points: f64, detail: String) {
         self.total += points;
+        if info.kind == SignalKind::HardRule {
+            self.hard_points += points;
+        }
         self.reasons.push(Reason {
             code: info.code,
             points: (points * 100.0).round() / 100.0,
@@ -474,6 +480,9 @@ pub(crate) struct Features {
     pub disposable_email: Option<bool>,
     pub email_domain_matches: Option<bool>,
     pub hour: Option<u8>,
+    /// NIGHT_TIME and IP_COUNTRY_MISMATCH fired.
+    pub night: bool,
+    pub ip_country_mismatch: bool,
     pub amount_ratio_to_mean: Option<f64>,
     pub amount_z: Option<f64>,
 }
@@ -488,7 +497,7 @@ pub(crate) fn evaluate(
     let mut f = Features::default();
     hard_rules(hist, out);
     vpn(req, out);
-    f.address_country = ip_mismatch(req, ip_country, out);
+    (f.address_country, f.ip_country_mismatch) = ip_mismatch(req, ip_country, out);
     email(req, out, &mut f);
     account(req, out);
     familiarity(hist, out);
@@ -555,7 +564,12 @@ fn code_str(c: &[u8; 2]) -> &str {
     std::str::from_utf8(c).unwrap_or("??")
 }
 
-fn ip_mismatch(req: &Request, ip_country: Option<[u8; 2]>, out: &mut Collector) -> Option<[u8; 2]> {
+/// The address's country, and whether the IP's differs from it.
+fn ip_mismatch(
+    req: &Request,
+    ip_country: Option<[u8; 2]>,
+    out: &mut Collector,
+) -> (Option<[u8; 2]>, bool) {
     let (which, addr_country) = match req.billing_address.as_deref().and_then(address_country) {
         Some(c) => ("billing", Some(c)),
         None => (
@@ -574,9 +588,10 @@ fn ip_mismatch(req: &Request, ip_country: Option<[u8; 2]>, out: &mut Collector) 
                     code_str(&addr)
                 ),
             );
+            return (addr_country, true);
         }
     }
-    addr_country
+    (addr_country, false)
 }
 
 fn email(req: &Request, out: &mut Collector, f: &mut Features) {
@@ -826,7 +841,8 @@ fn night(req: &Request, out: &mut Collector, f: &mut Features) {
     };
     let hour = t.hour();
     f.hour = Some(hour);
-    if hour < NIGHT_END_HOUR {
+    f.night = hour < NIGHT_END_HOUR;
+    if f.night {
         let dt = t.datetime();
         out.fire(
             &NIGHT_TIME,
