@@ -4,7 +4,9 @@
 VIGIL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VIGIL_STATE="$VIGIL_ROOT/.vigil"
 PG_CONFIG="${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}"
-PG_BIN="/usr/lib/postgresql/15/bin"
+# The server binaries beside PG_CONFIG: pointing PG_CONFIG at a relocated copy of the
+# installation (private_pg, revision_pg) runs that copy.
+PG_BIN="$(dirname "$PG_CONFIG")"
 PGRX_VERSION="0.18.0"
 export PATH="$HOME/.cargo/bin:$PATH"
 
@@ -65,19 +67,28 @@ install_extension() {
 # Recopied when the system's server changes (a Debian update). Prints the root;
 # as root it lives where the `postgres` user can read it.
 private_pg() {
-    local root="$VIGIL_STATE/pg15-private" stamp want
+    local root="$VIGIL_STATE/pg15-private"
     if is_root && ! sudo -u postgres test -x "$VIGIL_STATE" 2>/dev/null; then
         root="/var/lib/postgresql/vigil/$(echo -n "$VIGIL_ROOT" | sha256sum | cut -c1-16)/pg15-private"
     fi
+    copy_pg_installation "$root"
+    echo "$root"
+}
+
+# Copies the system's PostgreSQL 15 installation to ROOT (once; again when the
+# system's server changes), without vigil's own files; vigil's model, runtime and
+# IP data are linked.
+copy_pg_installation() {
+    local root="$1" stamp want
     want="$("$PG_CONFIG" --version) $(stat -c %Y "$PG_BIN/postgres")"
     stamp="$root/.copied-from"
     if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-        step "copying the PostgreSQL 15 installation to $root (for the extension tests)" >&2
+        step "copying the PostgreSQL 15 installation to $root" >&2
         rm -rf "$root"
         mkdir -p "$root/usr/lib/postgresql" "$root/usr/share/postgresql" "$root/usr/include"
         cp -a /usr/lib/postgresql/15 "$root/usr/lib/postgresql/"
         cp -a /usr/share/postgresql/15 "$root/usr/share/postgresql/"
-        # The copies of vigil's own files are dropped: pgrx installs its test build.
+        # The copies of vigil's own files are dropped: the copy's user installs its build.
         rm -rf "$root"/usr/lib/postgresql/15/lib/vigil* "$root"/usr/share/postgresql/15/extension/vigil*
         rm -rf "$root/usr/lib/postgresql/15/lib/vigil" "$root/usr/share/postgresql/15/vigil"
         ln -s /usr/include/postgresql "$root/usr/include/postgresql"
@@ -85,6 +96,39 @@ private_pg() {
         ln -s "$("$PG_CONFIG" --sharedir)/vigil" "$root/usr/share/postgresql/15/vigil"
         chmod -R a+rX "$root"
         echo "$want" > "$stamp"
+    fi
+}
+
+# A relocated copy of the installation holding the extension and sidecar as built
+# at git revision REV, for benches that compare a change against its base (both
+# clusters running at once). The revision is checked out in a worktree under
+# $VIGIL_STATE/revisions/ that shares this checkout's target directory (its
+# crates have their own version, so the two builds' artifacts live side by side).
+# Prints the copy's root; its sidecar is ROOT/vigil-sidecar.
+revision_pg() {
+    local rev commit tree root stage file
+    rev="$1"
+    commit="$(git -C "$VIGIL_ROOT" rev-parse --verify "$rev^{commit}")" || die "no revision $rev"
+    tree="$VIGIL_STATE/revisions/src-${commit:0:12}"
+    root="$VIGIL_STATE/revisions/pg-${commit:0:12}"
+    if [ ! -x "$root/vigil-sidecar" ]; then
+        step "building the extension and sidecar at $rev (${commit:0:12}) in $tree" >&2
+        [ -d "$tree" ] || git -C "$VIGIL_ROOT" worktree add --detach "$tree" "$commit" >&2
+        [ -e "$tree/target" ] || ln -s "$VIGIL_ROOT/target" "$tree/target"
+        copy_pg_installation "$root"
+        stage="$VIGIL_STATE/revisions/package-${commit:0:12}"
+        rm -rf "$stage"
+        (cd "$tree/extension" && cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$stage") >&2 \
+            || die "the extension at $rev did not build"
+        while IFS= read -r -d '' file; do
+            install -D -m 0755 "$file" "$root${file#"$stage"}"
+        done < <(find "$stage" -type f -print0)
+        (cd "$tree" && cargo build --release -p vigil-sidecar) >&2 || die "the sidecar at $rev did not build"
+        cp "$tree/target/release/vigil-sidecar" "$root/vigil-sidecar.new"
+        chmod -R a+rX "$root"
+        # The shared target's sidecar is this checkout's again.
+        (cd "$VIGIL_ROOT" && cargo build --locked --release -p vigil-sidecar) >&2
+        mv "$root/vigil-sidecar.new" "$root/vigil-sidecar"
     fi
     echo "$root"
 }
