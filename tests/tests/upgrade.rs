@@ -142,7 +142,16 @@ fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
     assert_eq!(
         cluster.psql("SELECT count(*) FROM vigil.transactions WHERE occurred_at = received_at"),
         "6",
-        "0.5.0 dates earlier assessments when they were received"
+        "earlier assessments keep their event time (0.5.0 dated them when they were received)"
+    );
+    assert_eq!(
+        cluster.psql(
+            "SELECT string_agg(attname || '=' || attcompression, ',' ORDER BY attname) \
+             FROM pg_attribute WHERE attrelid = 'vigil.transactions'::regclass \
+             AND attname IN ('request', 'features', 'reasons')"
+        ),
+        "features=l,reasons=l,request=l",
+        "0.6.0 records with lz4 (this server has it)"
     );
     assert_eq!(
         cluster.psql(nearest),

@@ -354,14 +354,12 @@ fn scalar_value(v: &Value) -> Result<pg_sys::JsonbValue, String> {
 
 /// The numeric `jsonb_in` would read from serde_json's spelling of `n`.
 fn numeric(n: &Number) -> Result<pg_sys::Numeric, String> {
-    // SAFETY: int8_numeric and numeric_in take these arguments and return a
+    // SAFETY: int64_to_numeric and numeric_in take these arguments and return a
     // palloc'd numeric; the spelling is serde_json's, which numeric_in reads.
+    // (Integers without the function-call interface: most numbers recorded are.)
     let datum = unsafe {
         match n.as_i64() {
-            Some(i) => pgrx::direct_function_call_as_datum(
-                pg_sys::int8_numeric,
-                &[Some(pg_sys::Datum::from(i))],
-            ),
+            Some(i) => Some(pg_sys::Datum::from(pg_sys::int64_to_numeric(i))),
             None => {
                 let spelled = std::ffi::CString::new(n.to_string()).unwrap_or_default();
                 pgrx::direct_function_call_as_datum(

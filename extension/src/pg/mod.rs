@@ -13,10 +13,13 @@ pub mod paths;
 pub mod testing;
 pub mod tsvector;
 
+use std::cell::RefCell;
 use std::ffi::CStr;
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
 
 pub use error::{invalid_input, refuse};
 
@@ -31,9 +34,23 @@ pub fn strong_random<const N: usize>(what: &str) -> [u8; N] {
     bytes
 }
 
-/// A random (version 4) UUID from the strong source, for a record's id.
+thread_local! {
+    /// This backend's stream of record ids, seeded from the strong source.
+    static ID_STREAM: RefCell<Option<ChaCha20Rng>> = const { RefCell::new(None) };
+}
+
+/// A random (version 4) UUID for a record's id: 122 bits of a ChaCha20
+/// stream that each backend seeds once with 32 bytes of the strong source,
+/// as the `uuid` crate's fast generator does. Asking the strong source for
+/// every id (OpenSSL's `RAND_status` and `RAND_bytes`) was 3.6% of a risk
+/// assessment in a profile.
 pub fn random_uuid(what: &str) -> pgrx::Uuid {
-    let mut id = strong_random::<16>(what);
+    let mut id = [0u8; 16];
+    ID_STREAM.with(|cell| {
+        cell.borrow_mut()
+            .get_or_insert_with(|| ChaCha20Rng::from_seed(strong_random::<32>(what)))
+            .fill_bytes(&mut id)
+    });
     id[6] = (id[6] & 0x0f) | 0x40;
     id[8] = (id[8] & 0x3f) | 0x80;
     pgrx::Uuid::from_bytes(id)

@@ -30,15 +30,15 @@ pub fn register_settings() {
 }
 
 fn path() -> PathBuf {
-    non_empty(&GEOIP_PATH).unwrap_or_else(|| {
-        share_dir()
-            .join("vigil")
-            .join("geoip")
-            .join("geo-whois-asn-country.mmdb")
-    })
+    non_empty(&GEOIP_PATH).unwrap_or_else(|| DEFAULT_PATH.with(PathBuf::clone))
 }
 
 thread_local! {
+    /// Where setup.sh installs the file (the server's directories do not move).
+    static DEFAULT_PATH: PathBuf = share_dir()
+        .join("vigil")
+        .join("geoip")
+        .join("geo-whois-asn-country.mmdb");
     /// The path it was opened from, and the reader (None when it could not be).
     static READER: RefCell<Option<(PathBuf, Option<GeoIp>)>> = const { RefCell::new(None) };
 }

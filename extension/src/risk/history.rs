@@ -51,10 +51,9 @@ mod column {
 /// Reads the history of `ids` as of `event` (the transaction's event time,
 /// [`vigil_risk::Request::event_time_us`]): rows that occurred after it are
 /// not its history. Hard rules and blocklist expiry are as of now.
-pub fn load(ids: &Identities, event: pg_sys::TimestampTz) -> History {
+pub fn load(ids: &Identities, event: pg_sys::TimestampTz, snapshot: &Snapshot) -> History {
     let now = unsafe { pg_sys::GetCurrentTransactionStartTimestamp() };
     let age = |entry: &Entry| event - entry.timestamp(column::OCCURRED_AT).unwrap_or(event);
-    let snapshot = Snapshot::take();
     let table = Relation::open("transactions");
     let mut history = History::default();
     let until_event = Key::Between {
@@ -70,7 +69,7 @@ pub fn load(ids: &Identities, event: pg_sys::TimestampTz) -> History {
         scan(
             &table,
             &index,
-            &snapshot,
+            snapshot,
             &[Key::TextEq(email), until_event],
             Direction::Backward,
             |entry| {
@@ -88,7 +87,7 @@ pub fn load(ids: &Identities, event: pg_sys::TimestampTz) -> History {
             },
         );
         history.customer_amounts = AmountStats::of(&amounts);
-        history.email_first_seen_us = oldest.first_seen(&table, &index, &snapshot, email, event);
+        history.email_first_seen_us = oldest.first_seen(&table, &index, snapshot, email, event);
         index.close();
     }
     let email = ids.email.as_deref().map(str::as_bytes);
@@ -130,7 +129,7 @@ pub fn load(ids: &Identities, event: pg_sys::TimestampTz) -> History {
         scan(
             &table,
             &index,
-            &snapshot,
+            snapshot,
             &keys,
             Direction::Backward,
             |entry| {
@@ -157,13 +156,12 @@ pub fn load(ids: &Identities, event: pg_sys::TimestampTz) -> History {
         );
         *linkage = others.finish();
         if let Some(first) = first {
-            *first = oldest.first_seen(&table, &index, &snapshot, value, event);
+            *first = oldest.first_seen(&table, &index, snapshot, value, event);
         }
         index.close();
     }
-    history.hard_rules = hard_rules(ids, now, &snapshot);
+    history.hard_rules = hard_rules(ids, now, snapshot);
     table.close();
-    snapshot.release();
     history
 }
 

@@ -16,6 +16,7 @@ mod pg_tests;
 
 use pgrx::prelude::*;
 
+use crate::pg::index_range::Snapshot;
 use crate::pg::invalid_input;
 use crate::pg::jsonb::Jsonb;
 
@@ -36,9 +37,12 @@ fn risk_score(body: Option<Jsonb>, api_key_id: default!(Option<i64>, "NULL")) ->
     };
     let identities = request.identities();
     let event = event_time(&request);
-    let history = history::load(&identities, event);
+    // One snapshot for the history and the model.
+    let snapshot = Snapshot::take();
+    let history = history::load(&identities, event, &snapshot);
+    let model = model::current(&snapshot);
+    snapshot.release();
     let ip_country = request.ip_address.and_then(geo::country);
-    let model = model::current();
     let mut assessment = vigil_risk::assess_with(&request, &history, ip_country, model.as_ref());
     // The features go to the record only; the response does not carry them.
     let features = std::mem::take(&mut assessment.features);

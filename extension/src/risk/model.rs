@@ -22,9 +22,10 @@ thread_local! {
     static LOADED: RefCell<Option<(i64, Option<Model>)>> = const { RefCell::new(None) };
 }
 
-/// The newest model, if there is one and it has this build's features.
-pub fn current() -> Option<Model> {
-    let newest = newest_id()?;
+/// The newest model as of `snapshot`, if there is one and it has this
+/// build's features.
+pub fn current(snapshot: &Snapshot) -> Option<Model> {
+    let newest = newest_id(snapshot)?;
     LOADED.with(|cell| {
         let mut loaded = cell.borrow_mut();
         if let Some((id, model)) = loaded.as_ref() {
@@ -39,15 +40,14 @@ pub fn current() -> Option<Model> {
 }
 
 /// The largest visible id in `vigil.risk_models`.
-fn newest_id() -> Option<i64> {
-    let snapshot = Snapshot::take();
+fn newest_id(snapshot: &Snapshot) -> Option<i64> {
     let table = Relation::open("risk_models");
     let index = Relation::open("risk_models_pkey");
     let mut newest = None;
     scan(
         &table,
         &index,
-        &snapshot,
+        snapshot,
         &[],
         Direction::Backward,
         |entry| {
@@ -57,7 +57,6 @@ fn newest_id() -> Option<i64> {
     );
     index.close();
     table.close();
-    snapshot.release();
     newest
 }
 

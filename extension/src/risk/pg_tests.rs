@@ -331,7 +331,9 @@ mod tests {
             };
             // Now, 40 days back, and before anything happened.
             let event = now - [0, 40, 200][n % 3] * vigil_risk::Window::DAY_US;
-            let direct = super::super::history::load(&ids, event);
+            let snapshot = crate::pg::index_range::Snapshot::take();
+            let direct = super::super::history::load(&ids, event, &snapshot);
+            snapshot.release();
             let at = pgrx::datum::TimestampWithTimeZone::try_from(event).unwrap();
             let mut args: Vec<pgrx::datum::DatumWithOid> =
                 [&ids.email, &ids.device, &ids.ip, &ids.card]

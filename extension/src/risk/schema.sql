@@ -43,10 +43,22 @@ CREATE TABLE vigil.transactions (
     -- because 0.5.0 added it (upgrades and fresh installs keep one layout).
     occurred_at timestamptz NOT NULL DEFAULT now(),
     -- The learned model's features (vigil_risk::model::FEATURE_NAMES), for
-    -- vigil.risk_refit: a real[] of 24 is a third of the jsonb, which keeps a
-    -- row under the 2 kB past which every insert would try to compress it.
+    -- vigil.risk_refit: a real[] of 24 is a third of the size of the jsonb.
     model_x     real[]
 );
+-- A typical record is past the 2 kB at which PostgreSQL compresses a row, so
+-- every insert compresses its largest jsonb: with the default pglz that was 6%
+-- of an assessment in a profile, with lz4 (from 0.6.0) 1.3%, at 8% less saving.
+-- Servers built without lz4 keep pglz.
+DO $$
+BEGIN
+    ALTER TABLE vigil.transactions ALTER COLUMN request SET COMPRESSION lz4,
+                                   ALTER COLUMN features SET COMPRESSION lz4,
+                                   ALTER COLUMN reasons SET COMPRESSION lz4;
+EXCEPTION WHEN feature_not_supported THEN
+    RAISE NOTICE 'vigil: this server has no lz4; vigil.transactions keeps pglz compression';
+END
+$$;
 -- Velocity and reuse: "this identity in the last hour / day / 90 days before the
 -- purchase" is one index range, and "first seen" the start of one.
 -- The history reads the e-mail's amounts and the e-mails seen on a device or IP;
