@@ -146,7 +146,7 @@ fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
     );
     assert_eq!(
         cluster.psql(
-            "SELECT string_agg(attname || '=' || attcompression, ',' ORDER BY attname) \
+            "SELECT string_agg(attname || '=' || attcompression::text, ',' ORDER BY attname) \
              FROM pg_attribute WHERE attrelid = 'vigil.transactions'::regclass \
              AND attname IN ('request', 'features', 'reasons')"
         ),
