@@ -177,7 +177,7 @@ for b in "${builds[@]}"; do prepare "$b"; done
 step "in-database: $passes passes of $fresh fresh transactions, one backend${base:+, alternating with the base ($base)}"
 # This machine's speed wanders by a third from one pass to the next, so each
 # pass has its own baseline and the median pass is the figure.
-results="$VIGIL_STATE/bench-risk/db.txt"
+results="${DIR[current]}/db.txt"
 : > "$results"
 for p in $(seq "$passes"); do
     for b in "${builds[@]}"; do

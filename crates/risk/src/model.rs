@@ -282,7 +282,8 @@ fn cholesky_solve(a: &mut [f64], b: &[f64], n: usize) -> Option<Vec<f64>> {
         for k in 0..j {
             d -= a[j * n + k] * a[j * n + k];
         }
-        if !(d > 0.0) {
+        // Not positive definite, or NaN from a degenerate input.
+        if d.is_nan() || d <= 0.0 {
             return None;
         }
         let d = d.sqrt();

@@ -29,10 +29,6 @@ pub fn register_settings() {
     );
 }
 
-fn path() -> PathBuf {
-    non_empty(&GEOIP_PATH).unwrap_or_else(|| DEFAULT_PATH.with(PathBuf::clone))
-}
-
 thread_local! {
     /// Where setup.sh installs the file (the server's directories do not move).
     static DEFAULT_PATH: PathBuf = share_dir()
@@ -45,24 +41,27 @@ thread_local! {
 
 /// ISO 3166-1 alpha-2 country of `ip`, or None if unknown or no database.
 pub fn country(ip: IpAddr) -> Option<[u8; 2]> {
-    let wanted = path();
-    READER.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.as_ref().is_none_or(|(opened, _)| *opened != wanted) {
-            let reader = match GeoIp::open(&wanted) {
-                Ok(reader) => Some(reader),
-                Err(e) => {
-                    warning!(
-                        "IP country checks are off: {e} (setting vigil.geoip_path, file {})",
-                        wanted.display()
-                    );
-                    None
-                }
-            };
-            *slot = Some((wanted, reader));
-        }
-        slot.as_ref()
-            .and_then(|(_, reader)| reader.as_ref())
-            .and_then(|reader| reader.country(ip))
+    let setting = non_empty(&GEOIP_PATH);
+    DEFAULT_PATH.with(|default| {
+        let wanted = setting.as_deref().unwrap_or(default);
+        READER.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            if slot.as_ref().is_none_or(|(opened, _)| opened != wanted) {
+                let reader = match GeoIp::open(wanted) {
+                    Ok(reader) => Some(reader),
+                    Err(e) => {
+                        warning!(
+                            "IP country checks are off: {e} (setting vigil.geoip_path, file {})",
+                            wanted.display()
+                        );
+                        None
+                    }
+                };
+                *slot = Some((wanted.to_path_buf(), reader));
+            }
+            slot.as_ref()
+                .and_then(|(_, reader)| reader.as_ref())
+                .and_then(|reader| reader.country(ip))
+        })
     })
 }

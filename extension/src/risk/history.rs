@@ -186,36 +186,23 @@ impl Oldest {
         value: &str,
         event: pg_sys::TimestampTz,
     ) -> Option<i64> {
-        if self.stopped {
-            first_seen(table, index, snapshot, value, event)
-        } else {
-            self.seen
+        if !self.stopped {
+            return self.seen;
         }
+        let mut first = None;
+        let keys = [
+            Key::TextEq(value),
+            Key::Between {
+                after: None,
+                until: event,
+            },
+        ];
+        scan(table, index, snapshot, &keys, Direction::Forward, |entry| {
+            first = entry.timestamp(column::OCCURRED_AT).map(|at| event - at);
+            ControlFlow::Break(())
+        });
+        first
     }
-}
-
-/// How long before `event` the oldest row with `value` in `index` occurred:
-/// one descent to the range's start.
-fn first_seen(
-    table: &Relation,
-    index: &Relation,
-    snapshot: &Snapshot,
-    value: &str,
-    event: pg_sys::TimestampTz,
-) -> Option<i64> {
-    let mut first = None;
-    let keys = [
-        Key::TextEq(value),
-        Key::Between {
-            after: None,
-            until: event,
-        },
-    ];
-    scan(table, index, snapshot, &keys, Direction::Forward, |entry| {
-        first = entry.timestamp(column::OCCURRED_AT).map(|at| event - at);
-        ControlFlow::Break(())
-    });
-    first
 }
 
 /// Blocklist entries (unexpired) and confirmed-fraud identities among `ids`,
