@@ -12,5 +12,6 @@
 //!   PostgreSQL's parser would split, kept whole so they match whole.
 
 pub mod bm25;
+pub mod postings;
 pub mod tokens;
 pub mod tsvector;
