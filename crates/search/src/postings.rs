@@ -164,7 +164,7 @@ pub fn append(tail: Option<&[u8]>, new: &[Posting]) -> Result<Vec<Vec<u8>>, Malf
     };
     let mut merged = Vec::with_capacity(old.len() + new.len());
     let (mut a, mut b) = (old.into_iter().peekable(), new.into_iter().peekable());
-    loop {
+    while a.peek().is_some() || b.peek().is_some() {
         let next = match (a.peek(), b.peek()) {
             (Some(x), Some(y)) => match x.id.cmp(&y.id) {
                 Ordering::Less => a.next(),
@@ -175,8 +175,7 @@ pub fn append(tail: Option<&[u8]>, new: &[Posting]) -> Result<Vec<Vec<u8>>, Malf
                 }
             },
             (Some(_), None) => a.next(),
-            (None, Some(_)) => b.next(),
-            (None, None) => break,
+            _ => b.next(),
         };
         merged.extend(next);
     }
@@ -234,14 +233,11 @@ pub fn top_k(
     // order[essential..] are the terms a record must hold to enter the top k.
     let mut essential = 0;
     let mut contributions = vec![0f32; terms.len()];
-    loop {
-        let Some(id) = order[essential..]
-            .iter()
-            .filter_map(|&t| cursors[t].current())
-            .min()
-        else {
-            break;
-        };
+    while let Some(id) = order[essential..]
+        .iter()
+        .filter_map(|&t| cursors[t].current())
+        .min()
+    {
         contributions.iter_mut().for_each(|c| *c = 0.0);
         let mut partial = 0.0;
         for &t in &order[essential..] {
