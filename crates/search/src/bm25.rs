@@ -6,11 +6,8 @@
 //! over query terms is weighted by how rare each term is in the database
 //! (IDF), so one rare word outweighs many common ones.
 //!
-//! [`essential_terms`] plans a query the MaxScore way (Turtle and Flood,
-//! 1995): a record holding none of the rarest terms can score at most the
-//! sum of the other terms' upper bounds, so when the k-th best score among
-//! records holding a rare term already exceeds that sum, the other records
-//! need not be read at all.
+//! [`crate::postings::top_k`] ranks a database's records by it from the
+//! keyword index.
 
 use crate::tsvector::{Malformed, TsVector};
 
@@ -23,11 +20,6 @@ pub const B: f32 = 0.75;
 pub fn idf(n: u64, df: u64) -> f32 {
     let (n, df) = (n as f64, df.min(n) as f64);
     (1.0 + (n - df + 0.5) / (df + 0.5)).ln() as f32
-}
-
-/// Most a term of weight `idf` can add to a record's score.
-pub fn upper_bound(idf: f32) -> f32 {
-    idf * (K1 + 1.0)
 }
 
 /// The contribution of a term occurring `tf` times in a record of
@@ -60,22 +52,6 @@ pub fn score(
     Ok(total)
 }
 
-/// How many of the query's terms, taken rarest first (`dfs` ascending), to
-/// match in the first round: at least one, then more while the records
-/// they match together stay within `budget`.
-pub fn essential_terms(dfs: &[u64], budget: u64) -> usize {
-    let mut matched = 0u64;
-    let mut count = 0;
-    for &df in dfs {
-        if count > 0 && matched.saturating_add(df) > budget {
-            break;
-        }
-        matched = matched.saturating_add(df);
-        count += 1;
-    }
-    count
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,7 +71,7 @@ mod tests {
         let two = term_score(1.0, 2.0, 10.0, 10.0);
         let hundred = term_score(1.0, 100.0, 10.0, 10.0);
         assert!(two > one && hundred > two);
-        assert!(hundred < upper_bound(1.0));
+        assert!(hundred < K1 + 1.0, "never more than idf * (k1 + 1)");
         assert!(term_score(1.0, 1.0, 100.0, 10.0) < one);
         assert_eq!(term_score(1.0, 0.0, 10.0, 10.0), 0.0);
     }
@@ -116,13 +92,5 @@ mod tests {
             s(&with_rare),
             s(&commons)
         );
-    }
-
-    #[test]
-    fn the_first_round_takes_rare_terms_within_the_budget() {
-        assert_eq!(essential_terms(&[], 100), 0);
-        assert_eq!(essential_terms(&[500], 100), 1, "always one");
-        assert_eq!(essential_terms(&[3, 40, 50, 900], 100), 3);
-        assert_eq!(essential_terms(&[3, 40, 50, 900], 10_000), 4);
     }
 }

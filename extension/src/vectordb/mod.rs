@@ -5,8 +5,9 @@
 //! The tables, their row-level security and the SQL functions are in
 //! `schema.sql`; every function there runs as its caller, so row-level
 //! security decides which account's data it sees. Here are the pieces the
-//! SQL calls that are Rust: exact tokens and BM25 over a `tsvector`, from
-//! the pure `vigil-search` crate, and the `vigil.db` setting.
+//! SQL calls that are Rust: exact tokens, BM25 over a `tsvector`, the
+//! keyword index's posting blocks and the top k over them, from the pure
+//! `vigil-search` crate, and the `vigil.db` setting.
 
 #[cfg(any(test, feature = "pg_test"))]
 mod pg_tests;
@@ -15,6 +16,7 @@ use std::ffi::CString;
 
 use pgrx::prelude::*;
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
+use vigil_search::postings::{self, Posting, QueryTerm};
 use vigil_search::{bm25, tokens, tsvector::TsVector};
 
 use crate::pg::tsvector::TsVectorBytes;
@@ -70,24 +72,154 @@ fn bm25_score(
         .unwrap_or_else(|e| error!("malformed tsvector: {}", e.0))
 }
 
-/// How many of a query's terms, rarest first (`dfs` ascending), the first
-/// round of a keyword search matches; see `vigil_search::bm25::essential_terms`.
-#[pg_extern(immutable, strict, parallel_safe)]
-fn bm25_essential_terms(dfs: Vec<i64>, budget: i64) -> i32 {
-    let dfs: Vec<u64> = dfs.iter().map(|&d| d.max(0) as u64).collect();
-    bm25::essential_terms(&dfs, budget.max(0) as u64) as i32
-}
-
 /// BM25's IDF of a term in `df` of `n` records.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn bm25_idf(n: i64, df: i64) -> f32 {
     bm25::idf(n.max(0) as u64, df.max(0) as u64)
 }
 
-/// Most a term of weight `idf` adds to a score.
-#[pg_extern(immutable, strict, parallel_safe)]
-fn bm25_upper_bound(idf: f32) -> f32 {
-    bm25::upper_bound(idf)
+/// One block's row in `vigil.vector_postings`: its first and last record
+/// ids, how many postings it holds, its bytes. (pgrx wants the columns
+/// spelled out in each `TableIterator`.)
+fn block_row(bytes: Vec<u8>) -> (i64, i64, i32, Vec<u8>) {
+    let h = postings::header(&bytes).unwrap_or_else(|e| malformed_block(e.0));
+    (h.first, h.last, h.count as i32, bytes)
+}
+
+fn malformed_block(why: &str) -> ! {
+    error!("malformed posting block in vigil.vector_postings: {why}")
+}
+
+/// Most postings a block holds: a term's newest block with fewer takes the
+/// next postings, a full one is left alone.
+#[pg_extern(immutable, parallel_safe, name = "_postings_block_size")]
+fn postings_block_size() -> i32 {
+    postings::BLOCK as i32
+}
+
+/// The blocks that replace a term's newest block `tail` (NULL for a new
+/// term) once the postings of records `ids` (term frequencies `tfs`, record
+/// lengths `lengths`) are added.
+#[pg_extern(immutable, parallel_safe, name = "_postings_append")]
+fn postings_append(
+    tail: Option<&[u8]>,
+    ids: Vec<i64>,
+    tfs: Vec<i32>,
+    lengths: Vec<i32>,
+) -> TableIterator<
+    'static,
+    (
+        name!(first_id, i64),
+        name!(last_id, i64),
+        name!(size, i32),
+        name!(postings, Vec<u8>),
+    ),
+> {
+    if ids.len() != tfs.len() || ids.len() != lengths.len() {
+        crate::pg::invalid_input("ids", "ids, tfs and lengths must be as long as each other");
+    }
+    let new: Vec<Posting> = ids
+        .iter()
+        .zip(&tfs)
+        .zip(&lengths)
+        .map(|((&id, &tf), &length)| Posting {
+            id,
+            tf: tf.clamp(1, i32::from(u16::MAX)) as u16,
+            length: length.max(0) as u32,
+        })
+        .collect();
+    let blocks = postings::append(tail, &new).unwrap_or_else(|e| malformed_block(e.0));
+    TableIterator::new(blocks.into_iter().map(block_row))
+}
+
+/// Whether `block` holds a posting of any of the records `ids`.
+#[pg_extern(immutable, strict, parallel_safe, name = "_postings_holds_any")]
+fn postings_holds_any(block: &[u8], ids: Vec<i64>) -> bool {
+    postings::holds_any(block, &ids).unwrap_or_else(|e| malformed_block(e.0))
+}
+
+/// `block` without the postings of records `ids`: no row when none is left.
+#[pg_extern(immutable, strict, parallel_safe, name = "_postings_remove")]
+fn postings_remove(
+    block: &[u8],
+    ids: Vec<i64>,
+) -> TableIterator<
+    'static,
+    (
+        name!(first_id, i64),
+        name!(last_id, i64),
+        name!(size, i32),
+        name!(postings, Vec<u8>),
+    ),
+> {
+    let left = postings::remove(block, &ids).unwrap_or_else(|e| malformed_block(e.0));
+    TableIterator::new(left.into_iter().map(block_row))
+}
+
+/// The `k` records scoring highest by BM25, best first, ties by id: query
+/// term `i` (1-based) weighs `idfs[i]`, and `blocks[j]` is a block of the
+/// postings of term `block_terms[j]`; records average `average_length`
+/// tokens.
+#[pg_extern(immutable, strict, parallel_safe, name = "_bm25_top")]
+fn bm25_top<'a>(
+    block_terms: Vec<i32>,
+    blocks: Array<'a, &'a [u8]>,
+    idfs: Vec<f32>,
+    average_length: f32,
+    k: i32,
+) -> TableIterator<'static, (name!(id, i64), name!(score, f32))> {
+    if block_terms.len() != blocks.len() {
+        crate::pg::invalid_input(
+            "blocks",
+            "block_terms and blocks must be as long as each other",
+        );
+    }
+    let mut terms: Vec<QueryTerm> = idfs
+        .iter()
+        .map(|&idf| QueryTerm {
+            idf,
+            blocks: Vec::new(),
+        })
+        .collect();
+    for (&term, block) in block_terms.iter().zip(blocks.iter()) {
+        let block = block.unwrap_or_else(|| crate::pg::invalid_input("blocks", "a block is NULL"));
+        let slot = usize::try_from(term)
+            .ok()
+            .and_then(|t| t.checked_sub(1))
+            .and_then(|t| terms.get_mut(t))
+            .unwrap_or_else(|| {
+                crate::pg::invalid_input(
+                    "block_terms",
+                    "a block's term must be 1 to the number of idfs",
+                )
+            });
+        slot.blocks.push(block);
+    }
+    let top = postings::top_k(&terms, average_length, k.max(0) as usize)
+        .unwrap_or_else(|e| malformed_block(e.0));
+    TableIterator::new(top)
+}
+
+/// Functions of earlier versions' scripts, kept as symbols only so that
+/// `CREATE EXTENSION vigil VERSION '0.6.0'` still loads with this library
+/// (PostgreSQL checks a C function's symbol when it is created). Called
+/// before `ALTER EXTENSION vigil UPDATE`, they say so.
+mod retired {
+    use pgrx::prelude::*;
+
+    fn retired(name: &str) -> ! {
+        error!("vigil.{name} was removed in 0.7.0: run ALTER EXTENSION vigil UPDATE")
+    }
+
+    #[pg_extern(sql = false)]
+    fn bm25_essential_terms(_dfs: Vec<i64>, _budget: i64) -> i32 {
+        retired("bm25_essential_terms")
+    }
+
+    #[pg_extern(sql = false)]
+    fn bm25_upper_bound(_idf: f32) -> f32 {
+        retired("bm25_upper_bound")
+    }
 }
 
 extension_sql_file!(
@@ -99,8 +231,11 @@ extension_sql_file!(
         exact_tokens,
         bm25_length,
         bm25_score,
-        bm25_essential_terms,
         bm25_idf,
-        bm25_upper_bound
+        postings_block_size,
+        postings_append,
+        postings_holds_any,
+        postings_remove,
+        bm25_top
     ]
 );

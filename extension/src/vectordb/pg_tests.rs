@@ -115,12 +115,14 @@ mod tests {
             1
         );
         assert_eq!(count("SELECT records FROM vigil.vector_databases"), 2);
+        assert_index_matches_records();
 
         assert_eq!(
             text("SELECT name || ':' || records FROM vigil.drop_database('docs')"),
             "docs:2"
         );
         assert_eq!(count("SELECT count(*) FROM vigil.vector_terms"), 0);
+        assert_eq!(count("SELECT count(*) FROM vigil.vector_postings"), 0);
         assert_eq!(count("SELECT count(*) FROM vigil.vector_records"), 0);
     }
 
@@ -206,32 +208,95 @@ mod tests {
         assert_eq!(through_index, 30);
     }
 
+    /// The keyword index's top k for `query` against every matching record
+    /// scored from its own `tsvector`, as `id:score` lists.
+    fn ranked_from_index_and_exhaustively(db: i64, query: &str, k: i64) -> (String, String) {
+        let from_index = text(&format!(
+            "SELECT coalesce(string_agg(id || ':' || round(score::numeric, 4), ' '), '')
+             FROM vigil._keyword_ranked({db}, '{query}', {k})"
+        ));
+        let exhaustive = text(&format!(
+            "WITH s AS (
+                 SELECT d.records AS n, (d.total_length::real / d.records)::real AS avg,
+                        array_agg(t.term ORDER BY t.records, t.term) AS lex,
+                        array_agg(vigil.bm25_idf(d.records, t.records) ORDER BY t.records, t.term) AS idf
+                 FROM vigil.vector_databases d JOIN vigil.vector_terms t ON t.db = d.id
+                 WHERE d.id = {db} AND t.term = ANY (tsvector_to_array(vigil.search_terms('{query}')))
+                 GROUP BY d.records, d.total_length)
+             SELECT coalesce(string_agg(id || ':' || round(score::numeric, 4), ' '), '') FROM (
+                 SELECT r.id, vigil.bm25_score(r.terms, s.lex, s.idf, s.avg) AS score
+                 FROM vigil.vector_records r, s
+                 WHERE r.db = {db} AND r.terms @@ vigil._any_term(s.lex)
+                 ORDER BY 2 DESC, 1 LIMIT {k}) x"
+        ));
+        (from_index, exhaustive)
+    }
+
+    /// Every (database, term, record) of the keyword index equals what the
+    /// records' terms say, and each block's header matches its bytes.
+    fn assert_index_matches_records() {
+        let mismatched = count(
+            "WITH indexed AS (
+                 SELECT p.db, p.term, x.id
+                 FROM vigil.vector_postings p,
+                      vigil._bm25_top(ARRAY[1], ARRAY[p.postings], ARRAY[1::real], 1, 1000000) x
+             ), held AS (
+                 SELECT r.db, u.lexeme AS term, r.id FROM vigil.vector_records r, unnest(r.terms) u
+             )
+             SELECT count(*) FROM ((TABLE indexed EXCEPT ALL TABLE held)
+                                   UNION ALL (TABLE held EXCEPT ALL TABLE indexed)) d",
+        );
+        assert_eq!(mismatched, 0, "postings differ from the records' terms");
+        assert_eq!(
+            count(
+                "SELECT count(*) FROM vigil.vector_terms t
+                 WHERE t.records <> (SELECT sum(size) FROM vigil.vector_postings p
+                                     WHERE p.db = t.db AND p.term = t.term)"
+            ),
+            0,
+            "a term's record count is the sum of its blocks' sizes"
+        );
+    }
+
     #[pg_test]
-    fn keyword_ranking_stops_early_only_when_exact() {
+    fn keyword_ranking_from_the_index_equals_scoring_every_record() {
         enter("a@example.com");
         let db = fill("kw", 3000);
-        // Rare and common words together; and common words alone.
-        for query in ["w59 w2 w3 w4", "w1 w2 w3", "w47 w53 w5 w6 w7 w8", "w13"] {
-            let fast = text(&format!(
-                "SELECT string_agg(id || ':' || round(score::numeric, 4), ' ')
-                 FROM vigil._keyword_ranked({db}, '{query}', 10)"
-            ));
-            // Every matching record scored, no early stop.
-            let all = text(&format!(
-                "WITH s AS (
-                     SELECT d.records AS n, (d.total_length::real / d.records)::real AS avg,
-                            array_agg(t.term ORDER BY t.records, t.term) AS lex,
-                            array_agg(vigil.bm25_idf(d.records, t.records) ORDER BY t.records, t.term) AS idf
-                     FROM vigil.vector_databases d JOIN vigil.vector_terms t ON t.db = d.id
-                     WHERE d.id = {db} AND t.term = ANY (tsvector_to_array(vigil.search_terms('{query}')))
-                     GROUP BY d.records, d.total_length)
-                 SELECT string_agg(id || ':' || round(score::numeric, 4), ' ') FROM (
-                     SELECT r.id, vigil.bm25_score(r.terms, s.lex, s.idf, s.avg) AS score
-                     FROM vigil.vector_records r, s
-                     WHERE r.db = {db} AND r.terms @@ vigil._any_term(s.lex)
-                     ORDER BY 2 DESC, 1 LIMIT 10) x"
-            ));
-            assert_eq!(fast, all, "{query}");
+        // Rare and common words together; common words alone; many results.
+        let queries = [
+            ("w59 w2 w3 w4", 10),
+            ("w1 w2 w3", 10),
+            ("w47 w53 w5 w6 w7 w8", 10),
+            ("w13", 10),
+            ("w2 w31 w17", 200),
+        ];
+        for (query, k) in queries {
+            let (from_index, exhaustive) = ranked_from_index_and_exhaustively(db, query, k);
+            assert!(!from_index.is_empty(), "{query}");
+            assert_eq!(from_index, exhaustive, "{query}");
+        }
+        assert_index_matches_records();
+        // As writers leave it: records gone from the middle of blocks,
+        // rewritten, and added one statement at a time.
+        Spi::run(&format!(
+            "DELETE FROM vigil.vector_records WHERE db = {db} AND id % 7 = 3;
+             UPDATE vigil.vector_records SET content = content || ' w2 w59 extra'
+              WHERE db = {db} AND id % 11 = 5;"
+        ))
+        .unwrap();
+        for i in 0..30 {
+            Spi::run(&format!(
+                "INSERT INTO vigil.vector_records (db, account, title, content, embedding)
+                 VALUES ({db}, vigil.current_account(), 'late {i}', 'w1 w2 w13 w47 late{}',
+                         array_fill(0.5::real, ARRAY[384]))",
+                i % 4
+            ))
+            .unwrap();
+        }
+        assert_index_matches_records();
+        for (query, k) in queries.iter().chain(&[("late2 w1", 10)]) {
+            let (from_index, exhaustive) = ranked_from_index_and_exhaustively(db, query, *k);
+            assert_eq!(from_index, exhaustive, "{query} after writes");
         }
     }
 
