@@ -94,6 +94,15 @@ fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
     let user_key = env.admin_ok(&["user-keys", "create", "acme@example.com"]);
     let db = json!({"userKey": user_key, "account": "acme@example.com", "dbName": "notes"});
     assert_eq!(post(&env, "/createDatabase", None, db.clone()).0, 201);
+    // Records stored before the keyword index existed (0.7.0 builds it).
+    let mut records = db.clone();
+    records["records"] = json!([
+        {"title": "Refunds", "content": "Money back within 14 days of delivery."},
+        {"title": "Parts", "content": "Order part XK-42 from the warehouse."},
+        {"title": "Shipping", "content": "Orders ship in two days; refunds take longer."}
+    ]);
+    let (status, body) = post(&env, "/storeEmbeddings", None, records);
+    assert_eq!(status, 201, "{body}");
     // Assessments as the previous version recorded them. Its risk_score
     // cannot write them: the library installed is this build's, which needs
     // this version's tables (make run updates the extension before serving).
@@ -161,6 +170,35 @@ fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
     let report: Value =
         serde_json::from_str(&cluster.psql("SELECT vigil.hnsw_check('public.notes_v')")).unwrap();
     assert_eq!(report["elements"], 40, "{report}");
+
+    // Keyword search finds records stored before the upgrade, from postings
+    // the upgrade built: one per record and term.
+    assert_eq!(
+        cluster.psql(
+            "SELECT (SELECT sum(size) FROM vigil.vector_postings) = \
+                    (SELECT count(*) FROM vigil.vector_records r, unnest(r.terms))"
+        ),
+        "t"
+    );
+    let mut search = db.clone();
+    search["query"] = json!("xk-42");
+    search["limit"] = json!(3);
+    let (status, body) = post(&env, "/hybridSearch", None, search.clone());
+    assert_eq!(
+        (status, &body[0]["title"]),
+        (200, &json!("Parts")),
+        "{body}"
+    );
+    search["query"] = json!("refunds");
+    let (status, body) = post(&env, "/hybridSearch", None, search);
+    let titles: Vec<&str> = body
+        .as_array()
+        .map(|a| a.iter().filter_map(|r| r["title"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(
+        status == 200 && titles[..2].contains(&"Refunds") && titles[..2].contains(&"Shipping"),
+        "{body}"
+    );
 
     // The same credentials work, and every function does.
     let (status, body) = post(&env, "/createDatabase", None, db);
