@@ -219,11 +219,11 @@ pub fn build<I: ElementId + Send + Sync>(
             cands.retain(|&(j, _)| seen.insert(j));
             let cap = params.capacity(layer);
             let chosen: Vec<usize> = if cands.len() > cap {
-                let base = &items[i].1;
+                let base = crate::distance::Query::new(params.metric, &items[i].1);
                 let mut scored: Vec<Scored<usize>> = cands
                     .iter()
                     .map(|&(j, _)| Scored {
-                        dist: params.metric.distance(base, &items[j].1),
+                        dist: base.distance(&items[j].1),
                         id: j,
                         deleted: false,
                     })

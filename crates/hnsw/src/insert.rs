@@ -1,6 +1,7 @@
 //! Inserting one element (algorithm 1 of the paper), the neighbour-selection
 //! heuristic (algorithm 4, with kept pruned connections) and level sampling.
 
+use crate::distance::Query;
 use crate::search::{descend, score, search_layer, Scored};
 use crate::store::{ElementId, EntryPoint, GraphStore};
 use crate::{Corruption, CorruptionKind, Metric, Params, StoreError, MAX_LEVEL};
@@ -127,12 +128,13 @@ pub(crate) fn reselect<S: GraphStore>(
     candidates: &[S::Id],
 ) -> Result<Vec<S::Id>, StoreError<S>> {
     let base_vec = read_vector(store, params, base)?;
+    let base_query = Query::new(params.metric, &base_vec);
     let mut scored = Vec::with_capacity(candidates.len());
     for &c in candidates {
         if c == base {
             continue;
         }
-        let (s, _) = score(&*store, params.metric, &base_vec, c)?;
+        let (s, _) = score(&*store, &base_query, c)?;
         if !s.deleted {
             scored.push(s);
         }
@@ -209,12 +211,12 @@ pub fn insert_with_level<S: GraphStore>(
     let entry = store.entry_point().map_err(StoreError::<S>::Storage)?;
     if let Some(entry) = entry {
         let top = level.min(entry.level);
-        let mut entries = descend(&*store, metric, vector, entry, top)?;
+        let query = Query::new(metric, vector);
+        let mut entries = descend(&*store, &query, entry, top)?;
         for layer in (0..=top).rev() {
             let found = search_layer(
                 &*store,
-                metric,
-                vector,
+                &query,
                 &entries,
                 params.ef_construction,
                 layer,

@@ -10,6 +10,7 @@
 //! the entry point is moved if it is being removed, and the elements are
 //! removed from the store.
 
+use crate::distance::Query;
 use crate::insert::reselect;
 use crate::search::{descend, search_layer};
 use crate::store::{ElementMeta, EntryPoint, GraphStore};
@@ -130,17 +131,10 @@ fn search_pool<S: GraphStore>(
     if entry.level < layer {
         return Ok(Vec::new());
     }
-    let query = crate::insert::read_vector(store, params, id)?;
-    let entries = descend(store, params.metric, &query, entry, layer)?;
-    let found = search_layer(
-        store,
-        params.metric,
-        &query,
-        &entries,
-        params.ef_construction,
-        layer,
-        true,
-    )?;
+    let vector = crate::insert::read_vector(store, params, id)?;
+    let query = Query::new(params.metric, &vector);
+    let entries = descend(store, &query, entry, layer)?;
+    let found = search_layer(store, &query, &entries, params.ef_construction, layer, true)?;
     Ok(found
         .into_iter()
         .map(|s| s.id)

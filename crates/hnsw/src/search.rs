@@ -4,6 +4,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
+use crate::distance::Query;
 use crate::store::{ElementMeta, EntryPoint, GraphStore};
 use crate::{IdSet, Metric, Params, StoreError};
 
@@ -42,13 +43,13 @@ impl<I: Ord> Eq for Scored<I> {}
 /// of the wrong length is reported, not silently compared.
 pub(crate) fn score<S: GraphStore>(
     store: &S,
-    metric: Metric,
-    query: &[f32],
+    query: &Query<'_>,
     id: S::Id,
 ) -> Result<(Scored<S::Id>, ElementMeta), StoreError<S>> {
+    let len = query.vector().len();
     let r = store
         .with_element(id, |meta, v| {
-            (v.len() == query.len()).then(|| (metric.distance(query, v), meta))
+            (v.len() == len).then(|| (query.distance(v), meta))
         })
         .map_err(StoreError::<S>::Storage)?;
     match r {
@@ -60,7 +61,7 @@ pub(crate) fn score<S: GraphStore>(
             },
             meta,
         )),
-        None => Err(vector_length_error::<S>(store, id, query.len())),
+        None => Err(vector_length_error::<S>(store, id, len)),
     }
 }
 
@@ -84,8 +85,7 @@ fn vector_length_error<S: GraphStore>(store: &S, id: S::Id, expected: usize) -> 
 /// take result slots nor tighten the stopping bound.
 pub(crate) fn search_layer<S: GraphStore>(
     store: &S,
-    metric: Metric,
-    query: &[f32],
+    query: &Query<'_>,
     entries: &[Scored<S::Id>],
     ef: usize,
     layer: usize,
@@ -118,7 +118,7 @@ pub(crate) fn search_layer<S: GraphStore>(
             if !visited.insert(n) {
                 continue;
             }
-            let (s, _) = score(store, metric, query, n)?;
+            let (s, _) = score(store, query, n)?;
             let admit = results.len() < ef || results.peek().is_some_and(|f| s.dist < f.dist);
             if admit {
                 candidates.push(Reverse(s));
@@ -138,16 +138,15 @@ pub(crate) fn search_layer<S: GraphStore>(
 /// `down_to`; returns the entry set for layer `down_to`.
 pub(crate) fn descend<S: GraphStore>(
     store: &S,
-    metric: Metric,
-    query: &[f32],
+    query: &Query<'_>,
     entry: EntryPoint<S::Id>,
     down_to: usize,
 ) -> Result<Vec<Scored<S::Id>>, StoreError<S>> {
-    let (start, _) = score(store, metric, query, entry.id)?;
+    let (start, _) = score(store, query, entry.id)?;
     let mut cur = vec![start];
     let mut layer = entry.level;
     while layer > down_to {
-        let next = search_layer(store, metric, query, &cur, 1, layer, false)?;
+        let next = search_layer(store, query, &cur, 1, layer, false)?;
         if !next.is_empty() {
             cur = next;
         }
@@ -173,8 +172,9 @@ pub fn search<S: GraphStore>(
     let Some(entry) = store.entry_point().map_err(StoreError::<S>::Storage)? else {
         return Ok(Vec::new());
     };
-    let entries = descend(store, params.metric, query, entry, 0)?;
-    let found = search_layer(store, params.metric, query, &entries, ef.max(k), 0, true)?;
+    let query = Query::new(params.metric, query);
+    let entries = descend(store, &query, entry, 0)?;
+    let found = search_layer(store, &query, &entries, ef.max(k), 0, true)?;
     Ok(found.into_iter().take(k).map(|s| (s.dist, s.id)).collect())
 }
 
@@ -242,6 +242,9 @@ pub enum ScanOrder {
 pub struct IterativeScan<I> {
     query: Vec<f32>,
     metric: Metric,
+    /// What [`Query`] computes once (`q . q` for cosine), kept with the
+    /// owned vector so each round borrows a ready query.
+    self_dot: f32,
     order: ScanOrder,
     /// The current round's expansion rank; it returns up to `target / 2`.
     target: usize,
@@ -270,9 +273,11 @@ impl<I: crate::ElementId> IterativeScan<I> {
     ) -> Result<Self, StoreError<S>> {
         params.validate().map_err(StoreError::<S>::InvalidParams)?;
         params.validate_vector::<S::Id, S::Error>(query)?;
+        let prepared = Query::new(params.metric, query);
         let mut scan = IterativeScan {
             query: query.to_vec(),
             metric: params.metric,
+            self_dot: prepared.self_dot(),
             order,
             target: 2 * ef.max(1),
             visited: IdSet::default(),
@@ -285,7 +290,7 @@ impl<I: crate::ElementId> IterativeScan<I> {
             buf: Vec::new(),
         };
         if let Some(entry) = store.entry_point().map_err(StoreError::<S>::Storage)? {
-            for s in descend(store, params.metric, query, entry, 0)? {
+            for s in descend(store, &prepared, entry, 0)? {
                 scan.discover(s);
             }
         }
@@ -320,6 +325,19 @@ impl<I: crate::ElementId> IterativeScan<I> {
     /// Expands the frontier until the round's stopping rule holds: the
     /// closest unexpanded element is farther than the `target`-th best.
     fn expand<S: GraphStore<Id = I>>(&mut self, store: &S) -> Result<(), StoreError<S>> {
+        // The vector is lent to the query for the call and always put back.
+        let vector = std::mem::take(&mut self.query);
+        let query = Query::with_self_dot(self.metric, &vector, self.self_dot);
+        let outcome = self.expand_with(store, &query);
+        self.query = vector;
+        outcome
+    }
+
+    fn expand_with<S: GraphStore<Id = I>>(
+        &mut self,
+        store: &S,
+        query: &Query<'_>,
+    ) -> Result<(), StoreError<S>> {
         while let Some(Reverse(c)) = self.frontier.peek().copied() {
             if self.best.len() >= self.target && self.best.peek().is_some_and(|f| c.dist > f.0) {
                 return Ok(());
@@ -331,7 +349,7 @@ impl<I: crate::ElementId> IterativeScan<I> {
                 .map_err(StoreError::<S>::Storage)?;
             for &n in &buf {
                 if !self.visited.contains(&n) {
-                    let (s, _) = score(store, self.metric, &self.query, n)?;
+                    let (s, _) = score(store, query, n)?;
                     self.discover(s);
                 }
             }
