@@ -897,3 +897,72 @@ fn every_answer_is_a_distinct_record() {
     );
     assert_eq!(me.count("a"), 2);
 }
+
+#[test]
+fn concurrent_writers_keep_the_keyword_index_exact() {
+    let me = caller("concurrent");
+    me.create("shared");
+    // Two clients at once in one database, storing single records and
+    // batches with words in common, and deleting some of what they stored:
+    // writers of a word take turns on its count, and ids are taken before
+    // commits land in another order, so postings arrive out of id order.
+    let write = |client: usize| {
+        let mut kept = Vec::new();
+        for round in 0..12 {
+            let words = format!(
+                "common shared word{} client{client} round{round}",
+                round % 3
+            );
+            let id = id(&me.store("shared", &format!("single {client} {round}"), &words));
+            let batch = me.store_all(
+                "shared",
+                &[
+                    ("batch a", &format!("{words} alpha")),
+                    ("batch b", &format!("common beta {client}")),
+                ],
+            );
+            if round % 4 == 1 {
+                me.expect(200, "/deleteEmbedding", "shared", json!({"id": batch[0]}));
+                kept.extend([id, batch[1]]);
+            } else {
+                kept.extend([id, batch[0], batch[1]]);
+            }
+        }
+        kept
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| write(1));
+        let b = s.spawn(|| write(2));
+        (a.join().expect("client 1"), b.join().expect("client 2"))
+    });
+    assert_eq!(me.count("shared"), a.len() + b.len());
+    let db = format!(
+        "(SELECT d.id FROM vigil.vector_databases d WHERE d.account = '{}' AND d.name = 'shared')",
+        me.account
+    );
+    // Every posting is a term a record holds, and every term a record
+    // holds is one posting.
+    let mismatched = me.env.psql(&format!(
+        "WITH indexed AS (
+             SELECT p.term, x.id
+             FROM vigil.vector_postings p,
+                  vigil._bm25_top(ARRAY[1], ARRAY[p.postings], ARRAY[1::real], 1, 1000000) x
+             WHERE p.db = {db}
+         ), held AS (
+             SELECT u.lexeme AS term, r.id FROM vigil.vector_records r, unnest(r.terms) u
+             WHERE r.db = {db}
+         )
+         SELECT count(*) FROM ((TABLE indexed EXCEPT ALL TABLE held)
+                               UNION ALL (TABLE held EXCEPT ALL TABLE indexed)) d"
+    ));
+    assert_eq!(mismatched, "0", "postings differ from the records' terms");
+    // The two records holding both rare words (client 2's single record and
+    // batch record of round 7, kept) rank above every other.
+    let top = me.env.psql(&format!(
+        "SET vigil.account = '{}';
+         SELECT string_agg(title, ',' ORDER BY title)
+         FROM vigil.keyword_search('round7 client2', 2, 'shared');",
+        me.account
+    ));
+    assert_eq!(top, "batch a,single 2 7");
+}
