@@ -1,4 +1,5 @@
--- vigil 0.6.0 -> 0.7.0: keyword search from an index of its own.
+-- vigil 0.6.0 -> 0.7.0: keyword search from an index of its own; searches
+-- take the query's embedding when the caller has it.
 --
 -- vigil.vector_postings holds, per vector database and term, the records
 -- holding the term in blocks of postings (record id, term frequency, record
@@ -237,3 +238,115 @@ BEGIN
 END
 $$;
 
+
+-- Searches take the query's embedding when the caller has it (the sidecar's
+-- cache of query embeddings): one more argument each.
+DROP FUNCTION vigil.query_embeddings(text, text, integer);
+DROP FUNCTION vigil.hybrid_search(text, integer, text, text, real, real);
+
+-- `query`'s embedding: `given` when the caller has it already (the sidecar
+-- keeps the embeddings of queries it has seen, so a query that comes again
+-- runs no model), else computed now.
+CREATE FUNCTION vigil._query_vector(query text, given real[]) RETURNS real[]
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    IF given IS NULL THEN
+        RETURN vigil.embed(query);
+    END IF;
+    IF cardinality(given) <> 384 OR array_position(given, NULL) IS NOT NULL THEN
+        PERFORM vigil._refuse('query_vector', 'query_vector must be 384 numbers, the embedding of query');
+    END IF;
+    RETURN given;
+END
+$$;
+
+-- The records most similar in meaning to `query`, with cosine `similarity`.
+-- `query_vector`, when given, is taken as the query's embedding.
+CREATE FUNCTION vigil.query_embeddings(query text, db text DEFAULT NULL, k integer DEFAULT 10,
+                                       query_vector real[] DEFAULT NULL)
+RETURNS TABLE (id bigint, title text, content text, metadata jsonb, created_at timestamptz, similarity real)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil
+AS $$
+#variable_conflict use_column
+DECLARE
+    db_id bigint := vigil._database(db);
+BEGIN
+    PERFORM vigil._check_search(query, k);
+    RETURN QUERY
+    SELECT r.id, r.title, r.content, r.metadata, r.created_at, x.similarity
+    FROM vigil._nearest(db_id, vigil._query_vector(query, query_vector), k) x
+    JOIN vector_records r ON r.id = x.id
+    ORDER BY x.similarity DESC, r.id;
+END
+$$;
+
+-- Keyword (BM25) and vector search fused, best first, ties by id.
+-- fusion 'rrf' (the default): Reciprocal Rank Fusion, each branch adding
+--   weight / (60 + rank); records holding an identifier of the query (an
+--   exact token with a digit or a joiner other than "-": a part number, an
+--   e-mail address) form a third branch, at the keyword weight, so an
+--   identifier wins over meaning;
+-- fusion 'convex': weighted mean of each branch's score divided by its best
+--   (similarity below 0 counts 0), absent from a branch counting 0.
+-- Each branch fetches more than `k` (at least 50), so a record ranked well
+-- by both but first by neither is still seen. `query_vector`, when given,
+-- is taken as the query's embedding.
+CREATE FUNCTION vigil.hybrid_search(
+    query text,
+    k integer,
+    db text DEFAULT NULL,
+    fusion text DEFAULT 'rrf',
+    vector_weight real DEFAULT 1,
+    keyword_weight real DEFAULT 1,
+    query_vector real[] DEFAULT NULL
+)
+RETURNS TABLE (id bigint, title text, content text, metadata jsonb, created_at timestamptz, score real)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil
+AS $$
+#variable_conflict use_column
+DECLARE
+    db_id bigint := vigil._database(db);
+    fetched integer;
+BEGIN
+    PERFORM vigil._check_search(query, k);
+    IF fusion IS NULL OR fusion NOT IN ('rrf', 'convex') THEN
+        PERFORM vigil._refuse('fusion', 'fusion must be ''rrf'' or ''convex''');
+    END IF;
+    IF vector_weight IS NULL OR keyword_weight IS NULL OR vector_weight < 0 OR keyword_weight < 0
+       OR vector_weight + keyword_weight = 0 THEN
+        PERFORM vigil._refuse('weights', 'vector_weight and keyword_weight must be 0 or more, not both 0');
+    END IF;
+    fetched := least(greatest(2 * k, 50), 2000);
+    RETURN QUERY
+    WITH by_vector AS (
+        SELECT v.id, v.similarity, row_number() OVER (ORDER BY v.similarity DESC, v.id) AS rank
+        FROM vigil._nearest(db_id, vigil._query_vector(query, query_vector), fetched) v
+    ), by_keyword AS (
+        SELECT w.id, w.score, row_number() OVER (ORDER BY w.score DESC, w.id) AS rank
+        FROM vigil._keyword_ranked(db_id, query, fetched) w
+    ), by_exact_token AS (
+        SELECT w.id, row_number() OVER (ORDER BY w.score DESC, w.id) AS rank
+        FROM by_keyword w JOIN vector_records r ON r.id = w.id
+        WHERE r.terms @@ vigil._any_term(ARRAY(
+                  -- identifiers: with a digit or a joiner other than "-" (not "open-source")
+                  SELECT t FROM unnest(vigil.exact_tokens(query)) AS t WHERE t ~ '[0-9@_/:#+.]'))
+    ), fused AS (
+        SELECT coalesce(v.id, w.id) AS id,
+               CASE fusion
+               WHEN 'rrf' THEN coalesce(vector_weight / (60 + v.rank), 0)
+                             + coalesce(keyword_weight / (60 + w.rank), 0)
+                             + coalesce(keyword_weight / (60 + e.rank), 0)
+               ELSE (vector_weight * coalesce(greatest(v.similarity, 0) / nullif(max(v.similarity) OVER (), 0), 0)
+                   + keyword_weight * coalesce(w.score / nullif(max(w.score) OVER (), 0), 0))
+                   / (vector_weight + keyword_weight)
+               END AS score
+        FROM by_vector v FULL JOIN by_keyword w ON v.id = w.id
+        LEFT JOIN by_exact_token e ON e.id = w.id
+    )
+    SELECT r.id, r.title, r.content, r.metadata, r.created_at, f.score::real
+    FROM fused f JOIN vector_records r ON r.id = f.id
+    ORDER BY f.score DESC, r.id
+    LIMIT k;
+END
+$$;

@@ -169,6 +169,9 @@ mod tests {
             trusted_proxies: Arc::from([]),
             metrics: Arc::new(Metrics::new()),
             batch_timeout: args.batch_timeout(),
+            query_cache: Arc::new(crate::vectordb::query_cache::QueryCache::new(
+                args.query_cache_entries,
+            )),
         };
         router(state, &args).unwrap()
     }

@@ -59,6 +59,12 @@ pub struct ServeArgs {
     #[arg(long, env = "VIGIL_BATCH_TIMEOUT_MS", default_value_t = 300_000)]
     pub batch_timeout_ms: u64,
 
+    /// Query embeddings kept by the sidecar, so that a search for a query it
+    /// has seen runs no model (about 1.6 kB each); 0 turns the cache off.
+    #[arg(long, env = "VIGIL_QUERY_CACHE_ENTRIES",
+          default_value_t = crate::vectordb::query_cache::DEFAULT_ENTRIES)]
+    pub query_cache_entries: usize,
+
     #[command(flatten)]
     pub tls: TlsArgs,
 

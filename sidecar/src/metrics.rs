@@ -67,6 +67,10 @@ pub struct Metrics {
     rejections: Family<CodeLabel, Counter>,
     assessments: Family<ResultLabel, Counter>,
     identity_assessments: Family<ResultLabel, Counter>,
+    /// Searches whose query embedding came from the sidecar's cache, and
+    /// those that ran the model.
+    query_cache_hits: Counter,
+    query_cache_misses: Counter,
 }
 
 /// The route pattern a request matched; "unmatched" for the 404 fallback.
@@ -146,6 +150,8 @@ impl Metrics {
             rejections: Family::default(),
             assessments: Family::default(),
             identity_assessments: Family::default(),
+            query_cache_hits: Counter::default(),
+            query_cache_misses: Counter::default(),
         };
         m.registered()
     }
@@ -185,6 +191,16 @@ impl Metrics {
             "Identity-document assessments answered, by Result",
             self.identity_assessments.clone(),
         );
+        r.register(
+            "vigil_query_cache_hits",
+            "Searches whose query embedding the sidecar had kept (no model run)",
+            self.query_cache_hits.clone(),
+        );
+        r.register(
+            "vigil_query_cache_misses",
+            "Searches whose query embedding was computed (and then kept)",
+            self.query_cache_misses.clone(),
+        );
         self
     }
 
@@ -201,6 +217,15 @@ impl Metrics {
     /// An identity assessment answered with this `Result` field.
     pub fn identity_assessed(&self, result: Option<&str>) {
         count_result(&self.identity_assessments, result);
+    }
+
+    /// A search's query embedding: found in the cache, or computed.
+    pub fn query_cache(&self, hit: bool) {
+        if hit {
+            self.query_cache_hits.inc();
+        } else {
+            self.query_cache_misses.inc();
+        }
     }
 
     fn answered(&self, route: Route, method: &'static str, status: StatusCode, took: Duration) {

@@ -14,6 +14,7 @@ use crate::config::ServeArgs;
 use crate::db;
 use crate::metrics::Metrics;
 use crate::state::AppState;
+use crate::vectordb::query_cache::QueryCache;
 
 type BoxError = Box<dyn std::error::Error>;
 
@@ -24,6 +25,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
         trusted_proxies: args.trusted_proxies.clone().into(),
         metrics: Arc::new(Metrics::new()),
         batch_timeout: args.batch_timeout(),
+        query_cache: Arc::new(QueryCache::new(args.query_cache_entries)),
     };
     if args.risk_refit_seconds > 0 {
         tokio::spawn(crate::transaction::refit_periodically(

@@ -10,6 +10,7 @@ use ipnet::IpNet;
 use crate::auth::Limits;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
+use crate::vectordb::query_cache::QueryCache;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -21,6 +22,7 @@ pub struct AppState {
     /// embeds up to 1,000 records); every other request has the pool's
     /// statement timeout.
     pub batch_timeout: Duration,
+    pub query_cache: Arc<QueryCache>,
 }
 
 impl AppState {

@@ -966,3 +966,54 @@ fn concurrent_writers_keep_the_keyword_index_exact() {
     ));
     assert_eq!(top, "batch a,single 2 7");
 }
+
+/// A counter's value in the sidecar's `/metrics`.
+fn counter(env: &Env, name: &str) -> f64 {
+    let text = reqwest::blocking::get(env.url("/metrics"))
+        .and_then(|r| r.text())
+        .expect("metrics scraped");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}_total ")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{name} in /metrics:\n{text}"))
+}
+
+#[test]
+fn a_repeated_query_is_answered_from_kept_embeddings_alike() {
+    let me = caller("querycache");
+    me.create("kept");
+    me.store_all("kept", &VARIED);
+    let query = "how long until my order shows up at my door (cache test)";
+    let first = (me.query("kept", query), me.hybrid("kept", query, 5));
+    let hits = counter(&me.env, "vigil_query_cache_hits");
+    let again = (me.query("kept", query), me.hybrid("kept", query, 5));
+    assert!(
+        counter(&me.env, "vigil_query_cache_hits") >= hits + 2.0,
+        "both searches found the query's embedding kept"
+    );
+    assert_eq!(again, first, "the kept embedding answers as the model does");
+
+    // With the cache off the database embeds the query: the same answers.
+    let off = me.env.with_sidecar(SidecarOptions {
+        env: &[("VIGIL_QUERY_CACHE_ENTRIES", "0")],
+        ..Default::default()
+    });
+    let uncached = Caller {
+        env: off,
+        account: me.account.clone(),
+        user_key: me.user_key.clone(),
+    };
+    let misses = counter(&uncached.env, "vigil_query_cache_misses");
+    assert_eq!(
+        (
+            uncached.query("kept", query),
+            uncached.hybrid("kept", query, 5)
+        ),
+        first
+    );
+    assert_eq!(
+        counter(&uncached.env, "vigil_query_cache_misses"),
+        misses,
+        "no cache, no misses counted"
+    );
+}

@@ -301,6 +301,56 @@ mod tests {
     }
 
     #[pg_test]
+    fn a_search_takes_the_query_embedding_when_given() {
+        enter("a@example.com");
+        Spi::run("SELECT vigil.create_database('given'); SET vigil.db = 'given'").unwrap();
+        Spi::run(
+            r#"SELECT vigil.store_records('[
+                {"title": "Refunds", "content": "Money back within 14 days."},
+                {"title": "Shipping", "content": "Parcels leave the warehouse in two days."},
+                {"title": "Parts", "content": "Order part XK-42 for the pump."}]')"#,
+        )
+        .unwrap();
+        let listed = |search: &str| {
+            text(&format!(
+                "SELECT string_agg(title || ':' || round(x.s::numeric, 5), ',')
+                 FROM (SELECT title, similarity AS s FROM {search}) x"
+            ))
+        };
+        assert_eq!(
+            listed("vigil.query_embeddings('when do parcels ship', NULL, 3)"),
+            listed(
+                "vigil.query_embeddings('when do parcels ship', NULL, 3,
+                                        vigil.embed('when do parcels ship'))"
+            ),
+            "the query's own embedding, given, answers as computed"
+        );
+        let hybrid = |extra: &str| {
+            text(&format!(
+                "SELECT string_agg(title, ',') FROM vigil.hybrid_search('money back', 3, NULL,
+                                                                        'rrf', 1, 1{extra})"
+            ))
+        };
+        assert_eq!(hybrid(""), hybrid(", vigil.embed('money back')"));
+        // What is given is what is searched for.
+        assert_eq!(
+            text(
+                "SELECT title FROM vigil.query_embeddings('anything', NULL, 1,
+                                                          vigil.embed('order part XK-42'))"
+            ),
+            "Parts"
+        );
+    }
+
+    #[pg_test(error = "query_vector must be 384 numbers, the embedding of query")]
+    fn a_given_query_embedding_must_have_384_numbers() {
+        enter("a@example.com");
+        Spi::run("SELECT vigil.create_database('given'); SET vigil.db = 'given'").unwrap();
+        Spi::run("SELECT * FROM vigil.query_embeddings('x', NULL, 3, ARRAY[1, 2]::real[])")
+            .unwrap();
+    }
+
+    #[pg_test]
     fn identifiers_and_rare_words_win() {
         enter("a@example.com");
         Spi::run("SELECT vigil.create_database('tickets'); SET vigil.db = 'tickets'").unwrap();

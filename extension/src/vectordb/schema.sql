@@ -555,8 +555,27 @@ AS $$
     FROM unnest(lexemes) AS l
 $$;
 
+-- `query`'s embedding: `given` when the caller has it already (the sidecar
+-- keeps the embeddings of queries it has seen, so a query that comes again
+-- runs no model), else computed now.
+CREATE FUNCTION vigil._query_vector(query text, given real[]) RETURNS real[]
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    IF given IS NULL THEN
+        RETURN vigil.embed(query);
+    END IF;
+    IF cardinality(given) <> 384 OR array_position(given, NULL) IS NOT NULL THEN
+        PERFORM vigil._refuse('query_vector', 'query_vector must be 384 numbers, the embedding of query');
+    END IF;
+    RETURN given;
+END
+$$;
+
 -- The records most similar in meaning to `query`, with cosine `similarity`.
-CREATE FUNCTION vigil.query_embeddings(query text, db text DEFAULT NULL, k integer DEFAULT 10)
+-- `query_vector`, when given, is taken as the query's embedding.
+CREATE FUNCTION vigil.query_embeddings(query text, db text DEFAULT NULL, k integer DEFAULT 10,
+                                       query_vector real[] DEFAULT NULL)
 RETURNS TABLE (id bigint, title text, content text, metadata jsonb, created_at timestamptz, similarity real)
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil
 AS $$
@@ -567,7 +586,8 @@ BEGIN
     PERFORM vigil._check_search(query, k);
     RETURN QUERY
     SELECT r.id, r.title, r.content, r.metadata, r.created_at, x.similarity
-    FROM vigil._nearest(db_id, vigil.embed(query), k) x JOIN vector_records r ON r.id = x.id
+    FROM vigil._nearest(db_id, vigil._query_vector(query, query_vector), k) x
+    JOIN vector_records r ON r.id = x.id
     ORDER BY x.similarity DESC, r.id;
 END
 $$;
@@ -598,14 +618,16 @@ $$;
 -- fusion 'convex': weighted mean of each branch's score divided by its best
 --   (similarity below 0 counts 0), absent from a branch counting 0.
 -- Each branch fetches more than `k` (at least 50), so a record ranked well
--- by both but first by neither is still seen.
+-- by both but first by neither is still seen. `query_vector`, when given,
+-- is taken as the query's embedding.
 CREATE FUNCTION vigil.hybrid_search(
     query text,
     k integer,
     db text DEFAULT NULL,
     fusion text DEFAULT 'rrf',
     vector_weight real DEFAULT 1,
-    keyword_weight real DEFAULT 1
+    keyword_weight real DEFAULT 1,
+    query_vector real[] DEFAULT NULL
 )
 RETURNS TABLE (id bigint, title text, content text, metadata jsonb, created_at timestamptz, score real)
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil
@@ -627,7 +649,7 @@ BEGIN
     RETURN QUERY
     WITH by_vector AS (
         SELECT v.id, v.similarity, row_number() OVER (ORDER BY v.similarity DESC, v.id) AS rank
-        FROM vigil._nearest(db_id, vigil.embed(query), fetched) v
+        FROM vigil._nearest(db_id, vigil._query_vector(query, query_vector), fetched) v
     ), by_keyword AS (
         SELECT w.id, w.score, row_number() OVER (ORDER BY w.score DESC, w.id) AS rank
         FROM vigil._keyword_ranked(db_id, query, fetched) w

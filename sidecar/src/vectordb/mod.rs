@@ -5,8 +5,11 @@
 //! 22023 naming the field (400), P0002 for an unknown database or record
 //! (404); `error::from_sqlstate` maps them.
 
+pub mod query_cache;
 mod records;
 mod requests;
+
+use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -98,6 +101,30 @@ async fn call(
     let rows = entered.tx.query(&statement, params).await?;
     entered.tx.commit().await?;
     Ok(rows)
+}
+
+/// The embedding of `query` for a search in `tx`: the one kept in the
+/// sidecar's cache, or computed by the database and kept. `None` when the
+/// cache is off: the search embeds the query itself.
+async fn query_vector(
+    state: &AppState,
+    tx: &deadpool_postgres::Transaction<'_>,
+    query: &str,
+) -> Result<Option<Arc<[f32]>>, ApiError> {
+    let cache = &state.query_cache;
+    if !cache.enabled() {
+        return Ok(None);
+    }
+    if let Some(kept) = cache.get(query) {
+        state.metrics.query_cache(true);
+        return Ok(Some(kept));
+    }
+    state.metrics.query_cache(false);
+    let statement = tx.prepare_cached("SELECT vigil.embed($1)").await?;
+    let embedding: Vec<f32> = tx.query_one(&statement, &[&query]).await?.try_get(0)?;
+    let embedding: Arc<[f32]> = Arc::from(embedding);
+    cache.put(query, Arc::clone(&embedding));
+    Ok(Some(embedding))
 }
 
 /// The one row a statement returns, or a 500: the extension returns one or raises.
@@ -226,17 +253,20 @@ pub async fn get_embeddings(
     ),
 )]
 pub async fn query_embeddings(
+    State(state): State<AppState>,
     AccountJson { mut account, body }: AccountJson<Search>,
 ) -> Result<Json<Vec<SimilarRecord>>, ApiError> {
     let entered = account.enter().await?;
     let db = entered.db_name;
     let query = required(body.query, "query")?;
     let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
+    let vector = query_vector(&state, &entered.tx, &query).await?;
+    let vector = vector.as_deref();
     let rows = call(
         entered,
         "SELECT id, title, content, metadata, vigil.epoch_ns(created_at), similarity \
-         FROM vigil.query_embeddings($1, $2, $3::int)",
-        &[&query, &db, &limit],
+         FROM vigil.query_embeddings($1, $2, $3::int, $4::real[])",
+        &[&query, &db, &limit, &vector],
     )
     .await?;
     Ok(Json(all(&rows, SimilarRecord::from_row)?))
@@ -257,11 +287,14 @@ pub async fn query_embeddings(
     ),
 )]
 pub async fn hybrid_search(
+    State(state): State<AppState>,
     AccountJson { mut account, body }: AccountJson<HybridSearch>,
 ) -> Result<Json<Vec<ScoredRecord>>, ApiError> {
     let entered = account.enter().await?;
     let db = entered.db_name;
     let query = required(body.query, "query")?;
+    let vector = query_vector(&state, &entered.tx, &query).await?;
+    let vector = vector.as_deref();
     let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
     // The extension checks the fusion and the weights and names the field.
     let fusion = body.fusion.unwrap_or_else(|| "rrf".to_owned());
@@ -270,7 +303,7 @@ pub async fn hybrid_search(
     let rows = call(
         entered,
         "SELECT id, title, content, metadata, vigil.epoch_ns(created_at), score \
-         FROM vigil.hybrid_search($1, $2::int, $3, $4, $5::real, $6::real)",
+         FROM vigil.hybrid_search($1, $2::int, $3, $4, $5::real, $6::real, $7::real[])",
         &[
             &query,
             &limit,
@@ -278,6 +311,7 @@ pub async fn hybrid_search(
             &fusion,
             &vector_weight,
             &keyword_weight,
+            &vector,
         ],
     )
     .await?;

@@ -1,0 +1,72 @@
+//! The embeddings of queries the sidecar has searched for, kept process-wide
+//! so that a query that comes again runs no model: one short query through
+//! the model is 3 to 4.5 ms of a core, most of what a search costs (README,
+//! vector database figures), and search traffic repeats itself.
+//!
+//! Keyed by the query's exact text, least recently used first out. The
+//! model lives in the database, so the cache cannot see it change: after
+//! changing `vigil.model_dir`, restart the sidecar.
+
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+
+use lru::LruCache;
+
+/// Entries `--query-cache-entries` allows by default: 10,000 queries of
+/// 384 floats, about 16 MB.
+pub const DEFAULT_ENTRIES: usize = 10_000;
+
+pub struct QueryCache {
+    /// `None` when the cache is off (0 entries).
+    entries: Option<Mutex<LruCache<String, Arc<[f32]>>>>,
+}
+
+impl QueryCache {
+    pub fn new(capacity: usize) -> QueryCache {
+        QueryCache {
+            entries: NonZeroUsize::new(capacity).map(|c| Mutex::new(LruCache::new(c))),
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.entries.is_some()
+    }
+
+    /// The embedding of `query`, if kept.
+    pub fn get(&self, query: &str) -> Option<Arc<[f32]>> {
+        let mut entries = self
+            .entries
+            .as_ref()?
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        entries.get(query).cloned()
+    }
+
+    pub fn put(&self, query: &str, embedding: Arc<[f32]>) {
+        if let Some(entries) = &self.entries {
+            let mut entries = entries.lock().unwrap_or_else(|e| e.into_inner());
+            entries.put(query.to_owned(), embedding);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_the_most_recently_used_and_can_be_off() {
+        let cache = QueryCache::new(2);
+        let v = |x: f32| -> Arc<[f32]> { Arc::from(vec![x; 3]) };
+        cache.put("a", v(1.0));
+        cache.put("b", v(2.0));
+        assert_eq!(cache.get("a").as_deref(), Some(&[1.0; 3][..]));
+        cache.put("c", v(3.0));
+        assert!(cache.get("b").is_none(), "the least recently used goes");
+        assert!(cache.get("a").is_some() && cache.get("c").is_some());
+
+        let off = QueryCache::new(0);
+        off.put("a", v(1.0));
+        assert!(!off.enabled() && off.get("a").is_none());
+    }
+}
