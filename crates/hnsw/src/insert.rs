@@ -117,11 +117,11 @@ pub(crate) fn read_vector<S: GraphStore>(
     Ok(v)
 }
 
-/// Re-selects `base`'s neighbours on `layer` from `candidates` (plus nothing
-/// else) by the heuristic, dropping deleted ones and `base` itself, and
-/// writes the list. Used when a list overflows and by vacuum repair.
+/// `base`'s neighbours on `layer` chosen from `candidates` (plus nothing
+/// else) by the heuristic, dropping deleted ones and `base` itself. Used
+/// when a list overflows and by vacuum repair, which write it.
 pub(crate) fn reselect<S: GraphStore>(
-    store: &mut S,
+    store: &S,
     params: &Params,
     base: S::Id,
     layer: usize,
@@ -134,21 +134,27 @@ pub(crate) fn reselect<S: GraphStore>(
         if c == base {
             continue;
         }
-        let (s, _) = score(&*store, &base_query, c)?;
+        let (s, _) = score(store, &base_query, c)?;
         if !s.deleted {
             scored.push(s);
         }
     }
     scored.sort_unstable();
     scored.dedup_by_key(|s| s.id);
-    let list = select_from_store(&*store, &scored, params.capacity(layer), params.metric)?;
-    store
-        .set_neighbours(base, layer, &list)
-        .map_err(StoreError::<S>::Storage)?;
-    Ok(list)
+    select_from_store(store, &scored, params.capacity(layer), params.metric)
 }
 
+/// How many times [`link_back`] rereads a list another writer changed under
+/// it before it leaves the link out. Each retry means a concurrent insert
+/// linked into the same list in the few microseconds between read and
+/// write; losing eight in a row does not happen in practice, and a link
+/// left out only costs the graph one back edge (the new element keeps its
+/// own links, so it is still found).
+const LINK_ATTEMPTS: usize = 8;
+
 /// Adds `new` to `n`'s list on `layer`, shrinking by the heuristic if full.
+/// The list is written back only if no other writer changed it meanwhile
+/// ([`GraphStore::replace_neighbours`]); otherwise it is read again.
 fn link_back<S: GraphStore>(
     store: &mut S,
     params: &Params,
@@ -157,19 +163,26 @@ fn link_back<S: GraphStore>(
     new: S::Id,
 ) -> Result<(), StoreError<S>> {
     let mut list = Vec::new();
-    store
-        .neighbours(n, layer, &mut list)
-        .map_err(StoreError::<S>::Storage)?;
-    if list.contains(&new) {
-        return Ok(());
+    for _ in 0..LINK_ATTEMPTS {
+        store
+            .neighbours(n, layer, &mut list)
+            .map_err(StoreError::<S>::Storage)?;
+        if list.contains(&new) {
+            return Ok(());
+        }
+        let mut next = list.clone();
+        next.push(new);
+        if next.len() > params.capacity(layer) {
+            next = reselect(&*store, params, n, layer, &next)?;
+        }
+        if store
+            .replace_neighbours(n, layer, &list, &next)
+            .map_err(StoreError::<S>::Storage)?
+        {
+            return Ok(());
+        }
     }
-    list.push(new);
-    if list.len() <= params.capacity(layer) {
-        return store
-            .set_neighbours(n, layer, &list)
-            .map_err(StoreError::<S>::Storage);
-    }
-    reselect(store, params, n, layer, &list).map(|_| ())
+    Ok(())
 }
 
 /// Inserts `vector` under `id` with a level drawn from `rng`.
@@ -184,18 +197,104 @@ pub fn insert<S: GraphStore>(
     insert_with_level(store, params, id, vector, level)
 }
 
-/// Inserts `vector` under `id` on layers `0..=level`.
-///
-/// Descends greedily to `level`, then on each layer from `level` down runs
-/// an `ef_construction` beam search, selects neighbours by the heuristic
-/// (deleted elements are traversed but not linked to, unless nothing else
-/// was found), writes the element, links back from each neighbour
-/// (shrinking full lists by the heuristic) and finally raises the entry
-/// point if the new element is the highest.
+/// Inserts `vector` under `id` on layers `0..=level`: [`plan_links`] then
+/// [`write_element`].
 pub fn insert_with_level<S: GraphStore>(
     store: &mut S,
     params: &Params,
     id: S::Id,
+    vector: &[f32],
+    level: usize,
+) -> Result<(), StoreError<S>> {
+    let lists = plan_links(&*store, params, vector, level)?;
+    write_element(store, params, id, vector, level, &lists)
+}
+
+/// The neighbour lists, one per layer `0..=level`, that a new element gets.
+///
+/// Descends greedily to `level`, then on each layer from `level` down runs
+/// an `ef_construction` beam search and selects neighbours by the heuristic
+/// (deleted elements are traversed but not linked to, unless nothing else
+/// was found). Only reads the store, so it is the part of an insert that
+/// can run beside other inserts; an empty graph gives empty lists.
+pub fn plan_links<S: GraphStore>(
+    store: &S,
+    params: &Params,
+    vector: &[f32],
+    level: usize,
+) -> Result<Vec<Vec<S::Id>>, StoreError<S>> {
+    check_insert::<S>(params, vector, level)?;
+    let metric = params.metric;
+    let mut lists: Vec<Vec<S::Id>> = vec![Vec::new(); level + 1];
+    let Some(entry) = store.entry_point().map_err(StoreError::<S>::Storage)? else {
+        return Ok(lists);
+    };
+    let top = level.min(entry.level);
+    let query = Query::new(metric, vector);
+    let mut entries = descend(store, &query, entry, top)?;
+    for layer in (0..=top).rev() {
+        let found = search_layer(
+            store,
+            &query,
+            &entries,
+            params.ef_construction,
+            layer,
+            false,
+        )?;
+        let mut pool: Vec<Scored<S::Id>> = found.iter().filter(|s| !s.deleted).copied().collect();
+        if pool.is_empty() {
+            pool.clone_from(&found);
+        }
+        lists[layer] = select_from_store(store, &pool, params.capacity(layer), metric)?;
+        if !found.is_empty() {
+            entries = found;
+        }
+    }
+    Ok(lists)
+}
+
+/// Writes a new element with the lists [`plan_links`] chose, links back
+/// from each neighbour (shrinking full lists by the heuristic) and raises
+/// the entry point if the new element is the highest (or the first).
+///
+/// Side by side with other writers, the caller must keep the entry point
+/// from changing (in Postgres: one writer at a time whenever `level` is above
+/// the entry point's); link updates are safe against each other by
+/// [`GraphStore::replace_neighbours`].
+pub fn write_element<S: GraphStore>(
+    store: &mut S,
+    params: &Params,
+    id: S::Id,
+    vector: &[f32],
+    level: usize,
+    lists: &[Vec<S::Id>],
+) -> Result<(), StoreError<S>> {
+    check_insert::<S>(params, vector, level)?;
+    if lists.len() != level + 1 {
+        return Err(StoreError::<S>::InvalidParams(format!(
+            "{} neighbour lists for level {level}",
+            lists.len()
+        )));
+    }
+    store
+        .insert_element(id, level, vector, lists)
+        .map_err(StoreError::<S>::Storage)?;
+    for (layer, list) in lists.iter().enumerate() {
+        for &n in list {
+            link_back(store, params, n, layer, id)?;
+        }
+    }
+    let entry = store.entry_point().map_err(StoreError::<S>::Storage)?;
+    if entry.is_none_or(|e| level > e.level) {
+        store
+            .set_entry_point(Some(EntryPoint { id, level }))
+            .map_err(StoreError::<S>::Storage)?;
+    }
+    Ok(())
+}
+
+fn check_insert<S: GraphStore>(
+    params: &Params,
     vector: &[f32],
     level: usize,
 ) -> Result<(), StoreError<S>> {
@@ -205,47 +304,6 @@ pub fn insert_with_level<S: GraphStore>(
         return Err(StoreError::<S>::InvalidParams(format!(
             "level {level} exceeds the maximum {MAX_LEVEL}"
         )));
-    }
-    let metric = params.metric;
-    let mut lists: Vec<Vec<S::Id>> = vec![Vec::new(); level + 1];
-    let entry = store.entry_point().map_err(StoreError::<S>::Storage)?;
-    if let Some(entry) = entry {
-        let top = level.min(entry.level);
-        let query = Query::new(metric, vector);
-        let mut entries = descend(&*store, &query, entry, top)?;
-        for layer in (0..=top).rev() {
-            let found = search_layer(
-                &*store,
-                &query,
-                &entries,
-                params.ef_construction,
-                layer,
-                false,
-            )?;
-            let others = found.iter().filter(|s| s.id != id);
-            let mut pool: Vec<Scored<S::Id>> =
-                others.clone().filter(|s| !s.deleted).copied().collect();
-            if pool.is_empty() {
-                pool = others.copied().collect();
-            }
-            lists[layer] = select_from_store(&*store, &pool, params.capacity(layer), metric)?;
-            if !found.is_empty() {
-                entries = found;
-            }
-        }
-    }
-    store
-        .insert_element(id, level, vector, &lists)
-        .map_err(StoreError::<S>::Storage)?;
-    for (layer, list) in lists.iter().enumerate() {
-        for &n in list {
-            link_back(store, params, n, layer, id)?;
-        }
-    }
-    if entry.is_none_or(|e| level > e.level) {
-        store
-            .set_entry_point(Some(EntryPoint { id, level }))
-            .map_err(StoreError::<S>::Storage)?;
     }
     Ok(())
 }

@@ -52,7 +52,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 pub use check::{check, CheckOptions, CheckReport};
 pub use distance::Metric;
-pub use insert::{insert, insert_with_level, LevelRng};
+pub use insert::{insert, insert_with_level, plan_links, write_element, LevelRng};
 pub use repair::{repair, RepairReport};
 pub use search::{search, IterativeScan, ScanOrder};
 pub use store::{ElementId, ElementMeta, EntryPoint, GraphStore, MemError, MemStore};

@@ -91,7 +91,10 @@ pub fn repair<S: GraphStore>(
                 report.searches += 1;
                 pool.extend(search_pool(store, params, id, layer, &gone)?);
             }
-            reselect(store, params, id, layer, &pool)?;
+            let list = reselect(&*store, params, id, layer, &pool)?;
+            store
+                .set_neighbours(id, layer, &list)
+                .map_err(StoreError::<S>::Storage)?;
             report.lists_repaired += 1;
         }
     }

@@ -38,7 +38,7 @@ pub struct EntryPoint<I> {
     pub level: usize,
 }
 
-/// Storage of an HNSW graph. Small on purpose: four reads, five writes.
+/// Storage of an HNSW graph. Small on purpose: four reads, six writes.
 ///
 /// Neighbour lists have a fixed capacity (see [`crate::Params::capacity`]);
 /// the algorithm never writes a longer list, and an implementation may
@@ -89,6 +89,19 @@ pub trait GraphStore {
         layer: usize,
         neighbours: &[Self::Id],
     ) -> Result<(), Self::Error>;
+
+    /// Replaces the neighbour list of `id` on `layer` with `new` only if it
+    /// still equals `expected`, atomically; returns whether it did. Inserts
+    /// that run side by side update each other's lists through this, so a
+    /// list read, changed and written back never drops a link another
+    /// writer added in between.
+    fn replace_neighbours(
+        &mut self,
+        id: Self::Id,
+        layer: usize,
+        expected: &[Self::Id],
+        new: &[Self::Id],
+    ) -> Result<bool, Self::Error>;
 
     /// Marks an element deleted (its heap row is gone); it stays in the graph
     /// until vacuum has repaired the links pointing at it.
@@ -278,6 +291,22 @@ impl<I: ElementId> GraphStore for MemStore<I> {
         list.clear();
         list.extend_from_slice(neighbours);
         Ok(())
+    }
+
+    fn replace_neighbours(
+        &mut self,
+        id: I,
+        layer: usize,
+        expected: &[I],
+        new: &[I],
+    ) -> Result<bool, MemError> {
+        let list = self.layer_mut(id, layer)?;
+        if list.as_slice() != expected {
+            return Ok(false);
+        }
+        list.clear();
+        list.extend_from_slice(new);
+        Ok(true)
     }
 
     fn mark_deleted(&mut self, id: I) -> Result<(), MemError> {

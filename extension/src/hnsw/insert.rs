@@ -1,20 +1,22 @@
 //! Inserting one row after the build (and during a build that ran out of
 //! `maintenance_work_mem`).
 //!
-//! Inserts hold the graph writers' lock ([`GraphLock`]) for the whole
-//! insert: the new element's slot is known before it is written, and the
-//! read-modify-write of each neighbour's list cannot lose a concurrent
-//! writer's link. Searches run alongside. Each page change is its own WAL
-//! record; a crash between them leaves a valid graph (see [`super::store`]).
+//! Inserts run side by side: each searches the graph for its neighbours
+//! under a shared graph lock, takes the placement lock only to choose and
+//! write its element's slot, then links back from its neighbours by compare
+//! and replace, so two inserts into one list both land. An insert that may
+//! set the dimensions or raise the entry point runs alone ([`GraphLock`]).
+//! Searches run alongside. Each page change is its own WAL record; a crash
+//! between them leaves a valid graph (see [`super::store`]).
 
 use std::cell::RefCell;
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use vigil_hnsw::{insert_with_level, LevelRng};
+use vigil_hnsw::{plan_links, write_element, LevelRng};
 
 use super::page::{self, Tid};
-use super::store::{self, GraphLock, PageStore};
+use super::store::{self, GraphLock, PageStore, PlacementLock};
 use super::{ops, raise};
 
 thread_local! {
@@ -45,8 +47,33 @@ pub unsafe extern "C-unwind" fn aminsert(
 
 /// Adds one heap row's vector to the graph.
 pub fn insert_vector(index: pg_sys::Relation, heap: Tid, vector: &[f32]) {
-    let _lock = GraphLock::exclusive(index);
     let mut store = PageStore::open(index);
+    let level = LEVELS.with_borrow_mut(|rng| {
+        rng.get_or_insert_with(|| {
+            LevelRng::new(u64::from_ne_bytes(crate::pg::strong_random::<8>(
+                "vigil_hnsw levels",
+            )))
+        })
+        .level(&store.params())
+    });
+    // Alone when this insert may set the dimensions or move the entry
+    // point; otherwise beside other inserts. Checked again once locked: a
+    // vacuum may have moved the entry point down meanwhile.
+    let alone =
+        |meta: &page::Meta| meta.dims == 0 || meta.entry.is_none_or(|(_, top)| level as u32 > top);
+    let _lock = if alone(&store.meta) {
+        GraphLock::exclusive(index)
+    } else {
+        let shared = GraphLock::share(index);
+        store = PageStore::open(index);
+        if alone(&store.meta) {
+            drop(shared);
+            GraphLock::exclusive(index)
+        } else {
+            shared
+        }
+    };
+    store = PageStore::open(index);
     if store.meta.dims == 0 {
         // The first vector fixes the dimensions (page writes are not undone
         // by a rollback, so only a vector that will be accepted may decide).
@@ -80,14 +107,8 @@ pub fn insert_vector(index: pg_sys::Relation, heap: Tid, vector: &[f32]) {
     if !params.indexes(vector) {
         return;
     }
-    let level = LEVELS.with_borrow_mut(|rng| {
-        rng.get_or_insert_with(|| {
-            LevelRng::new(u64::from_ne_bytes(crate::pg::strong_random::<8>(
-                "vigil_hnsw levels",
-            )))
-        })
-        .level(&params)
-    });
-    let id = store.next_id(level, heap);
-    insert_with_level(&mut store, &params, id, vector, level).unwrap_or_else(|e| raise(index, e));
+    let lists = plan_links(&store, &params, vector, level).unwrap_or_else(|e| raise(index, e));
+    let id = store.next_id(PlacementLock::take(index), level, heap);
+    write_element(&mut store, &params, id, vector, level, &lists)
+        .unwrap_or_else(|e| raise(index, e));
 }

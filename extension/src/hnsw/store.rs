@@ -5,9 +5,15 @@
 //! (`GenericXLogStart` .. `GenericXLogFinish`) covering every page it
 //! touches, so each write is atomic on crash and replayed on replicas.
 //!
-//! Writers to the graph (inserts, vacuum's repair) are serialised by a
-//! heavyweight lock on the meta page ([`GraphLock`]); only they hold more
-//! than one buffer lock at a time, always data pages before the meta page.
+//! Writers take heavyweight locks ([`GraphLock`], [`PlacementLock`]):
+//! inserts run side by side (sharing the graph lock), each new element's
+//! slot is chosen and written by one insert at a time (the placement lock),
+//! and an insert that may move the entry point or vacuum's repair runs
+//! alone. A list another insert may be changing is updated by compare and
+//! replace under the page's exclusive lock ([`GraphStore::replace_neighbours`]),
+//! so no link is lost. Only the placement lock's holder holds more than one
+//! buffer lock at a time (data pages, then the meta page); every other
+//! reader and writer holds one at a time, so buffer locks cannot deadlock.
 //! Searches take no heavyweight lock: they see each page either before or
 //! after a write, and a graph half-way through an insert is still a valid
 //! graph (the new element is written before anything links to it).
@@ -251,24 +257,65 @@ impl Drop for Wal {
     }
 }
 
-/// The graph writers' lock: a heavyweight lock on the meta page, held for
-/// one insert or one vacuum repair. Searches do not take it.
-pub struct GraphLock {
+/// Heavyweight lock tags of an index (`LockPage` on these numbers; they
+/// name locks, not the pages' buffers).
+const GRAPH_LOCK_TAG: u32 = META_BLOCK;
+const PLACEMENT_LOCK_TAG: u32 = 1;
+
+/// A heavyweight page-number lock on the index, released on drop.
+struct TagLock {
     rel: pg_sys::Relation,
+    tag: u32,
+    mode: u32,
+}
+
+impl TagLock {
+    fn take(rel: pg_sys::Relation, tag: u32, mode: u32) -> TagLock {
+        // SAFETY: rel is open; released in drop or at transaction end.
+        unsafe { pg_sys::LockPage(rel, tag, mode as i32) };
+        TagLock { rel, tag, mode }
+    }
+}
+
+impl Drop for TagLock {
+    fn drop(&mut self) {
+        // SAFETY: taken in `take` with the same tag and mode.
+        unsafe { pg_sys::UnlockPage(self.rel, self.tag, self.mode as i32) };
+    }
+}
+
+/// The graph writers' lock. Inserts share it; an insert that may move the
+/// entry point (the first, or one above the entry point's level) and
+/// vacuum's repair hold it alone. Searches do not take it.
+pub struct GraphLock {
+    _lock: TagLock,
 }
 
 impl GraphLock {
     pub fn exclusive(rel: pg_sys::Relation) -> GraphLock {
-        // SAFETY: rel is open; released in drop or at transaction end.
-        unsafe { pg_sys::LockPage(rel, META_BLOCK, pg_sys::ExclusiveLock as i32) };
-        GraphLock { rel }
+        GraphLock {
+            _lock: TagLock::take(rel, GRAPH_LOCK_TAG, pg_sys::ExclusiveLock),
+        }
+    }
+
+    pub fn share(rel: pg_sys::Relation) -> GraphLock {
+        GraphLock {
+            _lock: TagLock::take(rel, GRAPH_LOCK_TAG, pg_sys::ShareLock),
+        }
     }
 }
 
-impl Drop for GraphLock {
-    fn drop(&mut self) {
-        // SAFETY: taken in `exclusive`.
-        unsafe { pg_sys::UnlockPage(self.rel, META_BLOCK, pg_sys::ExclusiveLock as i32) };
+/// Held from [`PageStore::next_id`] until the element is written, so that
+/// inserts running side by side plan different slots.
+pub struct PlacementLock {
+    _lock: TagLock,
+}
+
+impl PlacementLock {
+    pub fn take(rel: pg_sys::Relation) -> PlacementLock {
+        PlacementLock {
+            _lock: TagLock::take(rel, PLACEMENT_LOCK_TAG, pg_sys::ExclusiveLock),
+        }
     }
 }
 
@@ -283,9 +330,10 @@ struct Placement {
 pub struct PageStore {
     rel: pg_sys::Relation,
     pub meta: Meta,
-    /// Where the next `insert_element` writes, and for which heap row: set
-    /// by [`PageStore::next_id`], taken by `insert_element`.
-    pending: Cell<Option<(Placement, Tid)>>,
+    /// Where the next `insert_element` writes, for which heap row, and the
+    /// placement lock that keeps the slot ours: set by
+    /// [`PageStore::next_id`], taken (and the lock let go) by `insert_element`.
+    pending: Cell<Option<(Placement, Tid, PlacementLock)>>,
 }
 
 impl PageStore {
@@ -309,7 +357,7 @@ impl PageStore {
     }
 
     /// Where an element of `level` would go now. Deterministic while the
-    /// caller holds the [`GraphLock`]: only lock holders add items.
+    /// caller holds the [`PlacementLock`]: only its holder adds items.
     fn plan(&self, level: usize) -> Placement {
         let (elen, nlen) = (
             element_size(self.meta.dims as usize),
@@ -340,10 +388,13 @@ impl PageStore {
     }
 
     /// The id the next inserted element of `level` (heap row `heap`) gets;
-    /// its placement is kept for `insert_element`, which `add_item` checks.
-    pub fn next_id(&self, level: usize, heap: Tid) -> Tid {
+    /// its placement is kept for `insert_element`, which `add_item` checks,
+    /// with the [`PlacementLock`], held until that write.
+    pub fn next_id(&mut self, placing: PlacementLock, level: usize, heap: Tid) -> Tid {
+        // Another insert may have filled the insert page since `open`.
+        self.meta = read_meta(self.rel);
         let plan = self.plan(level);
-        self.pending.set(Some((plan, heap)));
+        self.pending.set(Some((plan, heap, placing)));
         plan.element
     }
 
@@ -523,7 +574,8 @@ impl GraphStore for PageStore {
         vector: &[f32],
         neighbours: &[Vec<Tid>],
     ) -> Result<(), PageError> {
-        let Some((plan, heap)) = self.pending.take().filter(|(p, _)| p.element == id) else {
+        let Some((plan, heap, _placing)) = self.pending.take().filter(|(p, ..)| p.element == id)
+        else {
             return err(
                 id,
                 "no slot was planned for this element (PageStore::next_id)",
@@ -596,6 +648,32 @@ impl GraphStore for PageStore {
             .map_err(|e| PageError(format!("item {at:?}: {e}")))?;
         wal.finish();
         Ok(())
+    }
+
+    fn replace_neighbours(
+        &mut self,
+        id: Tid,
+        layer: usize,
+        expected: &[Tid],
+        neighbours: &[Tid],
+    ) -> Result<bool, PageError> {
+        let at = self.header(id)?.neighbours;
+        let m = self.meta.m as usize;
+        let mut wal = Wal::start(self.rel);
+        let page = wal.register(Locked::exclusive(self.rel, at.block), false);
+        // SAFETY: page image under the WAL record, exclusively locked.
+        let bytes = unsafe { item(page, at.block, at.offset)? };
+        let mut current = Vec::with_capacity(expected.len());
+        page::read_layer(bytes, m, layer, &mut current)
+            .map_err(|e| PageError(format!("item {at:?}: {e}")))?;
+        if current != expected {
+            // Dropping `wal` unfinished aborts it: the page is left as it was.
+            return Ok(false);
+        }
+        page::write_layer(bytes, m, layer, neighbours)
+            .map_err(|e| PageError(format!("item {at:?}: {e}")))?;
+        wal.finish();
+        Ok(true)
     }
 
     fn mark_deleted(&mut self, id: Tid) -> Result<(), PageError> {

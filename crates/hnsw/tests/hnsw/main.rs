@@ -9,3 +9,4 @@ mod delete_repair;
 mod iterative;
 mod reachability;
 mod recall;
+mod side_by_side;
