@@ -32,8 +32,10 @@
 # measure against, never a dependency) on the same rows as vector(384), same m,
 # ef_construction and queries, with hnsw.ef_search over the same list; then the
 # ratio of vigil_hnsw's queries/s to pgvector's at equal recall (interpolated on
-# pgvector's curve), and BENCH_CLIENTS (16) clients at once for 10 s each
-# (pgbench, ef_search 40). Without the source the comparison is skipped, saying so.
+# pgvector's curve), BENCH_CLIENTS (16) clients at once for 10 s each
+# (pgbench, ef_search 40), and BENCH_INSERTS (2000) rows inserted one statement
+# at a time into each built index by one session and by two at once. Without the
+# source the comparison is skipped, saying so.
 # The summary is printed and written to .vigil/bench-hnsw/results.txt. The cluster
 # is stopped when the script ends; its data (and the caches) stay.
 set -euo pipefail
@@ -51,6 +53,7 @@ threads="${BENCH_THREADS:-2}"
 shared_buffers="${BENCH_SHARED_BUFFERS:-2GB}"
 port="${BENCH_PG_PORT:-28818}"
 clients="${BENCH_CLIENTS:-16}"
+inserts="${BENCH_INSERTS:-2000}"
 pgvector_src="${PGVECTOR_SRC:-$VIGIL_ROOT/../shared/baselines/pgvector-0.8.6.tar.gz}"
 dir="$VIGIL_STATE/bench-hnsw"
 cache="$VIGIL_STATE/bench-hnsw-cache"
@@ -326,6 +329,7 @@ $plan"
 
     curve "$ds" "" "real[]" vigil.hnsw_ef_search
     throughput "$ds" "" vigil.hnsw_ef_search
+    inserts "$ds" ""
     [ "$pgvector" = 1 ] || return 0
 
     step "$ds: pgvector: CREATE INDEX USING hnsw (m = $m, ef_construction = $ef_construction) on the same rows"
@@ -347,6 +351,7 @@ SQL
 $plan"
     curve "$ds" _pgv public.vector hnsw.ef_search
     throughput "$ds" _pgv hnsw.ef_search
+    inserts "$ds" _pgv
 }
 
 # For each ef_search of $ef_list: what the index (of tables bench.<ds>_items<sfx>,
@@ -404,6 +409,30 @@ SQL
     echo "${prefix}clients_qps=$tps" >> "$dir/$ds.txt"
 }
 
+# Rows inserted one statement (and transaction) at a time into the built index,
+# by one session and then by two at once (pgbench, BENCH_INSERTS rows each time,
+# held-out query vectors drawn at random, synchronous_commit off so the commit's
+# flush does not hide the index's work); appends `<prefix>insert1_rps=` and
+# `<prefix>insert2_rps=`. The rows are deleted and the table vacuumed after.
+inserts() {
+    local ds="$1" sfx="$2" prefix="" script="$dir/insert$2.sql" nq tps c
+    [ -z "$sfx" ] || prefix="pgv_"
+    nq="$(psql -c "SELECT count(*) FROM bench.${ds}_queries")"
+    cat > "$script" <<SQL
+\set q random(1, $nq)
+SET synchronous_commit = off;
+INSERT INTO bench.${ds}_items$sfx (id, v) SELECT -id, v FROM bench.${ds}_queries$sfx WHERE id = :q;
+SQL
+    for c in 1 2; do
+        step "$ds: ${prefix:-vigil_}$inserts rows inserted one at a time by $c session(s) (pgbench)"
+        tps="$("$VIGIL_ROOT/scripts/pg-cluster.sh" pgbench "$dir" -n -c "$c" -j "$c" -t "$((inserts / c))" -f "$script" 2>"$dir/pgbench.err" \
+            | sed -n 's/^tps = \([0-9.]*\).*/\1/p')"
+        [ -n "$tps" ] || die "pgbench failed: $(cat "$dir/pgbench.err")"
+        echo "${prefix}insert${c}_rps=$tps" >> "$dir/$ds.txt"
+    done
+    psql -c "DELETE FROM bench.${ds}_items$sfx WHERE id < 0" -c "VACUUM bench.${ds}_items$sfx"
+}
+
 load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
 for ds in ${datasets//,/ }; do
     "prepare_$ds"
@@ -453,6 +482,15 @@ val() { sed -n "s/^$2=//p" "$dir/$1.txt"; }
                 "$(awk -v b="$(val "$ds" pgv_index_bytes)" 'BEGIN { print b / 1e6 }')" \
                 "$(val "$ds" clients_qps)" "$(val "$ds" pgv_clients_qps)" \
                 "$(awk -v a="$(val "$ds" clients_qps)" -v b="$(val "$ds" pgv_clients_qps)" 'BEGIN { print a / b }')"
+        done
+        echo
+        printf '| dataset | inserts/s, one session: vigil / pgvector | ratio | two sessions: vigil / pgvector | two over one: vigil / pgvector |\n|---|---|---|---|---|\n'
+        for ds in ${datasets//,/ }; do
+            i1="$(val "$ds" insert1_rps)"; i2="$(val "$ds" insert2_rps)"
+            p1="$(val "$ds" pgv_insert1_rps)"; p2="$(val "$ds" pgv_insert2_rps)"
+            printf '| %s | %.0f / %.0f | %.2fx | %.0f / %.0f | %.2fx / %.2fx |\n' "$ds" "$i1" "$p1" \
+                "$(awk -v a="$i1" -v b="$p1" 'BEGIN { print a / b }')" "$i2" "$p2" \
+                "$(awk -v a="$i2" -v b="$i1" 'BEGIN { print a / b }')" "$(awk -v a="$p2" -v b="$p1" 'BEGIN { print a / b }')"
         done
         echo
         printf '| dataset | ef_search | pgvector recall@10 | pgvector q/s |\n|---|---|---|---|\n'

@@ -65,6 +65,35 @@ pub(crate) fn score<S: GraphStore>(
     }
 }
 
+/// Scores every id of `ids` ([`GraphStore::with_elements`]), appending to
+/// `out` in the same order. A stored vector of the wrong length is reported.
+pub(crate) fn score_all<S: GraphStore>(
+    store: &S,
+    query: &Query<'_>,
+    ids: &[S::Id],
+    out: &mut Vec<Scored<S::Id>>,
+) -> Result<(), StoreError<S>> {
+    let len = query.vector().len();
+    let mut wrong = None;
+    store
+        .with_elements(ids, &mut |id, meta, v| {
+            if v.len() == len {
+                out.push(Scored {
+                    dist: query.distance(v),
+                    id,
+                    deleted: meta.deleted,
+                });
+            } else if wrong.is_none() {
+                wrong = Some(id);
+            }
+        })
+        .map_err(StoreError::<S>::Storage)?;
+    match wrong {
+        Some(id) => Err(vector_length_error::<S>(store, id, len)),
+        None => Ok(()),
+    }
+}
+
 /// Builds the corruption error for a stored vector of the wrong length.
 fn vector_length_error<S: GraphStore>(store: &S, id: S::Id, expected: usize) -> StoreError<S> {
     match store.with_element(id, |_, v| v.len()) {
@@ -106,7 +135,7 @@ pub(crate) fn search_layer<S: GraphStore>(
     while results.len() > ef {
         results.pop();
     }
-    let mut buf = Vec::new();
+    let (mut buf, mut scored) = (Vec::new(), Vec::new());
     while let Some(Reverse(c)) = candidates.pop() {
         if results.len() >= ef && results.peek().is_some_and(|f| c.dist > f.dist) {
             break;
@@ -114,11 +143,10 @@ pub(crate) fn search_layer<S: GraphStore>(
         store
             .neighbours(c.id, layer, &mut buf)
             .map_err(StoreError::<S>::Storage)?;
-        for &n in &buf {
-            if !visited.insert(n) {
-                continue;
-            }
-            let (s, _) = score(store, query, n)?;
+        buf.retain(|n| visited.insert(*n));
+        scored.clear();
+        score_all(store, query, &buf, &mut scored)?;
+        for &s in &scored {
             let admit = results.len() < ef || results.peek().is_some_and(|f| s.dist < f.dist);
             if admit {
                 candidates.push(Reverse(s));
@@ -253,13 +281,20 @@ pub struct IterativeScan<I> {
     frontier: BinaryHeap<Reverse<Scored<I>>>,
     /// Discovered live elements not yet returned.
     pending: BinaryHeap<Reverse<Scored<I>>>,
+    /// Discovered beyond the round's bound: this round can neither expand
+    /// nor return them (the bound only tightens within a round), so they
+    /// wait here, unsorted, until the next round moves them into `frontier`
+    /// and `pending`. Most scans never need a second round, and most of
+    /// what a round discovers lands here: a push instead of two heap pushes.
+    deferred: Vec<Scored<I>>,
     /// The `target` smallest distances among all discovered live elements
     /// (returned or not): its max is the round's stopping bound.
     best: BinaryHeap<Dist>,
     returned_dists: Vec<f32>,
     last: Option<f32>,
     skipped: usize,
-    buf: Vec<I>,
+    /// A neighbour list and its scores, reused between expansions.
+    buf: (Vec<I>, Vec<Scored<I>>),
 }
 
 impl<I: crate::ElementId> IterativeScan<I> {
@@ -283,15 +318,18 @@ impl<I: crate::ElementId> IterativeScan<I> {
             visited: IdSet::default(),
             frontier: BinaryHeap::new(),
             pending: BinaryHeap::new(),
+            deferred: Vec::new(),
             best: BinaryHeap::new(),
             returned_dists: Vec::new(),
             last: None,
             skipped: 0,
-            buf: Vec::new(),
+            buf: (Vec::new(), Vec::new()),
         };
         if let Some(entry) = store.entry_point().map_err(StoreError::<S>::Storage)? {
             for s in descend(store, &prepared, entry, 0)? {
-                scan.discover(s);
+                if scan.visited.insert(s.id) {
+                    scan.discover(s);
+                }
             }
         }
         Ok(scan)
@@ -308,8 +346,10 @@ impl<I: crate::ElementId> IterativeScan<I> {
         self.skipped
     }
 
+    /// Takes in a newly visited element.
     fn discover(&mut self, s: Scored<I>) {
-        if !self.visited.insert(s.id) {
+        if self.best.len() >= self.target && self.best.peek().is_some_and(|f| s.dist > f.0) {
+            self.deferred.push(s);
             return;
         }
         self.frontier.push(Reverse(s));
@@ -343,17 +383,18 @@ impl<I: crate::ElementId> IterativeScan<I> {
                 return Ok(());
             }
             self.frontier.pop();
-            let mut buf = std::mem::take(&mut self.buf);
+            let (mut buf, mut scored) = std::mem::take(&mut self.buf);
             store
                 .neighbours(c.id, 0, &mut buf)
                 .map_err(StoreError::<S>::Storage)?;
-            for &n in &buf {
-                if !self.visited.contains(&n) {
-                    let (s, _) = score(store, query, n)?;
-                    self.discover(s);
-                }
+            buf.retain(|n| self.visited.insert(*n));
+            scored.clear();
+            let outcome = score_all(store, query, &buf, &mut scored);
+            for &s in &scored {
+                self.discover(s);
             }
-            self.buf = buf;
+            self.buf = (buf, scored);
+            outcome?;
         }
         Ok(())
     }
@@ -362,6 +403,12 @@ impl<I: crate::ElementId> IterativeScan<I> {
     /// from every live element discovered so far, returned or not.
     fn grow(&mut self) {
         self.target = self.target.saturating_mul(2);
+        for s in self.deferred.drain(..) {
+            self.frontier.push(Reverse(s));
+            if !s.deleted {
+                self.pending.push(Reverse(s));
+            }
+        }
         let mut dists: Vec<f32> = self.returned_dists.clone();
         dists.extend(self.pending.iter().map(|r| r.0.dist));
         dists.sort_unstable_by(f32::total_cmp);
@@ -390,7 +437,7 @@ impl<I: crate::ElementId> IterativeScan<I> {
                 self.last = Some(self.last.map_or(s.dist, |l| l.max(s.dist)));
                 return Ok(Some((s.dist, s.id)));
             }
-            if self.frontier.is_empty() && self.pending.is_empty() {
+            if self.frontier.is_empty() && self.pending.is_empty() && self.deferred.is_empty() {
                 return Ok(None);
             }
             self.grow();

@@ -38,7 +38,8 @@ pub struct EntryPoint<I> {
     pub level: usize,
 }
 
-/// Storage of an HNSW graph. Small on purpose: four reads, six writes.
+/// Storage of an HNSW graph. Small on purpose: five reads (one with a
+/// default), six writes.
 ///
 /// Neighbour lists have a fixed capacity (see [`crate::Params::capacity`]);
 /// the algorithm never writes a longer list, and an implementation may
@@ -57,6 +58,21 @@ pub trait GraphStore {
         id: Self::Id,
         f: impl FnOnce(ElementMeta, &[f32]) -> R,
     ) -> Result<R, Self::Error>;
+
+    /// Calls `f` for each of `ids`, in order, with its metadata and vector,
+    /// as [`GraphStore::with_element`] would one by one (the default). A
+    /// search scores a whole neighbour list at once through this, so a store
+    /// over pages can fetch the next elements' memory while it computes.
+    fn with_elements(
+        &self,
+        ids: &[Self::Id],
+        f: &mut dyn FnMut(Self::Id, ElementMeta, &[f32]),
+    ) -> Result<(), Self::Error> {
+        for &id in ids {
+            self.with_element(id, |meta, v| f(id, meta, v))?;
+        }
+        Ok(())
+    }
 
     /// Replaces `out` with the neighbour list of `id` on `layer`.
     /// `layer` must be at most the element's level.

@@ -63,7 +63,7 @@ pub const PAGE_ID: u16 = 0xF1A7;
 pub const PAGE_META: u16 = 1;
 pub const PAGE_DATA: u16 = 2;
 
-const PAGE_HEADER: usize = 24;
+pub const PAGE_HEADER: usize = 24;
 const LINE_POINTER: usize = 4;
 pub const SPECIAL_SIZE: usize = 8;
 pub const ELEMENT_HEADER: usize = 16;

@@ -225,6 +225,40 @@ mod tests {
         assert!(r >= 0.95, "recall after reindex {r}");
     }
 
+    /// A backend remembers which buffer held each index block (store.rs,
+    /// `pin`); after the index's file changes under it (TRUNCATE, REINDEX)
+    /// its scans must read the new index, never what a remembered buffer held.
+    #[pg_test]
+    fn scans_after_the_index_is_rewritten_read_the_new_index() {
+        use_vigil_path();
+        make_table("items", 600, 16);
+        Spi::run("CREATE INDEX items_v ON items USING vigil_hnsw (v)").unwrap();
+        Spi::run("SET enable_seqscan = off").unwrap();
+        let first = |id: i32| {
+            let qv = Spi::get_one::<String>(&format!("SELECT v::text FROM items WHERE id = {id}"))
+                .unwrap()
+                .unwrap();
+            ids(&format!("SELECT id FROM items ORDER BY v <=> '{qv}' LIMIT 1"))
+        };
+        for id in [5, 250, 590] {
+            assert_eq!(first(id), vec![id]);
+        }
+        // New rows with the old ids' places taken by other vectors.
+        Spi::run("CREATE TABLE keep AS SELECT id + 10000 AS id, cat, v FROM items").unwrap();
+        Spi::run("TRUNCATE items").unwrap();
+        Spi::run("INSERT INTO items SELECT * FROM keep WHERE id % 2 = 0").unwrap();
+        for id in [10006, 10250, 10590] {
+            assert_eq!(first(id), vec![id], "after TRUNCATE");
+        }
+        Spi::run("DELETE FROM items WHERE id % 4 = 0").unwrap();
+        Spi::run("INSERT INTO items SELECT * FROM keep WHERE id % 2 = 1").unwrap();
+        Spi::run("REINDEX INDEX items_v").unwrap();
+        for id in [10005, 10251, 10590] {
+            assert_eq!(first(id), vec![id], "after REINDEX");
+        }
+        assert_eq!(check("items_v")["elements"], 600);
+    }
+
     #[pg_test]
     fn selective_filters_still_yield_k_rows() {
         use_vigil_path();
