@@ -23,7 +23,7 @@
 #   - CREATE INDEX ... USING vigil_hnsw (v) WITH (m = BENCH_M (16),
 #     ef_construction = BENCH_EF_CONSTRUCTION (64)): build time, size against the
 #     raw vectors (rows * 384 * 4 bytes);
-#   - for vigil.hnsw_ef_search in BENCH_EF_SEARCH (default "20 40 80 160"):
+#   - for vigil.hnsw_ef_search in BENCH_EF_SEARCH (default "10 20 40 80 160"):
 #     recall@10 against the ground truth, ties counted (a returned row is a hit when
 #     its exact distance is at most the 10th exact distance), queries per second
 #     over all queries (enable_seqscan off) and the speed-up over the exact scan.
@@ -33,7 +33,9 @@
 # ef_construction and queries, with hnsw.ef_search over the same list; then the
 # ratio of vigil_hnsw's queries/s to pgvector's at equal recall (interpolated on
 # pgvector's curve), BENCH_CLIENTS (16) clients at once for 10 s each
-# (pgbench, ef_search 40), and BENCH_INSERTS (2000) rows inserted one statement
+# (pgbench, ef_search 40; its ratio printed beside the one-client ratio at the
+# same ef_search, so a loss under concurrency shows), and BENCH_INSERTS (2000)
+# rows inserted one statement
 # at a time into each built index by one session and by two at once. Without the
 # source the comparison is skipped, saying so.
 # The summary is printed and written to .vigil/bench-hnsw/results.txt. The cluster
@@ -46,7 +48,7 @@ queries="${BENCH_QUERIES:-1000}"
 datasets="${BENCH_DATASETS:-real,random}"
 exact_n="${BENCH_EXACT_QUERIES:-50}"
 passes="${BENCH_PASSES:-3}"
-ef_list="${BENCH_EF_SEARCH:-20 40 80 160}"
+ef_list="${BENCH_EF_SEARCH:-10 20 40 80 160}"
 m="${BENCH_M:-16}"
 ef_construction="${BENCH_EF_CONSTRUCTION:-64}"
 threads="${BENCH_THREADS:-2}"
@@ -474,14 +476,18 @@ val() { sed -n "s/^$2=//p" "$dir/$1.txt"; }
         echo
         echo "Against pgvector $(basename "$pgvector_src" .tar.gz) in the same cluster and run (same rows, queries, m, ef_construction):"
         echo
-        printf '| dataset | build vigil / pgvector (s) | index vigil / pgvector (MB) | %s clients vigil / pgvector (q/s) | ratio |\n|---|---|---|---|---|\n' "$clients"
+        printf '| dataset | build vigil / pgvector (s) | index vigil / pgvector (MB) | %s clients vigil / pgvector (q/s) | ratio | one client, same ef_search 40: ratio |\n|---|---|---|---|---|---|\n' "$clients"
         for ds in ${datasets//,/ }; do
-            printf '| %s | %s / %s | %.1f / %.1f | %.1f / %.1f | %.2fx |\n' "$ds" \
+            one="n/a"
+            if [ -n "$(val "$ds" qps_40)" ] && [ -n "$(val "$ds" pgv_qps_40)" ]; then
+                one="$(awk -v a="$(val "$ds" qps_40)" -v b="$(val "$ds" pgv_qps_40)" 'BEGIN { printf "%.2fx", a / b }')"
+            fi
+            printf '| %s | %s / %s | %.1f / %.1f | %.1f / %.1f | %.2fx | %s |\n' "$ds" \
                 "$(val "$ds" build_s)" "$(val "$ds" pgv_build_s)" \
                 "$(awk -v b="$(val "$ds" index_bytes)" 'BEGIN { print b / 1e6 }')" \
                 "$(awk -v b="$(val "$ds" pgv_index_bytes)" 'BEGIN { print b / 1e6 }')" \
                 "$(val "$ds" clients_qps)" "$(val "$ds" pgv_clients_qps)" \
-                "$(awk -v a="$(val "$ds" clients_qps)" -v b="$(val "$ds" pgv_clients_qps)" 'BEGIN { print a / b }')"
+                "$(awk -v a="$(val "$ds" clients_qps)" -v b="$(val "$ds" pgv_clients_qps)" 'BEGIN { print a / b }')" "$one"
         done
         echo
         printf '| dataset | inserts/s, one session: vigil / pgvector | ratio | two sessions: vigil / pgvector | two over one: vigil / pgvector |\n|---|---|---|---|---|\n'

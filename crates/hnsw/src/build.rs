@@ -1,48 +1,40 @@
-//! Parallel bulk build with `hnsw_rs`, producing a plain [`Graph`].
+//! Parallel bulk build: the crate's own insert on every core, in memory,
+//! producing a plain [`Graph`].
 //!
 //! `CREATE INDEX` on a table that fits in `maintenance_work_mem` builds the
-//! whole graph in memory on several threads and then writes it out page by
-//! page. This module does the in-memory part with `hnsw_rs` 0.3.5 and
-//! converts its graph to ours:
+//! whole graph in memory and then writes it out page by page. The build runs
+//! the very algorithm `INSERT` runs ([`plan_links`] then [`write_element`])
+//! over [`BuildStore`], an in-memory [`GraphStore`] made for threads:
 //!
-//! * Distances: our own kernels behind `hnsw_rs`'s `Distance` trait, not its
-//!   `DistL2`/`DistCosine`/`DistDot`. `hnsw_rs` asserts that distances are
-//!   non-negative and panics otherwise, `DistCosine` asserts `>= -2e-5` on
-//!   rounding, and `DistDot` computes `1 - a.b` and asserts it is
-//!   non-negative, i.e. it only works on unit vectors. For negative inner
-//!   product we hand it `c - a.b` with `c` at least the largest squared norm
-//!   in the data: non-negative, same order for any query, and the same
-//!   neighbour-selection decisions (the shift cancels in every comparison).
-//!   A cosine graph is built over unit vectors (cosine distance ignores
-//!   length), so each distance is `1 - a.b`, one pass instead of three; the
-//!   returned elements carry the unit vectors.
-//! * Levels: `hnsw_rs` numbers layers like we do (0 = bottom) with the same
-//!   `mL = 1/ln(m)`, and caps them at 15 (16 layers), as we do.
-//! * Lists: `hnsw_rs` may leave a neighbour on a layer above the element's
-//!   level (from its greedy descent), may link to elements whose level is
-//!   below the layer (its entry point), and shrinks over-full lists by
-//!   distance only. We drop the first two, drop self links and duplicates,
-//!   and re-select over-long lists (`2*m` on layer 0, `m` above) with our
-//!   heuristic.
-//! * Entry point: the element with the highest level (smallest input index
-//!   on ties).
-//! * The first element is inserted alone before the parallel phase: with no
-//!   entry point yet, concurrent first inserts in `hnsw_rs` return without
-//!   linking, leaving unreachable elements.
-//! * Panics inside `hnsw_rs` (it asserts in places) are caught and returned
-//!   as [`Error::Build`]; the threads are a private rayon pool of the size
-//!   the caller asks for.
+//! * Vectors are read in place, never locked: every vector is known before
+//!   the first insert and none changes during the build. An element becomes
+//!   reachable only once a neighbour links to it, after its own lists are in.
+//! * Each neighbour list sits behind its own mutex, held only to copy or to
+//!   compare and replace it; link-backs that race are redone by
+//!   [`write_element`] exactly as between two `INSERT`s.
+//! * One read-write lock orders entry-point changes: an element whose level
+//!   is above the entry point's is inserted alone, every other one beside the
+//!   rest (what the access method does with its graph lock).
+//! * Levels are drawn up front from a [`LevelRng`] seeded by the row count,
+//!   and rows are inserted in input order, a shared counter handing each
+//!   thread its next row. One thread gives the same graph every time.
+//! * A cosine graph is built over unit vectors (cosine distance ignores
+//!   length); the returned elements carry them.
+//!
+//! This replaced a build with the `hnsw_rs` crate: that needed a copy of
+//! every vector, an allocation per link, and a translation of its lists
+//! (links above an element's level, lists shrunk by distance alone that
+//! lost the links between clusters). Ours is the graph `INSERT` would build.
 
 use std::convert::Infallible;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError, RwLock};
 
-use hnsw_rs::prelude::{Distance, Hnsw};
-
-use crate::distance::{dot, l2, norm_squared, normalize};
-use crate::insert::select_heuristic;
-use crate::search::Scored;
-use crate::store::{ElementId, EntryPoint, GraphStore};
-use crate::{Error, IdSet, Metric, Params, StoreError, MAX_LEVEL};
+use crate::distance::normalize;
+use crate::insert::{plan_links, write_element, LevelRng};
+use crate::store::{ElementId, ElementMeta, EntryPoint, GraphStore};
+use crate::{Error, IdSet, Metric, Params};
 
 /// One element of a built graph.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,15 +66,18 @@ impl<I: ElementId> Graph<I> {
     /// Writes every element, then the entry point, into `store` (which
     /// should be empty). Lists may name elements not yet written; a page
     /// store can take that because ids are slot addresses fixed in advance.
-    pub fn load_into<S: GraphStore<Id = I>>(&self, store: &mut S) -> Result<(), StoreError<S>> {
+    pub fn load_into<S: GraphStore<Id = I>>(
+        &self,
+        store: &mut S,
+    ) -> Result<(), crate::StoreError<S>> {
         for e in &self.elements {
             store
                 .insert_element(e.id, e.level, &e.vector, &e.neighbours)
-                .map_err(StoreError::<S>::Storage)?;
+                .map_err(crate::StoreError::<S>::Storage)?;
         }
         store
             .set_entry_point(self.entry)
-            .map_err(StoreError::<S>::Storage)
+            .map_err(crate::StoreError::<S>::Storage)
     }
 
     /// Renames every element (for a store that assigns addresses only after
@@ -112,59 +107,32 @@ impl<I: ElementId> Graph<I> {
     }
 }
 
-/// Our distance, as `hnsw_rs` wants it: never negative, never NaN.
-struct BuildDistance {
-    metric: Metric,
-    /// Added to the negative inner product to make it non-negative.
-    shift: f32,
-}
-
-impl Distance<f32> for BuildDistance {
-    fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
-        let d = match self.metric {
-            Metric::InnerProduct => self.shift - dot(a, b),
-            // Vectors are unit length here (see `build`): one pass, not three.
-            Metric::Cosine => 1.0 - dot(a, b),
-            Metric::L2 => l2(a, b),
-        };
-        if d.is_nan() {
-            f32::INFINITY
-        } else {
-            d.max(0.0)
-        }
-    }
-}
-
 type BuildError<I> = Error<I, Infallible>;
 
 /// Bytes [`build`] needs at its peak for `n` vectors of `dims` dimensions,
 /// to compare with `maintenance_work_mem` before choosing the in-memory
-/// build. Counts the caller's vectors, `hnsw_rs`'s copy of them and its
-/// per-point overhead (16 layer slots, one shared allocation per link, list
-/// capacity rounded up to a power of two), and our output lists; about 10%
+/// build. Counts the caller's vectors (moved, never copied), per element a
+/// lock and list per layer at full capacity (4-byte ids), and our output
+/// lists (8-byte ids, built while the working lists still exist); about 10%
 /// is added for allocator slack. Deliberately on the high side.
 pub fn estimate_build_memory(n: usize, dims: usize, m: usize) -> usize {
     let vector = 24 + 4 * dims;
-    // Point: struct, Arc header, 16 empty Vec headers, layer table entry.
-    let point_overhead = 64 + 16 + 16 * 24 + 8;
-    // A link is an Arc<PointWithOrder> (about 48 bytes with allocator
-    // overhead) plus 8 bytes in a list whose capacity may double: 64 bytes.
-    let link = 48 + 16;
-    // Layer 0 holds up to 2m links; upper layers add about m/(m-1) * 1/m.
-    let links = 2 * m + 2;
-    let per_point = 2 * vector + point_overhead + links * link;
-    // Our output: level, id, list headers and ids (8 bytes each).
-    let output = 64 + 24 * 2 + links * 8;
-    // Input tuple array and the (&Vec, usize) array handed to hnsw_rs.
-    let arrays = 32 + 16;
-    let total = n.saturating_mul(per_point + output + arrays);
+    // Layer 0 holds up to 2m ids; upper layers add about 1/(m-1) of m more.
+    let ids = 2 * m + 2;
+    // Boxed slice of layers, one mutex-guarded Vec per layer (about 1.1).
+    let working = 16 + 2 * 32 + ids * 4;
+    // Output: list headers and ids.
+    let output = 2 * 24 + ids * 8;
+    // Level, input tuple, output element header.
+    let fixed = 1 + 32 + 64;
+    let total = n.saturating_mul(vector + working + output + fixed);
     total.saturating_add(total / 10)
 }
 
-/// Builds a graph over `items` on `threads` threads with `hnsw_rs`.
+/// Builds a graph over `items` on `threads` threads.
 ///
-/// The vectors are moved into the result (no third copy). Errors: invalid
-/// parameters, a bad vector, a duplicate id, or a failure inside `hnsw_rs`.
+/// The vectors are moved into the result (no copy). Errors: invalid
+/// parameters, a bad vector or a duplicate id.
 pub fn build<I: ElementId + Send + Sync>(
     params: &Params,
     items: Vec<(I, Vec<f32>)>,
@@ -172,23 +140,17 @@ pub fn build<I: ElementId + Send + Sync>(
 ) -> Result<Graph<I>, BuildError<I>> {
     params.validate().map_err(BuildError::<I>::InvalidParams)?;
     let mut items = items;
-    if params.metric == Metric::Cosine {
-        // Cosine distance ignores length, so the graph may hold unit vectors:
-        // the build's millions of distances are then single dot products.
-        for (_, v) in &mut items {
-            normalize(v);
-        }
-    }
     let mut ids: IdSet<I> = IdSet::default();
-    let mut max_norm2 = 0.0f32;
-    for (id, v) in &items {
+    for (id, v) in &mut items {
         params.validate_vector::<I, Infallible>(v)?;
         if !ids.insert(*id) {
             return Err(BuildError::<I>::Build(format!(
                 "duplicate element id {id:?}"
             )));
         }
-        max_norm2 = max_norm2.max(norm_squared(v));
+        if params.metric == Metric::Cosine {
+            normalize(v);
+        }
     }
     drop(ids);
     let n = items.len();
@@ -199,68 +161,38 @@ pub fn build<I: ElementId + Send + Sync>(
             elements: Vec::new(),
         });
     }
-    let dist = BuildDistance {
-        metric: params.metric,
-        shift: max_norm2 * 1.001 + 1e-6,
-    };
-    let raw = catch_unwind(AssertUnwindSafe(|| {
-        run_hnsw_rs(params, &items, dist, threads)
-    }))
-    .map_err(|p| BuildError::<I>::Build(panic_message(&*p)))??;
-
-    let levels: Vec<usize> = raw.iter().map(|r| r.0).collect();
-    let mut lists: Vec<Vec<Vec<I>>> = Vec::with_capacity(n);
-    for (i, (level, layers)) in raw.into_iter().enumerate() {
-        let mut out = Vec::with_capacity(level + 1);
-        for (layer, mut cands) in layers.into_iter().enumerate().take(level + 1) {
-            cands.retain(|&(j, _)| j != i && levels[j] >= layer);
-            cands.sort_unstable_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-            let mut seen: IdSet<usize> = IdSet::default();
-            cands.retain(|&(j, _)| seen.insert(j));
-            let cap = params.capacity(layer);
-            let chosen: Vec<usize> = if cands.len() > cap {
-                let base = crate::distance::Query::new(params.metric, &items[i].1);
-                let mut scored: Vec<Scored<usize>> = cands
-                    .iter()
-                    .map(|&(j, _)| Scored {
-                        dist: base.distance(&items[j].1),
-                        id: j,
-                        deleted: false,
-                    })
-                    .collect();
-                scored.sort_unstable();
-                select_heuristic(&scored, cap, params.metric, |j, f| {
-                    f(&items[j].1);
-                    Ok::<(), Infallible>(())
-                })
-                .unwrap_or_else(|never| match never {})
-            } else {
-                cands.into_iter().map(|(j, _)| j).collect()
-            };
-            out.push(chosen.into_iter().map(|j| items[j].0).collect());
-        }
-        out.resize(level + 1, Vec::new());
-        lists.push(out);
+    if u32::try_from(n).is_err() {
+        return Err(BuildError::<I>::Build(format!(
+            "{n} elements: at most {} in one build",
+            u32::MAX
+        )));
     }
-    let mut top = 0;
-    for (i, &l) in levels.iter().enumerate() {
-        if l > levels[top] {
-            top = i;
-        }
-    }
-    let entry = Some(EntryPoint {
-        id: items[top].0,
-        level: levels[top],
+    let mut rng = LevelRng::new(0x5EED_0000_0000_0000 ^ n as u64);
+    let levels: Vec<u8> = (0..n).map(|_| rng.level(params) as u8).collect();
+    let (vectors, ids): (Vec<Vec<f32>>, Vec<I>) =
+        items.into_iter().map(|(id, v)| (v, id)).unzip();
+    let store = BuildStore::new(&vectors, levels);
+    catch_unwind(AssertUnwindSafe(|| store.insert_all(params, threads)))
+        .map_err(|p| BuildError::<I>::Build(panic_message(&*p)))?
+        .map_err(BuildError::<I>::Build)?;
+    let (levels, lists, entry) = store.into_parts();
+    let entry = entry.map(|e| EntryPoint {
+        id: ids[e.id as usize],
+        level: e.level,
     });
-    let elements = items
+    let elements = vectors
         .into_iter()
         .zip(levels)
         .zip(lists)
-        .map(|(((id, vector), level), neighbours)| GraphElement {
+        .zip(&ids)
+        .map(|(((vector, level), layers), &id)| GraphElement {
             id,
-            level,
+            level: usize::from(level),
             vector,
-            neighbours,
+            neighbours: layers
+                .into_iter()
+                .map(|l| l.into_iter().map(|j| ids[j as usize]).collect())
+                .collect(),
         })
         .collect();
     Ok(Graph {
@@ -270,63 +202,216 @@ pub fn build<I: ElementId + Send + Sync>(
     })
 }
 
-/// Per input index: level and, per layer, `(neighbour index, distance)`.
-type RawGraph = Vec<(usize, Vec<Vec<(usize, f32)>>)>;
+/// The graph under construction, shared by the build threads; see the
+/// module docs for what is locked and why. Ids are input positions.
+struct BuildStore<'a> {
+    vectors: &'a [Vec<f32>],
+    levels: Vec<u8>,
+    /// Per element, one list per layer `0..=level`.
+    lists: Vec<Box<[Mutex<Vec<u32>>]>>,
+    entry: Mutex<Option<EntryPoint<u32>>>,
+    /// Shared by inserts below the entry point, exclusive for one above.
+    graph: RwLock<()>,
+}
 
-/// Runs `hnsw_rs` and copies out its graph by input index.
-fn run_hnsw_rs<I: ElementId>(
-    params: &Params,
-    items: &[(I, Vec<f32>)],
-    dist: BuildDistance,
-    threads: usize,
-) -> Result<RawGraph, BuildError<I>> {
-    let n = items.len();
-    let mut hnsw =
-        Hnsw::<f32, BuildDistance>::new(params.m, n, MAX_LEVEL + 1, params.ef_construction, dist);
-    // Keeping pruned candidates fills every list with near neighbours, and
-    // `hnsw_rs` shrinks lists by distance alone, so the long links between
-    // clusters are lost: on 50 separated clusters that left 166 of 10,000
-    // elements reachable on layer 0 and recall@10 at 0.42 (0.99 without).
-    hnsw.set_keeping_pruned(false);
-    let data: Vec<(&Vec<f32>, usize)> =
-        items.iter().enumerate().map(|(i, (_, v))| (v, i)).collect();
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.max(1))
-        .build()
-        .map_err(|e| BuildError::<I>::Build(format!("thread pool: {e}")))?;
-    hnsw.insert((data[0].0.as_slice(), 0));
-    pool.install(|| hnsw.parallel_insert(&data[1..]));
-    drop(data);
+/// What the build's store can report: an id it does not hold (only a bug
+/// would ask), or a request the build never makes.
+#[derive(Debug, thiserror::Error)]
+enum BuildStoreError {
+    #[error("element {0} is not in the build")]
+    Unknown(u32),
+    #[error("element {id} has no layer {layer}")]
+    NoLayer { id: u32, layer: usize },
+    #[error("{0} is not part of a build")]
+    Unsupported(&'static str),
+}
 
-    let mut raw: RawGraph = vec![(usize::MAX, Vec::new()); n];
-    for p in hnsw.get_point_indexation() {
-        let i = p.get_origin_id();
-        let level = usize::from(p.get_point_id().0);
-        let slot = raw
-            .get_mut(i)
-            .ok_or_else(|| BuildError::<I>::Build(format!("hnsw_rs returned unknown id {i}")))?;
-        if level > MAX_LEVEL {
-            return Err(BuildError::<I>::Build(format!(
-                "hnsw_rs level {level} too high"
-            )));
+impl<'a> BuildStore<'a> {
+    fn new(vectors: &'a [Vec<f32>], levels: Vec<u8>) -> Self {
+        let lists = levels
+            .iter()
+            .map(|&l| (0..=l).map(|_| Mutex::new(Vec::new())).collect())
+            .collect();
+        BuildStore {
+            vectors,
+            levels,
+            lists,
+            entry: Mutex::new(None),
+            graph: RwLock::new(()),
         }
-        let layers = p
-            .get_neighborhood_id()
+    }
+
+    /// Inserts every element on `threads` threads; the first error stops all.
+    fn insert_all(&self, params: &Params, threads: usize) -> Result<(), String> {
+        let next = AtomicUsize::new(0);
+        let failed = AtomicBool::new(false);
+        let first_error = Mutex::new(None);
+        std::thread::scope(|s| {
+            for _ in 0..threads.max(1) {
+                s.spawn(|| {
+                    while !failed.load(Ordering::Relaxed) {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= self.vectors.len() {
+                            break;
+                        }
+                        if let Err(e) = self.insert_one(params, i as u32) {
+                            failed.store(true, Ordering::Relaxed);
+                            first_error
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .get_or_insert(e);
+                        }
+                    }
+                });
+            }
+        });
+        match first_error.into_inner().unwrap_or_else(PoisonError::into_inner) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Inserts element `id`: beside other inserts, or alone when its level
+    /// is above the entry point's (re-checked under the exclusive lock's
+    /// predecessor, the shared one, so no raise is missed).
+    fn insert_one(&self, params: &Params, id: u32) -> Result<(), String> {
+        let level = usize::from(self.levels[id as usize]);
+        let vector = &self.vectors[id as usize];
+        let run = || {
+            let mut view = View(self);
+            let lists = plan_links(&view, params, vector, level).map_err(|e| e.to_string())?;
+            write_element(&mut view, params, id, vector, level, &lists).map_err(|e| e.to_string())
+        };
+        {
+            let _shared = self.graph.read().unwrap_or_else(PoisonError::into_inner);
+            let entry = *self.entry.lock().unwrap_or_else(PoisonError::into_inner);
+            if entry.is_some_and(|e| level <= e.level) {
+                return run();
+            }
+        }
+        let _exclusive = self.graph.write().unwrap_or_else(PoisonError::into_inner);
+        run()
+    }
+
+    fn list(&self, id: u32, layer: usize) -> Result<&Mutex<Vec<u32>>, BuildStoreError> {
+        let layers = self
+            .lists
+            .get(id as usize)
+            .ok_or(BuildStoreError::Unknown(id))?;
+        layers.get(layer).ok_or(BuildStoreError::NoLayer { id, layer })
+    }
+
+    fn into_parts(self) -> (Vec<u8>, Vec<Vec<Vec<u32>>>, Option<EntryPoint<u32>>) {
+        let lists = self
+            .lists
             .into_iter()
-            .take(level + 1)
-            .map(|l| {
-                l.into_iter()
-                    .filter(|nb| nb.d_id < n)
-                    .map(|nb| (nb.d_id, nb.distance))
+            .map(|layers| {
+                layers
+                    .into_vec()
+                    .into_iter()
+                    .map(|l| l.into_inner().unwrap_or_else(PoisonError::into_inner))
                     .collect()
             })
             .collect();
-        *slot = (level, layers);
+        let entry = self.entry.into_inner().unwrap_or_else(PoisonError::into_inner);
+        (self.levels, lists, entry)
     }
-    if let Some(i) = raw.iter().position(|r| r.0 == usize::MAX) {
-        return Err(BuildError::<I>::Build(format!("hnsw_rs lost element {i}")));
+}
+
+/// One thread's handle on the [`BuildStore`]: the algorithm's writes take
+/// `&mut self`, the store is shared.
+struct View<'s, 'a>(&'s BuildStore<'a>);
+
+impl GraphStore for View<'_, '_> {
+    type Id = u32;
+    type Error = BuildStoreError;
+
+    fn entry_point(&self) -> Result<Option<EntryPoint<u32>>, BuildStoreError> {
+        Ok(*self.0.entry.lock().unwrap_or_else(PoisonError::into_inner))
     }
-    Ok(raw)
+
+    fn with_element<R>(
+        &self,
+        id: u32,
+        f: impl FnOnce(ElementMeta, &[f32]) -> R,
+    ) -> Result<R, BuildStoreError> {
+        let i = id as usize;
+        let (Some(v), Some(&level)) = (self.0.vectors.get(i), self.0.levels.get(i)) else {
+            return Err(BuildStoreError::Unknown(id));
+        };
+        let meta = ElementMeta {
+            level: usize::from(level),
+            deleted: false,
+        };
+        Ok(f(meta, v))
+    }
+
+    fn neighbours(&self, id: u32, layer: usize, out: &mut Vec<u32>) -> Result<(), BuildStoreError> {
+        let list = self.0.list(id, layer)?.lock().unwrap_or_else(PoisonError::into_inner);
+        out.clear();
+        out.extend_from_slice(&list);
+        Ok(())
+    }
+
+    fn for_each_element(&self, f: &mut dyn FnMut(u32, ElementMeta)) -> Result<(), BuildStoreError> {
+        for (i, &level) in self.0.levels.iter().enumerate() {
+            let meta = ElementMeta {
+                level: usize::from(level),
+                deleted: false,
+            };
+            f(i as u32, meta);
+        }
+        Ok(())
+    }
+
+    fn insert_element(
+        &mut self,
+        id: u32,
+        _level: usize,
+        _vector: &[f32],
+        neighbours: &[Vec<u32>],
+    ) -> Result<(), BuildStoreError> {
+        for (layer, list) in neighbours.iter().enumerate() {
+            self.set_neighbours(id, layer, list)?;
+        }
+        Ok(())
+    }
+
+    fn set_neighbours(&mut self, id: u32, layer: usize, new: &[u32]) -> Result<(), BuildStoreError> {
+        let mut list = self.0.list(id, layer)?.lock().unwrap_or_else(PoisonError::into_inner);
+        list.clear();
+        list.extend_from_slice(new);
+        Ok(())
+    }
+
+    fn replace_neighbours(
+        &mut self,
+        id: u32,
+        layer: usize,
+        expected: &[u32],
+        new: &[u32],
+    ) -> Result<bool, BuildStoreError> {
+        let mut list = self.0.list(id, layer)?.lock().unwrap_or_else(PoisonError::into_inner);
+        if list.as_slice() != expected {
+            return Ok(false);
+        }
+        list.clear();
+        list.extend_from_slice(new);
+        Ok(true)
+    }
+
+    fn mark_deleted(&mut self, _id: u32) -> Result<(), BuildStoreError> {
+        Err(BuildStoreError::Unsupported("deleting"))
+    }
+
+    fn remove_element(&mut self, _id: u32) -> Result<(), BuildStoreError> {
+        Err(BuildStoreError::Unsupported("removing"))
+    }
+
+    fn set_entry_point(&mut self, entry: Option<EntryPoint<u32>>) -> Result<(), BuildStoreError> {
+        *self.0.entry.lock().unwrap_or_else(PoisonError::into_inner) = entry;
+        Ok(())
+    }
 }
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
@@ -335,5 +420,5 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
         .map(|s| s.to_string())
         .or_else(|| p.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".to_string());
-    format!("hnsw_rs panicked: {msg}")
+    format!("the build panicked: {msg}")
 }

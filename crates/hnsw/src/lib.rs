@@ -14,14 +14,15 @@
 //! * [`store`]: the [`GraphStore`] trait and [`MemStore`].
 //! * [`insert()`]: one element at a time (random level, greedy descent,
 //!   `ef_construction` beam search per layer, the paper's neighbour-selection
-//!   heuristic with kept pruned connections, bidirectional links, shrinking of
+//!   heuristic (pruned candidates not kept), bidirectional links, shrinking of
 //!   over-full lists by the same heuristic).
 //! * [`search()`]: top-k search; [`IterativeScan`]: resumable scan that keeps
 //!   returning results in non-decreasing distance (for filtered SQL queries).
 //! * [`repair()`]: vacuum's repair of links to deleted elements.
 //! * [`check()`]: structural consistency check (basis of `vigil.hnsw_check`).
-//! * [`build`]: parallel bulk build with `hnsw_rs`, returning a plain
-//!   [`build::Graph`] that loads into any store.
+//! * [`build`]: parallel bulk build, the same insert on every core over an
+//!   in-memory store, returning a plain [`build::Graph`] that loads into any
+//!   store.
 //!
 //! ## Guarantees
 //! * Library code does not panic on data: a bad vector, a wrong dimension, a
@@ -31,8 +32,9 @@
 //!   [`IterativeScan`].
 //! * Neighbour lists written by the algorithm never exceed
 //!   [`Params::capacity`]: `2*m` on layer 0, `m` above.
-//! * Single-threaded over the store; the bulk build is the only parallel part
-//!   and touches no store.
+//! * The algorithm calls a store from one thread; inserts may run side by
+//!   side on one graph, each with its own store handle ([`write_element`]
+//!   says what the caller must order). The bulk build does that in memory.
 //!
 //! ## Tests
 //! `cargo test --release -p vigil-hnsw` (release: the recall tests build
@@ -65,7 +67,7 @@ pub const DEFAULT_EF_CONSTRUCTION: usize = 64;
 pub const DEFAULT_EF_SEARCH: usize = 40;
 /// Highest level an element can get: levels are `0..=MAX_LEVEL`. With the
 /// default `m` a level above 15 has probability `16^-16`; the cap gives the
-/// page layout a fixed bound (and matches `hnsw_rs`, which caps at 16 layers).
+/// page layout a fixed bound.
 pub const MAX_LEVEL: usize = 15;
 /// Largest supported dimension count.
 pub const MAX_DIMS: usize = 16_000;
@@ -174,7 +176,7 @@ pub enum Error<I: ElementId, E: std::error::Error + 'static> {
     /// The graph is inconsistent; names the element and layer.
     #[error("index is corrupt: {0}")]
     Corrupt(Corruption<I>),
-    /// The bulk build failed (thread pool, panic inside `hnsw_rs`, ...).
+    /// The bulk build failed (duplicate id, too many elements, a panic).
     #[error("build failed: {0}")]
     Build(String),
 }

@@ -1,7 +1,7 @@
 //! `CREATE INDEX` and `REINDEX`: read the table, build the graph in memory
-//! with `hnsw_rs` on every core, lay it out and write it page by page.
+//! on every core ([`vigil_hnsw::build`]), lay it out and write it page by page.
 //!
-//! The in-memory build holds the vectors twice plus `hnsw_rs`'s graph; its
+//! The in-memory build holds the vectors once plus the graph's lists; its
 //! size is estimated before each row is added
 //! ([`vigil_hnsw::build::estimate_build_memory`]). When the next row would
 //! pass `maintenance_work_mem`, a NOTICE says so, the rows gathered so far

@@ -6,7 +6,7 @@
 //!
 //! - [`page`]: the page layout, described once.
 //! - [`store`]: the crate's storage trait over buffers and generic WAL.
-//! - [`build`]: `CREATE INDEX` / `REINDEX` (in memory with `hnsw_rs`, then
+//! - [`build`]: `CREATE INDEX` / `REINDEX` (in memory on every core, then
 //!   written out; page by page when `maintenance_work_mem` runs out).
 //! - [`insert`]: one row at a time after the build.
 //! - [`scan`]: `ORDER BY col <op> $1 LIMIT k`, iterative so filters still

@@ -1,4 +1,4 @@
-//! The hnsw_rs bulk build: edge cases and structure (recall is in recall.rs).
+//! The parallel bulk build: edge cases and structure (recall is in recall.rs).
 
 use crate::common::*;
 use vigil_hnsw::build::build;

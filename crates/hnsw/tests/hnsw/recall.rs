@@ -1,6 +1,6 @@
 //! Recall@10 at default settings (m=16, ef_construction=64, ef_search=40) on
 //! 10,000 clustered vectors (50 Gaussian clusters, dim 64), 200 queries not
-//! in the set, against brute force: own insert path and hnsw_rs build path,
+//! in the set, against brute force: own insert path and the parallel build,
 //! each metric. Run with `--nocapture` to see the figures.
 
 use std::time::Instant;
@@ -45,7 +45,7 @@ fn own_insert(metric: Metric, seed: u64) {
     assert!(r >= 0.95, "recall {r} for {metric:?}");
 }
 
-fn hnsw_rs_build(metric: Metric, seed: u64) {
+fn parallel_build(metric: Metric, seed: u64) {
     let (data, queries) = clustered(seed, N, QUERIES, DIMS, 50);
     let params = Params::new(DIMS, metric);
     let items: Vec<(u64, Vec<f32>)> = data
@@ -61,7 +61,7 @@ fn hnsw_rs_build(metric: Metric, seed: u64) {
     let report = check(&store, &params, CheckOptions::default()).expect("check");
     let (r, us) = measure(&store, &params, &data, &queries);
     println!(
-        "hnsw_rs     {:<13} recall@10 {r:.4}  build {secs:.2}s (2 threads)  search {us:.0}us/query  levels {:?}",
+        "build       {:<13} recall@10 {r:.4}  build {secs:.2}s (2 threads)  search {us:.0}us/query  levels {:?}",
         metric.name(),
         report.levels
     );
@@ -84,16 +84,16 @@ fn recall_own_insert_inner_product() {
 }
 
 #[test]
-fn recall_hnsw_rs_cosine() {
-    hnsw_rs_build(Metric::Cosine, 1);
+fn recall_parallel_build_cosine() {
+    parallel_build(Metric::Cosine, 1);
 }
 
 #[test]
-fn recall_hnsw_rs_l2() {
-    hnsw_rs_build(Metric::L2, 2);
+fn recall_parallel_build_l2() {
+    parallel_build(Metric::L2, 2);
 }
 
 #[test]
-fn recall_hnsw_rs_inner_product() {
-    hnsw_rs_build(Metric::InnerProduct, 3);
+fn recall_parallel_build_inner_product() {
+    parallel_build(Metric::InnerProduct, 3);
 }
