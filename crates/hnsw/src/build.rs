@@ -31,7 +31,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
 
-use crate::distance::normalize;
+use crate::distance::{normalize, prefetch_bytes};
 use crate::insert::{plan_links, write_element, LevelRng};
 use crate::store::{ElementId, ElementMeta, EntryPoint, GraphStore};
 use crate::{Error, IdSet, Metric, Params};
@@ -344,6 +344,22 @@ impl GraphStore for View<'_, '_> {
             deleted: false,
         };
         Ok(f(meta, v))
+    }
+
+    fn with_elements(
+        &self,
+        ids: &[u32],
+        f: &mut dyn FnMut(u32, ElementMeta, &[f32]),
+    ) -> Result<(), BuildStoreError> {
+        for &id in ids {
+            if let Some(v) = self.0.vectors.get(id as usize) {
+                prefetch_bytes(v.as_ptr() as *const u8, std::mem::size_of_val(v.as_slice()));
+            }
+        }
+        for &id in ids {
+            self.with_element(id, |meta, v| f(id, meta, v))?;
+        }
+        Ok(())
     }
 
     fn neighbours(&self, id: u32, layer: usize, out: &mut Vec<u32>) -> Result<(), BuildStoreError> {

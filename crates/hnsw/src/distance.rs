@@ -286,6 +286,29 @@ impl<'a> Query<'a> {
     }
 }
 
+/// Asks the CPU to bring the cache line at `addr` in. A hint: it reads
+/// nothing and cannot fault, whatever `addr`.
+#[inline(always)]
+pub fn prefetch(addr: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it reads nothing and cannot fault.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(addr as *const i8, std::arch::x86_64::_MM_HINT_T0)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = addr;
+}
+
+/// [`prefetch`] of every cache line of `len` bytes from `start`. Scoring a
+/// neighbour list first prefetches every vector in it, so their misses
+/// overlap instead of coming one after another.
+#[inline]
+pub fn prefetch_bytes(start: *const u8, len: usize) {
+    for k in (0..len).step_by(64) {
+        prefetch(start.wrapping_add(k));
+    }
+}
+
 /// Scales `v` to unit length (a zero or non-finite vector is left as it is).
 pub fn normalize(v: &mut [f32]) {
     let norm = norm_squared(v).sqrt();

@@ -22,6 +22,7 @@ use std::cell::{Cell, RefCell};
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
+use vigil_hnsw::distance::{prefetch, prefetch_bytes};
 use vigil_hnsw::{ElementMeta, EntryPoint, GraphStore, Params};
 
 use super::page::{
@@ -193,20 +194,9 @@ fn line_pointer(page: pg_sys::Page, offset: u16) -> Option<*const u32> {
     )
 }
 
-/// Asks the CPU to bring `addr` into cache. Never faults, whatever `addr`.
-#[inline(always)]
-fn prefetch(addr: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint; it reads nothing and cannot fault.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(addr as *const i8, std::arch::x86_64::_MM_HINT_T0)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = addr;
-}
-
-/// Prefetches item `offset`'s header and the start of its vector (the
-/// hardware prefetcher streams the rest once reading starts). The line
+/// Prefetches all of item `offset` (header and vector: prefetching only
+/// its first 256 bytes and leaving the rest to the hardware prefetcher
+/// gave 0.69x the queries/s, A/B in one cluster). The line
 /// pointer is read without the content lock, as a hint only: a concurrent
 /// change can at worst send the prefetch to the wrong address; the item is
 /// read for real under the lock.
@@ -217,12 +207,12 @@ unsafe fn prefetch_item(page: pg_sys::Page, offset: u16) {
     let Some(line) = line_pointer(page, offset) else {
         return;
     };
-    // lp_off is the low 15 bits of the line pointer (ItemIdData).
-    let off = (std::ptr::read_volatile(line) & 0x7FFF) as usize;
-    if off + 4 * 64 <= page::BLOCK_SIZE {
-        for k in 0..4 {
-            prefetch((page as *const u8).add(off + 64 * k));
-        }
+    // ItemIdData: lp_off is the low 15 bits, lp_len the top 15.
+    let word = std::ptr::read_volatile(line);
+    let off = (word & 0x7FFF) as usize;
+    let len = (word >> 17) as usize;
+    if off + len <= page::BLOCK_SIZE {
+        prefetch_bytes((page as *const u8).add(off), len);
     }
 }
 
