@@ -32,9 +32,9 @@
 # measure against, never a dependency) on the same rows as vector(384), same m,
 # ef_construction and queries, with hnsw.ef_search over the same list; then the
 # ratio of vigil_hnsw's queries/s to pgvector's at equal recall (interpolated on
-# pgvector's curve), BENCH_CLIENTS (16) clients at once for 10 s each
-# (pgbench, ef_search 40; its ratio printed beside the one-client ratio at the
-# same ef_search, so a loss under concurrency shows), and BENCH_INSERTS (2000)
+# pgvector's curve), one client and then BENCH_CLIENTS (16) clients at once for
+# 10 s each (pgbench, ef_search 40; the two ratios side by side, so a loss under
+# concurrency shows), and BENCH_INSERTS (2000)
 # rows inserted one statement
 # at a time into each built index by one session and by two at once. Without the
 # source the comparison is skipped, saying so. With pgvector, every step runs
@@ -413,12 +413,14 @@ SQL
     }
 }
 
-# Queries/s of $clients clients at once for 10 s (pgbench), ef_search 40, random
-# held-out queries, the index forced as in the one-backend loop (on a small
-# table the planner may prefer a sort); appends `<prefix>clients_qps=` to the
-# dataset's results.
+# Queries/s of one client and of $clients clients at once, 10 s each (pgbench),
+# ef_search 40, random held-out queries, the index forced as in the one-backend
+# loop (on a small table the planner may prefer a sort); appends
+# `<prefix>client1_qps=` and `<prefix>clients_qps=` to the dataset's results.
+# One client through pgbench, not the PL/pgSQL loop, is the baseline for the
+# many: both then pay the same parsing, planning and round trips per query.
 throughput() {
-    local ds="$1" sfx="$2" setting="$3" prefix="" script="$dir/clients$2.sql" nq tps
+    local ds="$1" sfx="$2" setting="$3" prefix="" script="$dir/clients$2.sql" nq tps c key
     [ -z "$sfx" ] || prefix="pgv_"
     nq="$(psql -c "SELECT count(*) FROM bench.${ds}_queries")"
     cat > "$script" <<SQL
@@ -427,11 +429,14 @@ SET $setting = 40;
 SET enable_seqscan = off;
 SELECT id FROM bench.${ds}_items$sfx ORDER BY v <=> (SELECT v FROM bench.${ds}_queries$sfx WHERE id = :q) LIMIT 10;
 SQL
-    step "$ds: ${prefix:-vigil_}$clients clients for 10 s (pgbench, ef_search 40)"
-    tps="$("$VIGIL_ROOT/scripts/pg-cluster.sh" pgbench "$dir" -n -c "$clients" -j 2 -T 10 -f "$script" 2>"$dir/pgbench.err" \
-        | sed -n 's/^tps = \([0-9.]*\).*/\1/p')"
-    [ -n "$tps" ] || die "pgbench failed: $(cat "$dir/pgbench.err")"
-    echo "${prefix}clients_qps=$tps" >> "$dir/$ds.txt"
+    for c in 1 "$clients"; do
+        step "$ds: ${prefix:-vigil_}$c client(s) for 10 s (pgbench, ef_search 40)"
+        tps="$("$VIGIL_ROOT/scripts/pg-cluster.sh" pgbench "$dir" -n -c "$c" -j "$(( c < 2 ? c : 2 ))" -T 10 -f "$script" 2>"$dir/pgbench.err" \
+            | sed -n 's/^tps = \([0-9.]*\).*/\1/p')"
+        [ -n "$tps" ] || die "pgbench failed: $(cat "$dir/pgbench.err")"
+        key=clients_qps; [ "$c" != 1 ] || key=client1_qps
+        echo "${prefix}$key=$tps" >> "$dir/$ds.txt"
+    done
 }
 
 # Rows inserted one statement (and transaction) at a time into the built index,
@@ -465,6 +470,17 @@ for ds in ${datasets//,/ }; do
 done
 
 val() { sed -n "s/^$2=//p" "$dir/$1.txt" | tail -n 1; }
+# The q/s at recall $1 on a curve of "recall q/s" lines sorted by recall, linear
+# between the two points around it; n/a outside the curve.
+interpolate() {
+    awk -v r="$1" '{ x[NR] = $1; y[NR] = $2 } END {
+        for (i = 1; i < NR; i++) if (r >= x[i] && r <= x[i + 1]) {
+            if (x[i + 1] == x[i]) { print y[i]; exit }
+            print y[i] + (y[i + 1] - y[i]) * (r - x[i]) / (x[i + 1] - x[i]); exit }
+        if (NR == 1 && r == x[1]) { print y[1]; exit }
+        print "n/a" }' <<<"$2"
+}
+round1() { if [ "$1" = n/a ]; then echo n/a; else awk -v a="$1" 'BEGIN { printf "%.1f", a }'; fi; }
 fastest() { sed -n "s/^$2=//p" "$dir/$1.txt" | sort -g | head -n 1; }
 {
     echo "vigil_hnsw benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
@@ -500,12 +516,9 @@ fastest() { sed -n "s/^$2=//p" "$dir/$1.txt" | sort -g | head -n 1; }
         echo
         echo "Against pgvector $(basename "$pgvector_src" .tar.gz) in the same cluster and run (same rows, queries, m, ef_construction):"
         echo
-        printf '| dataset | build vigil / pgvector (s) | index vigil / pgvector (MB) | %s clients vigil / pgvector (q/s) | ratio | one client, same ef_search 40: ratio |\n|---|---|---|---|---|---|\n' "$clients"
+        printf '| dataset | build vigil / pgvector (s) | index vigil / pgvector (MB) | %s clients vigil / pgvector (q/s) | ratio | one client (pgbench) vigil / pgvector | ratio |\n|---|---|---|---|---|---|---|\n' "$clients"
         for ds in ${datasets//,/ }; do
-            one="n/a"
-            if [ -n "$(val "$ds" qps_40)" ] && [ -n "$(val "$ds" pgv_qps_40)" ]; then
-                one="$(awk -v a="$(val "$ds" qps_40)" -v b="$(val "$ds" pgv_qps_40)" 'BEGIN { printf "%.2fx", a / b }')"
-            fi
+            one="$(awk -v a="$(val "$ds" client1_qps)" -v b="$(val "$ds" pgv_client1_qps)" 'BEGIN { printf "%.1f / %.1f | %.2fx", a, b, a / b }')"
             printf '| %s | %s / %s | %.1f / %.1f | %.1f / %.1f | %.2fx | %s |\n' "$ds" \
                 "$(fastest "$ds" build_s)" "$(fastest "$ds" pgv_build_s)" \
                 "$(awk -v b="$(val "$ds" index_bytes)" 'BEGIN { print b / 1e6 }')" \
@@ -530,22 +543,25 @@ fastest() { sed -n "s/^$2=//p" "$dir/$1.txt" | sort -g | head -n 1; }
             done
         done
         echo
-        echo "vigil_hnsw's queries/s over pgvector's at vigil_hnsw's recall, pgvector's curve interpolated linearly (n/a outside it):"
+        echo "Queries/s at equal recall, each side's points against the other's curve interpolated linearly (n/a outside it):"
         echo
-        printf '| dataset | vigil ef_search | recall@10 | vigil q/s | pgvector q/s at that recall | ratio |\n|---|---|---|---|---|---|\n'
+        printf '| dataset | at the point of | ef_search | recall@10 | vigil q/s | pgvector q/s | vigil / pgvector |\n|---|---|---|---|---|---|---|\n'
         for ds in ${datasets//,/ }; do
-            curve="$(for ef in $ef_list; do echo "$(val "$ds" "pgv_recall_$ef") $(val "$ds" "pgv_qps_$ef")"; done | sort -n)"
-            for ef in $ef_list; do
-                r="$(val "$ds" "recall_$ef")"; q="$(val "$ds" "qps_$ef")"
-                at="$(awk -v r="$r" '{ x[NR] = $1; y[NR] = $2 } END {
-                        for (i = 1; i < NR; i++) if (r >= x[i] && r <= x[i + 1]) {
-                            if (x[i + 1] == x[i]) { print y[i]; exit }
-                            print y[i] + (y[i + 1] - y[i]) * (r - x[i]) / (x[i + 1] - x[i]); exit }
-                        if (NR == 1 && r == x[1]) { print y[1]; exit }
-                        print "n/a" }' <<<"$curve")"
-                ratio="n/a"; [ "$at" = n/a ] || ratio="$(awk -v a="$q" -v b="$at" 'BEGIN { printf "%.2fx", a / b }')"
-                [ "$at" = n/a ] || at="$(awk -v b="$at" 'BEGIN { printf "%.1f", b }')"
-                printf '| %s | %s | %s | %s | %s | %s |\n' "$ds" "$ef" "$r" "$q" "$at" "$ratio"
+            vcurve="$(for ef in $ef_list; do echo "$(val "$ds" "recall_$ef") $(val "$ds" "qps_$ef")"; done | sort -n)"
+            pcurve="$(for ef in $ef_list; do echo "$(val "$ds" "pgv_recall_$ef") $(val "$ds" "pgv_qps_$ef")"; done | sort -n)"
+            for side in vigil pgvector; do
+                for ef in $ef_list; do
+                    if [ "$side" = vigil ]; then
+                        r="$(val "$ds" "recall_$ef")"; v="$(val "$ds" "qps_$ef")"; p="$(interpolate "$r" "$pcurve")"
+                    else
+                        r="$(val "$ds" "pgv_recall_$ef")"; p="$(val "$ds" "pgv_qps_$ef")"; v="$(interpolate "$r" "$vcurve")"
+                    fi
+                    ratio="n/a"
+                    if [ "$v" != n/a ] && [ "$p" != n/a ]; then
+                        ratio="$(awk -v a="$v" -v b="$p" 'BEGIN { printf "%.2fx", a / b }')"
+                    fi
+                    printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$ds" "$side" "$ef" "$r" "$(round1 "$v")" "$(round1 "$p")" "$ratio"
+                done
             done
         done
     fi

@@ -18,7 +18,8 @@ use super::{ops, raise, IterativeScanSetting, EF_SEARCH, ITERATIVE_SCAN, MAX_SCA
 
 /// Per-scan state, in `scan->opaque`; dropped with the scan's memory context.
 struct ScanState {
-    store: PageStore,
+    /// Opened by each rescan (one read of the meta page per scan).
+    store: Option<PageStore>,
     query: Option<Vec<f32>>,
     scan: Option<IterativeScan<Tid>>,
     returned: usize,
@@ -40,7 +41,7 @@ pub unsafe extern "C-unwind" fn ambeginscan(
         pg_sys::palloc0(slots * std::mem::size_of::<pg_sys::Datum>()) as *mut pg_sys::Datum;
     (*scan).xs_orderbynulls = pg_sys::palloc0(slots * std::mem::size_of::<bool>()) as *mut bool;
     let state = ScanState {
-        store: PageStore::open(index),
+        store: None,
         query: None,
         scan: None,
         returned: 0,
@@ -71,7 +72,7 @@ pub unsafe extern "C-unwind" fn amrescan(
     let state = &mut *(scan.opaque as *mut ScanState);
     state.scan = None;
     state.returned = 0;
-    state.store = PageStore::open(scan.indexRelation);
+    state.store = None;
     state.query = None;
     if scan.numberOfOrderBys == 0 {
         return;
@@ -83,7 +84,8 @@ pub unsafe extern "C-unwind" fn amrescan(
     let index = scan.indexRelation;
     let query = ops::vector_from_datum(key.sk_argument)
         .unwrap_or_else(|e| raise(index, format!("query vector: {e}")));
-    let dims = state.store.meta.dims as usize;
+    let store = state.store.insert(PageStore::open_for_scan(index));
+    let dims = store.meta.dims as usize;
     if dims != 0 && query.len() != dims {
         raise(
             index,
@@ -104,18 +106,18 @@ pub unsafe extern "C-unwind" fn amgettuple(
     let scan = &mut *scan;
     let index = scan.indexRelation;
     let state = &mut *(scan.opaque as *mut ScanState);
-    let Some(query) = &state.query else {
+    let (Some(query), Some(store)) = (&state.query, &state.store) else {
         // No ORDER BY value (NULL) or an empty index: no rows in index order.
         return false;
     };
-    if state.store.meta.dims == 0 {
+    if store.meta.dims == 0 {
         return false;
     }
-    let params = state.store.params();
+    let params = store.params();
     if state.scan.is_none() {
         // Off still scans in strict order; it only stops after ef rows.
         let order = state.setting.order().unwrap_or(ScanOrder::Strict);
-        let s = IterativeScan::new(&state.store, &params, query, state.ef, order)
+        let s = IterativeScan::new(store, &params, query, state.ef, order)
             .unwrap_or_else(|e| raise(index, e));
         state.scan = Some(s);
     }
@@ -130,11 +132,10 @@ pub unsafe extern "C-unwind" fn amgettuple(
         return false;
     }
     pgrx::check_for_interrupts!();
-    let Some((dist, id)) = iter.next(&state.store).unwrap_or_else(|e| raise(index, e)) else {
+    let Some((dist, id)) = iter.next(store).unwrap_or_else(|e| raise(index, e)) else {
         return false;
     };
-    let heap = state
-        .store
+    let heap = store
         .header(id)
         .unwrap_or_else(|e| raise(index, e))
         .heap;

@@ -437,6 +437,9 @@ pub struct PageStore {
     /// placement lock that keeps the slot ours: set by
     /// [`PageStore::next_id`], taken (and the lock let go) by `insert_element`.
     pending: Cell<Option<(Placement, Tid, PlacementLock)>>,
+    /// The entry point comes from `meta` as read at open, not from a fresh
+    /// read of the meta page: see [`PageStore::open_for_scan`].
+    entry_from_open: bool,
 }
 
 impl PageStore {
@@ -445,6 +448,20 @@ impl PageStore {
             rel,
             meta: read_meta(rel),
             pending: Cell::new(None),
+            entry_from_open: false,
+        }
+    }
+
+    /// A store for one index scan, which reads the meta page once: every
+    /// scan of every backend starts there, so under many clients its buffer
+    /// is the hottest in the index. Starting from the entry point read at
+    /// open is the race a fresh read has anyway: the page is let go before
+    /// the search begins, so an insert or vacuum may move the entry point
+    /// either way.
+    pub fn open_for_scan(rel: pg_sys::Relation) -> PageStore {
+        PageStore {
+            entry_from_open: true,
+            ..PageStore::open(rel)
         }
     }
 
@@ -604,7 +621,12 @@ impl GraphStore for PageStore {
     type Error = PageError;
 
     fn entry_point(&self) -> Result<Option<EntryPoint<Tid>>, PageError> {
-        Ok(read_meta(self.rel).entry.map(|(id, level)| EntryPoint {
+        let meta = if self.entry_from_open {
+            self.meta
+        } else {
+            read_meta(self.rel)
+        };
+        Ok(meta.entry.map(|(id, level)| EntryPoint {
             id,
             level: level as usize,
         }))
