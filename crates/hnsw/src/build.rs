@@ -169,8 +169,7 @@ pub fn build<I: ElementId + Send + Sync>(
     }
     let mut rng = LevelRng::new(0x5EED_0000_0000_0000 ^ n as u64);
     let levels: Vec<u8> = (0..n).map(|_| rng.level(params) as u8).collect();
-    let (vectors, ids): (Vec<Vec<f32>>, Vec<I>) =
-        items.into_iter().map(|(id, v)| (v, id)).unzip();
+    let (vectors, ids): (Vec<Vec<f32>>, Vec<I>) = items.into_iter().map(|(id, v)| (v, id)).unzip();
     let store = BuildStore::new(&vectors, levels);
     catch_unwind(AssertUnwindSafe(|| store.insert_all(params, threads)))
         .map_err(|p| BuildError::<I>::Build(panic_message(&*p)))?
@@ -265,7 +264,10 @@ impl<'a> BuildStore<'a> {
                 });
             }
         });
-        match first_error.into_inner().unwrap_or_else(PoisonError::into_inner) {
+        match first_error
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
             Some(e) => Err(e),
             None => Ok(()),
         }
@@ -298,7 +300,9 @@ impl<'a> BuildStore<'a> {
             .lists
             .get(id as usize)
             .ok_or(BuildStoreError::Unknown(id))?;
-        layers.get(layer).ok_or(BuildStoreError::NoLayer { id, layer })
+        layers
+            .get(layer)
+            .ok_or(BuildStoreError::NoLayer { id, layer })
     }
 
     fn into_parts(self) -> (Vec<u8>, Vec<Vec<Vec<u32>>>, Option<EntryPoint<u32>>) {
@@ -313,7 +317,10 @@ impl<'a> BuildStore<'a> {
                     .collect()
             })
             .collect();
-        let entry = self.entry.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let entry = self
+            .entry
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
         (self.levels, lists, entry)
     }
 }
@@ -363,7 +370,11 @@ impl GraphStore for View<'_, '_> {
     }
 
     fn neighbours(&self, id: u32, layer: usize, out: &mut Vec<u32>) -> Result<(), BuildStoreError> {
-        let list = self.0.list(id, layer)?.lock().unwrap_or_else(PoisonError::into_inner);
+        let list = self
+            .0
+            .list(id, layer)?
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         out.clear();
         out.extend_from_slice(&list);
         Ok(())
@@ -393,8 +404,17 @@ impl GraphStore for View<'_, '_> {
         Ok(())
     }
 
-    fn set_neighbours(&mut self, id: u32, layer: usize, new: &[u32]) -> Result<(), BuildStoreError> {
-        let mut list = self.0.list(id, layer)?.lock().unwrap_or_else(PoisonError::into_inner);
+    fn set_neighbours(
+        &mut self,
+        id: u32,
+        layer: usize,
+        new: &[u32],
+    ) -> Result<(), BuildStoreError> {
+        let mut list = self
+            .0
+            .list(id, layer)?
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         list.clear();
         list.extend_from_slice(new);
         Ok(())
@@ -407,7 +427,11 @@ impl GraphStore for View<'_, '_> {
         expected: &[u32],
         new: &[u32],
     ) -> Result<bool, BuildStoreError> {
-        let mut list = self.0.list(id, layer)?.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut list = self
+            .0
+            .list(id, layer)?
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if list.as_slice() != expected {
             return Ok(false);
         }

@@ -16,7 +16,7 @@ use pgrx::prelude::*;
 use vigil_hnsw::build::{build, estimate_build_memory, Graph};
 use vigil_hnsw::Params;
 
-use super::page::{self, element_size, neighbour_size, Filler, Meta, Tid, META_BLOCK, PAGE_DATA};
+use super::page::{self, element_size, neighbour_size, Meta, Tid, META_BLOCK, PAGE_DATA};
 use super::store::{self, add_item, init_page, write_meta, Locked, Wal};
 use super::{insert, new_params, ops, raise, relation_name};
 
@@ -221,12 +221,16 @@ fn write_graph(state: &mut BuildState) {
     state.indexed += heap_tids.len() as f64;
 }
 
-/// Lays the graph out (element, then its neighbour item, in order) and
-/// writes each page as one full-image WAL record.
+/// Lays the graph out ([`page::pack`]) and writes each page as one
+/// full-image WAL record, items in page and offset order.
 fn write_pages(index: pg_sys::Relation, params: &Params, graph: Graph<usize>, heap_tids: &[Tid]) {
     let m = params.m;
-    // Layout, in the graph's element order: (element item, neighbour item, heap row).
-    let mut filler = Filler::new(META_BLOCK + 1);
+    let lens: Vec<(usize, usize)> = graph
+        .elements
+        .iter()
+        .map(|e| (element_size(params.dims), neighbour_size(m, e.level)))
+        .collect();
+    let placed = page::pack(META_BLOCK + 1, &lens);
     let mut by_id = vec![
         Tid {
             block: 0,
@@ -234,31 +238,38 @@ fn write_pages(index: pg_sys::Relation, params: &Params, graph: Graph<usize>, he
         };
         graph.len()
     ];
-    let mut order = Vec::with_capacity(graph.len());
-    for e in &graph.elements {
-        let (elem, neigh, _) = filler.place(element_size(params.dims), neighbour_size(m, e.level));
+    for (e, &(elem, _)) in graph.elements.iter().zip(&placed) {
         by_id[e.id] = elem;
-        order.push((elem, neigh, heap_tids[e.id]));
     }
+    let heap: Vec<Tid> = graph.elements.iter().map(|e| heap_tids[e.id]).collect();
     let graph = graph.map_ids(|i| by_id[i]);
 
+    // Every item, by where it goes: (slot, element index, is the element).
+    let mut items: Vec<(Tid, usize, bool)> = placed
+        .iter()
+        .enumerate()
+        .flat_map(|(k, &(elem, neigh))| [(elem, k, true), (neigh, k, false)])
+        .collect();
+    items.sort_unstable_by_key(|&(at, _, _)| (at.block, at.offset));
     let mut page_writer = PageWriter::new(index);
-    for (done, (e, &(elem, neigh, heap))) in graph.elements.iter().zip(&order).enumerate() {
-        let item = page::encode_element(
-            &page::ElementHeader {
-                level: e.level as u8,
-                flags: 0,
-                heap,
-                neighbours: neigh,
-            },
-            &e.vector,
-        );
-        page_writer.add(elem, &item);
-        let item =
-            page::encode_neighbours(m, &e.neighbours).unwrap_or_else(|err| raise(index, err));
-        page_writer.add(neigh, &item);
-        if done % 1024 == 0 {
-            progress(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE, done as i64);
+    for (done, &(at, k, is_element)) in items.iter().enumerate() {
+        let e = &graph.elements[k];
+        let item = if is_element {
+            page::encode_element(
+                &page::ElementHeader {
+                    level: e.level as u8,
+                    flags: 0,
+                    heap: heap[k],
+                    neighbours: placed[k].1,
+                },
+                &e.vector,
+            )
+        } else {
+            page::encode_neighbours(m, &e.neighbours).unwrap_or_else(|err| raise(index, err))
+        };
+        page_writer.add(at, &item);
+        if done % 2048 == 0 {
+            progress(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE, (done / 2) as i64);
             pgrx::check_for_interrupts!();
         }
     }

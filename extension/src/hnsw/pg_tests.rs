@@ -238,7 +238,9 @@ mod tests {
             let qv = Spi::get_one::<String>(&format!("SELECT v::text FROM items WHERE id = {id}"))
                 .unwrap()
                 .unwrap();
-            ids(&format!("SELECT id FROM items ORDER BY v <=> '{qv}' LIMIT 1"))
+            ids(&format!(
+                "SELECT id FROM items ORDER BY v <=> '{qv}' LIMIT 1"
+            ))
         };
         for id in [5, 250, 590] {
             assert_eq!(first(id), vec![id]);

@@ -135,10 +135,7 @@ pub unsafe extern "C-unwind" fn amgettuple(
     let Some((dist, id)) = iter.next(store).unwrap_or_else(|e| raise(index, e)) else {
         return false;
     };
-    let heap = store
-        .header(id)
-        .unwrap_or_else(|e| raise(index, e))
-        .heap;
+    let heap = store.header(id).unwrap_or_else(|e| raise(index, e)).heap;
     state.returned += 1;
     pgrx::itemptr::item_pointer_set_all(&mut scan.xs_heaptid, heap.block, heap.offset);
     *scan.xs_orderbyvals = pg_sys::Datum::from(f64::from(dist).to_bits());
