@@ -514,9 +514,9 @@ impl Filler {
 /// instead of staying empty. With 384 dimensions four element and neighbour
 /// pairs fill a page to within 1,120 bytes, an eighth of it, which is room
 /// for five more neighbour items; packed, the index of 59,004 real
-/// embeddings takes 12% fewer pages (106.3 MB, 120.8 MB before). An element whose neighbour item
-/// went ahead costs a second page only when a search expands it (reads its
-/// links), not when it scores it.
+/// embeddings takes 12% fewer pages (106.3 MB, 120.8 MB before). An
+/// element whose neighbour item went ahead costs a second page only when a
+/// search expands it (reads its links), not when it scores it.
 pub fn pack(start: u32, lens: &[(usize, usize)]) -> Vec<(Tid, Tid)> {
     let unset = Tid {
         block: 0,
