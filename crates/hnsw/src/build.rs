@@ -33,7 +33,7 @@ use std::sync::{Mutex, PoisonError, RwLock};
 
 use crate::distance::{normalize, prefetch_bytes};
 use crate::insert::{plan_links, write_element, LevelRng};
-use crate::store::{ElementId, ElementMeta, EntryPoint, GraphStore};
+use crate::store::{ElementId, ElementMeta, ElementVisitor, EntryPoint, GraphStore};
 use crate::{Error, IdSet, Metric, Params};
 
 /// One element of a built graph.
@@ -201,6 +201,9 @@ pub fn build<I: ElementId + Send + Sync>(
     })
 }
 
+/// One element's neighbour lists, one per layer.
+type Layers = Vec<Vec<u32>>;
+
 /// The graph under construction, shared by the build threads; see the
 /// module docs for what is locked and why. Ids are input positions.
 struct BuildStore<'a> {
@@ -305,7 +308,8 @@ impl<'a> BuildStore<'a> {
             .ok_or(BuildStoreError::NoLayer { id, layer })
     }
 
-    fn into_parts(self) -> (Vec<u8>, Vec<Vec<Vec<u32>>>, Option<EntryPoint<u32>>) {
+    /// Levels, lists (per element, per layer) and the entry point.
+    fn into_parts(self) -> (Vec<u8>, Vec<Layers>, Option<EntryPoint<u32>>) {
         let lists = self
             .lists
             .into_iter()
@@ -356,7 +360,7 @@ impl GraphStore for View<'_, '_> {
     fn with_elements(
         &self,
         ids: &[u32],
-        f: &mut dyn FnMut(u32, ElementMeta, &[f32]),
+        f: &mut ElementVisitor<'_, u32>,
     ) -> Result<(), BuildStoreError> {
         for &id in ids {
             if let Some(v) = self.0.vectors.get(id as usize) {

@@ -38,6 +38,9 @@ pub struct EntryPoint<I> {
     pub level: usize,
 }
 
+/// What [`GraphStore::with_elements`] calls per element: id, metadata, vector.
+pub type ElementVisitor<'a, I> = dyn FnMut(I, ElementMeta, &[f32]) + 'a;
+
 /// Storage of an HNSW graph. Small on purpose: five reads (one with a
 /// default), six writes.
 ///
@@ -66,7 +69,7 @@ pub trait GraphStore {
     fn with_elements(
         &self,
         ids: &[Self::Id],
-        f: &mut dyn FnMut(Self::Id, ElementMeta, &[f32]),
+        f: &mut ElementVisitor<'_, Self::Id>,
     ) -> Result<(), Self::Error> {
         for &id in ids {
             self.with_element(id, |meta, v| f(id, meta, v))?;

@@ -23,6 +23,7 @@ use std::cell::{Cell, RefCell};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use vigil_hnsw::distance::{prefetch, prefetch_bytes};
+use vigil_hnsw::store::ElementVisitor;
 use vigil_hnsw::{ElementMeta, EntryPoint, GraphStore, Params};
 
 use super::page::{
@@ -640,11 +641,7 @@ impl GraphStore for PageStore {
         self.visit(&Locked::share(self.rel, id.block), id, f)
     }
 
-    fn with_elements(
-        &self,
-        ids: &[Tid],
-        f: &mut dyn FnMut(Tid, ElementMeta, &[f32]),
-    ) -> Result<(), PageError> {
+    fn with_elements(&self, ids: &[Tid], f: &mut ElementVisitor<'_, Tid>) -> Result<(), PageError> {
         // A few at a time: a backend keeps its first eight pins in an array
         // and the rest in a hash table, which would cost more than it saves.
         for chunk in ids.chunks(PREFETCH_AHEAD) {
