@@ -357,6 +357,10 @@ impl GraphStore for View<'_, '_> {
         Ok(f(meta, v))
     }
 
+    fn resident_vector(&self, id: u32) -> Option<&[f32]> {
+        self.0.vectors.get(id as usize).map(Vec::as_slice)
+    }
+
     fn with_elements(
         &self,
         ids: &[u32],

@@ -1,9 +1,11 @@
 //! Inserting one element (algorithm 1 of the paper), the neighbour-selection
 //! heuristic (algorithm 4) and level sampling.
 
+use std::borrow::Cow;
+
 use crate::distance::Query;
 use crate::search::{descend, score, search_layer, Scored};
-use crate::store::{ElementId, EntryPoint, GraphStore};
+use crate::store::{EntryPoint, GraphStore};
 use crate::{Corruption, CorruptionKind, Metric, Params, StoreError, MAX_LEVEL};
 
 /// Level sampler: a splitmix64 generator.
@@ -58,54 +60,43 @@ impl LevelRng {
 /// search. Inner product is no metric: the test can prune all but a few
 /// links of an element among large-norm ones, leaving others unreachable,
 /// so there the pruned candidates fill the list (`keepPrunedConnections`).
-/// `visit` lends a candidate's vector; only kept vectors are copied (at
-/// most `cap`).
-pub(crate) fn select_heuristic<I: ElementId, X>(
-    candidates: &[Scored<I>],
-    cap: usize,
-    metric: Metric,
-    mut visit: impl FnMut(I, &mut dyn FnMut(&[f32])) -> Result<(), X>,
-) -> Result<Vec<I>, X> {
-    let mut kept: Vec<(I, Vec<f32>)> = Vec::with_capacity(cap);
-    let mut pruned: Vec<I> = Vec::new();
-    for c in candidates {
-        if kept.len() >= cap {
-            break;
-        }
-        let mut copy = None;
-        visit(c.id, &mut |v| {
-            let q = Query::new(metric, v);
-            let diverse = kept
-                .iter()
-                .all(|(_, k)| k.len() == v.len() && c.dist < q.distance(k));
-            if diverse {
-                copy = Some(v.to_vec());
-            }
-        })?;
-        match copy {
-            Some(v) => kept.push((c.id, v)),
-            None => pruned.push(c.id),
-        }
-    }
-    let mut out: Vec<I> = kept.into_iter().map(|(id, _)| id).collect();
-    if metric == Metric::InnerProduct {
-        let room = cap.saturating_sub(out.len());
-        out.extend(pruned.into_iter().take(room));
-    }
-    Ok(out)
-}
-
-/// [`select_heuristic`] reading vectors from a store.
+/// Vectors are read through the store: a store that keeps them in memory
+/// lends them ([`GraphStore::resident_vector`]), otherwise only the kept
+/// ones are copied (at most `cap`).
 pub(crate) fn select_from_store<S: GraphStore>(
     store: &S,
     candidates: &[Scored<S::Id>],
     cap: usize,
     metric: Metric,
 ) -> Result<Vec<S::Id>, StoreError<S>> {
-    select_heuristic(candidates, cap, metric, |id, f| {
-        store.with_element(id, |_, v| f(v)).map(|_| ())
-    })
-    .map_err(StoreError::<S>::Storage)
+    let mut kept: Vec<(S::Id, Cow<'_, [f32]>)> = Vec::with_capacity(cap);
+    let mut pruned: Vec<S::Id> = Vec::new();
+    for c in candidates {
+        if kept.len() >= cap {
+            break;
+        }
+        let diverse = |v: &[f32]| {
+            let q = Query::new(metric, v);
+            kept.iter()
+                .all(|(_, k)| k.len() == v.len() && c.dist < q.distance(k))
+        };
+        let keep = match store.resident_vector(c.id) {
+            Some(v) => diverse(v).then_some(Cow::Borrowed(v)),
+            None => store
+                .with_element(c.id, |_, v| diverse(v).then(|| Cow::Owned(v.to_vec())))
+                .map_err(StoreError::<S>::Storage)?,
+        };
+        match keep {
+            Some(v) => kept.push((c.id, v)),
+            None => pruned.push(c.id),
+        }
+    }
+    let mut out: Vec<S::Id> = kept.into_iter().map(|(id, _)| id).collect();
+    if metric == Metric::InnerProduct {
+        let room = cap.saturating_sub(out.len());
+        out.extend(pruned.into_iter().take(room));
+    }
+    Ok(out)
 }
 
 /// Copies an element's vector, checking its length.

@@ -77,6 +77,15 @@ pub trait GraphStore {
         Ok(())
     }
 
+    /// The element's vector for as long as the store is borrowed, from a
+    /// store that keeps vectors in memory; `None` (the default) where
+    /// vectors are only lent inside [`GraphStore::with_element`], as from
+    /// pages. Lets the neighbour heuristic compare vectors without copying.
+    fn resident_vector(&self, id: Self::Id) -> Option<&[f32]> {
+        let _ = id;
+        None
+    }
+
     /// Replaces `out` with the neighbour list of `id` on `layer`.
     /// `layer` must be at most the element's level.
     fn neighbours(
@@ -249,6 +258,10 @@ impl<I: ElementId> GraphStore for MemStore<I> {
             },
             &e.vector,
         ))
+    }
+
+    fn resident_vector(&self, id: I) -> Option<&[f32]> {
+        self.elements.get(&id).map(|e| e.vector.as_slice())
     }
 
     fn neighbours(&self, id: I, layer: usize, out: &mut Vec<I>) -> Result<(), MemError> {
