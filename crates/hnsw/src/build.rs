@@ -29,12 +29,12 @@
 use std::convert::Infallible;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError, RwLock};
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
 use crate::distance::{normalize, prefetch_bytes};
 use crate::insert::{plan_links, write_element, LevelRng};
 use crate::store::{ElementId, ElementMeta, ElementVisitor, EntryPoint, GraphStore};
-use crate::{Error, IdSet, Metric, Params};
+use crate::{Error, IdSet, Metric, Params, StoreError};
 
 /// One element of a built graph.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,18 +66,15 @@ impl<I: ElementId> Graph<I> {
     /// Writes every element, then the entry point, into `store` (which
     /// should be empty). Lists may name elements not yet written; a page
     /// store can take that because ids are slot addresses fixed in advance.
-    pub fn load_into<S: GraphStore<Id = I>>(
-        &self,
-        store: &mut S,
-    ) -> Result<(), crate::StoreError<S>> {
+    pub fn load_into<S: GraphStore<Id = I>>(&self, store: &mut S) -> Result<(), StoreError<S>> {
         for e in &self.elements {
             store
                 .insert_element(e.id, e.level, &e.vector, &e.neighbours)
-                .map_err(crate::StoreError::<S>::Storage)?;
+                .map_err(StoreError::<S>::Storage)?;
         }
         store
             .set_entry_point(self.entry)
-            .map_err(crate::StoreError::<S>::Storage)
+            .map_err(StoreError::<S>::Storage)
     }
 
     /// Renames every element (for a store that assigns addresses only after
@@ -276,9 +273,10 @@ impl<'a> BuildStore<'a> {
         }
     }
 
-    /// Inserts element `id`: beside other inserts, or alone when its level
-    /// is above the entry point's (re-checked under the exclusive lock's
-    /// predecessor, the shared one, so no raise is missed).
+    /// Inserts element `id`: beside other inserts while its level is at most
+    /// the entry point's (checked under the shared lock, so no raise can
+    /// happen meanwhile), otherwise alone under the exclusive lock, where
+    /// [`write_element`] raises the entry point.
     fn insert_one(&self, params: &Params, id: u32) -> Result<(), String> {
         let level = usize::from(self.levels[id as usize]);
         let vector = &self.vectors[id as usize];
@@ -298,14 +296,16 @@ impl<'a> BuildStore<'a> {
         run()
     }
 
-    fn list(&self, id: u32, layer: usize) -> Result<&Mutex<Vec<u32>>, BuildStoreError> {
+    /// The list of `id` on `layer`, locked.
+    fn list(&self, id: u32, layer: usize) -> Result<MutexGuard<'_, Vec<u32>>, BuildStoreError> {
         let layers = self
             .lists
             .get(id as usize)
             .ok_or(BuildStoreError::Unknown(id))?;
-        layers
+        let list = layers
             .get(layer)
-            .ok_or(BuildStoreError::NoLayer { id, layer })
+            .ok_or(BuildStoreError::NoLayer { id, layer })?;
+        Ok(list.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Levels, lists (per element, per layer) and the entry point.
@@ -378,11 +378,7 @@ impl GraphStore for View<'_, '_> {
     }
 
     fn neighbours(&self, id: u32, layer: usize, out: &mut Vec<u32>) -> Result<(), BuildStoreError> {
-        let list = self
-            .0
-            .list(id, layer)?
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let list = self.0.list(id, layer)?;
         out.clear();
         out.extend_from_slice(&list);
         Ok(())
@@ -418,11 +414,7 @@ impl GraphStore for View<'_, '_> {
         layer: usize,
         new: &[u32],
     ) -> Result<(), BuildStoreError> {
-        let mut list = self
-            .0
-            .list(id, layer)?
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut list = self.0.list(id, layer)?;
         list.clear();
         list.extend_from_slice(new);
         Ok(())
@@ -435,11 +427,7 @@ impl GraphStore for View<'_, '_> {
         expected: &[u32],
         new: &[u32],
     ) -> Result<bool, BuildStoreError> {
-        let mut list = self
-            .0
-            .list(id, layer)?
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut list = self.0.list(id, layer)?;
         if list.as_slice() != expected {
             return Ok(false);
         }
