@@ -53,11 +53,11 @@ impl LevelRng {
 /// (so links spread in different directions), up to `cap`.
 ///
 /// Under L2 and cosine, pruned candidates are not used to fill the list, as
-/// in hnswlib: measured on 30,000 clustered 384-dim vectors (cosine, m 16,
-/// ef_construction 64, ef_search 40), filling gave recall@10 0.958 and a
-/// 10.1 s build on one thread, leaving the lists short 0.990 in 3.2 s, and a
-/// shorter list is also fewer distances per visited element in every
-/// search. Inner product is no metric: the test can prune all but a few
+/// in hnswlib: on 30,000 clustered 384-dim vectors (`examples/build_speed`,
+/// cosine, m 16, ef_construction 64, ef_search 40), filling gave recall@10
+/// 0.958 and a 7.1 s build on one thread, leaving the lists short 0.990 in
+/// 1.65 s, and a shorter list is also fewer distances per visited element
+/// in every search. Inner product is no metric: the test can prune all but a few
 /// links of an element among large-norm ones, leaving others unreachable,
 /// so there the pruned candidates fill the list (`keepPrunedConnections`).
 /// Vectors are read through the store: a store that keeps them in memory

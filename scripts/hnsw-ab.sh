@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# A/B of two or more builds of vigil.so on the bench-hnsw cluster, with pgvector
+# as the yardstick for the machine's drift: the figures README quotes as "an A/B
+# in one cluster". Needs a finished `BENCH_DATASETS=real scripts/bench-hnsw.sh`
+# (its tables and both indexes). Save each build first, for example
+#   . scripts/lib.sh && install_extension && cp "$("$PG_CONFIG" --pkglibdir)/vigil.so" /tmp/a.so
+# then: scripts/hnsw-ab.sh [queries|build] /tmp/a.so /tmp/b.so ...
+# Each round installs each .so in turn into PostgreSQL's lib directory (as
+# install_extension does) and restarts the cluster, then
+#   queries: vigil_hnsw's queries/s at vigil.hnsw_ef_search $AB_EF (20) and
+#            pgvector's at hnsw.ef_search 40 over the 1,000 held-out queries
+#            (best of 2 passes after a warm-up), and their ratio;
+#   build:   the time of CREATE INDEX ... USING vigil_hnsw on the real rows.
+# AB_ROUNDS (2) rounds alternate the builds. The last .so named stays installed.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+mode="${1:-}"; shift || true
+case "$mode" in queries|build) ;; *) die "usage: scripts/hnsw-ab.sh queries|build A.so B.so ..." ;; esac
+[ $# -ge 1 ] || die "name at least one vigil.so"
+dir="$VIGIL_STATE/bench-hnsw"
+[ -d "$dir" ] || die "no $dir: run BENCH_DATASETS=real scripts/bench-hnsw.sh first"
+lib="$("$PG_CONFIG" --pkglibdir)"
+port="${BENCH_PG_PORT:-28818}"
+psql() { "$VIGIL_ROOT/scripts/pg-cluster.sh" psql "$dir" -X -q -At "$@"; }
+
+qps() { # table suffix, ef setting, ef, vector type
+    psql <<SQL
+SET enable_seqscan = off; SET $2 = $3;
+SELECT pg_prewarm('bench.real_items$1'), pg_prewarm('bench.real_items$1_v') \g /dev/null
+CREATE FUNCTION pg_temp.qps() RETURNS float8 LANGUAGE plpgsql AS \$\$
+DECLARE q $4; t0 timestamptz; k int; best float8 := 0;
+BEGIN
+    FOR q IN SELECT v FROM bench.real_queries$1 ORDER BY id LIMIT 50 LOOP
+        PERFORM id FROM bench.real_items$1 ORDER BY v <=> q LIMIT 10;
+    END LOOP;
+    FOR pass IN 1..2 LOOP
+        k := 0; t0 := clock_timestamp();
+        FOR q IN SELECT v FROM bench.real_queries$1 ORDER BY id LOOP
+            PERFORM id FROM bench.real_items$1 ORDER BY v <=> q LIMIT 10; k := k + 1;
+        END LOOP;
+        best := greatest(best, k / extract(epoch FROM clock_timestamp() - t0));
+    END LOOP;
+    RETURN best;
+END \$\$;
+SELECT round(pg_temp.qps()::numeric);
+SQL
+}
+
+for _ in $(seq "${AB_ROUNDS:-2}"); do
+    for so in "$@"; do
+        [ -f "$so" ] || die "no such file: $so"
+        install -m 0755 "$so" "$lib/vigil.so"
+        "$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir" >/dev/null
+        "$VIGIL_ROOT/scripts/pg-cluster.sh" up "$dir" "$port" >/dev/null
+        if [ "$mode" = queries ]; then
+            v="$(qps "" vigil.hnsw_ef_search "${AB_EF:-20}" "real[]")"
+            p="$(qps _pgv hnsw.ef_search 40 public.vector)"
+            echo "$so: vigil $v q/s, pgvector $p q/s, ratio $(awk -v a="$v" -v b="$p" 'BEGIN { printf "%.3f", a / b }')"
+        else
+            psql -c "SELECT pg_prewarm('bench.real_items')" >/dev/null
+            ms="$(psql <<'SQL' 2>&1 | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p'
+SET maintenance_work_mem = '2GB';
+DROP INDEX IF EXISTS bench.real_items_ab;
+\timing on
+CREATE INDEX real_items_ab ON bench.real_items USING vigil_hnsw (v);
+\timing off
+DROP INDEX bench.real_items_ab;
+SQL
+)"
+            echo "$so: build $ms ms"
+        fi
+    done
+done
+"$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir" >/dev/null
