@@ -172,6 +172,7 @@ mod tests {
             query_cache: Arc::new(crate::vectordb::query_cache::QueryCache::new(
                 args.query_cache_entries,
             )),
+            query_batcher: None,
         };
         router(state, &args).unwrap()
     }

@@ -65,6 +65,18 @@ pub struct ServeArgs {
           default_value_t = crate::vectordb::query_cache::DEFAULT_ENTRIES)]
     pub query_cache_entries: usize,
 
+    /// Most search queries embedded in one model call: the queries of searches
+    /// in flight share a call, about half the model's cost each under load;
+    /// 0 embeds each search's query on its own.
+    #[arg(long, env = "VIGIL_QUERY_BATCH",
+          default_value_t = crate::vectordb::query_batch::DEFAULT_BATCH)]
+    pub query_batch: usize,
+
+    /// Connections that embed search queries in batches, one batch each at a
+    /// time (beside --pool-size).
+    #[arg(long, env = "VIGIL_QUERY_EMBEDDERS", default_value_t = 1)]
+    pub query_embedders: usize,
+
     #[command(flatten)]
     pub tls: TlsArgs,
 

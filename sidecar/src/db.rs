@@ -5,8 +5,14 @@ use tokio_postgres::NoTls;
 
 use crate::config::ServeArgs;
 
-/// Builds the pool; connections are opened lazily, so this fails only on a bad URL.
+/// Builds the requests' pool of `--pool-size` connections; connections are
+/// opened lazily, so this fails only on a bad URL.
 pub fn pool(args: &ServeArgs) -> Result<Pool, String> {
+    pool_of(args, args.pool_size)
+}
+
+/// A pool of `size` connections with the settings of the requests' pool.
+pub fn pool_of(args: &ServeArgs, size: usize) -> Result<Pool, String> {
     let mut pg: tokio_postgres::Config = args
         .database_url
         .parse()
@@ -27,7 +33,7 @@ pub fn pool(args: &ServeArgs) -> Result<Pool, String> {
     );
     let timeout = Some(args.request_timeout());
     Pool::builder(manager)
-        .max_size(args.pool_size.max(1))
+        .max_size(size.max(1))
         .timeouts(Timeouts {
             wait: timeout,
             create: timeout,

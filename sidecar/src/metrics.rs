@@ -71,6 +71,8 @@ pub struct Metrics {
     /// those that ran the model.
     query_cache_hits: Counter,
     query_cache_misses: Counter,
+    /// Model calls that embedded search queries (batches of misses).
+    query_batches: Counter,
 }
 
 /// The route pattern a request matched; "unmatched" for the 404 fallback.
@@ -152,6 +154,7 @@ impl Metrics {
             identity_assessments: Family::default(),
             query_cache_hits: Counter::default(),
             query_cache_misses: Counter::default(),
+            query_batches: Counter::default(),
         };
         m.registered()
     }
@@ -201,6 +204,11 @@ impl Metrics {
             "Searches whose query embedding was computed (and then kept)",
             self.query_cache_misses.clone(),
         );
+        r.register(
+            "vigil_query_batches",
+            "Model calls that embedded search queries; the mean batch is the misses over these",
+            self.query_batches.clone(),
+        );
         self
     }
 
@@ -226,6 +234,11 @@ impl Metrics {
         } else {
             self.query_cache_misses.inc();
         }
+    }
+
+    /// One model call for a batch of search queries.
+    pub fn query_batch_embedded(&self) {
+        self.query_batches.inc();
     }
 
     fn answered(&self, route: Route, method: &'static str, status: StatusCode, took: Duration) {

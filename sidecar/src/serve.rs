@@ -14,18 +14,27 @@ use crate::config::ServeArgs;
 use crate::db;
 use crate::metrics::Metrics;
 use crate::state::AppState;
+use crate::vectordb::query_batch::QueryBatcher;
 use crate::vectordb::query_cache::QueryCache;
 
 type BoxError = Box<dyn std::error::Error>;
 
 pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
+    let metrics = Arc::new(Metrics::new());
+    let query_batcher = QueryBatcher::start(
+        db::pool_of(&args, args.query_embedders)?,
+        args.query_batch,
+        args.query_embedders,
+        Arc::clone(&metrics),
+    );
     let state = AppState {
         pool: db::pool(&args)?,
         limits: Arc::new(Limits::new(&args.limits)?),
         trusted_proxies: args.trusted_proxies.clone().into(),
-        metrics: Arc::new(Metrics::new()),
+        metrics,
         batch_timeout: args.batch_timeout(),
         query_cache: Arc::new(QueryCache::new(args.query_cache_entries)),
+        query_batcher: query_batcher.map(Arc::new),
     };
     if args.risk_refit_seconds > 0 {
         tokio::spawn(crate::transaction::refit_periodically(

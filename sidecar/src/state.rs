@@ -10,6 +10,7 @@ use ipnet::IpNet;
 use crate::auth::Limits;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
+use crate::vectordb::query_batch::QueryBatcher;
 use crate::vectordb::query_cache::QueryCache;
 
 #[derive(Clone)]
@@ -23,6 +24,8 @@ pub struct AppState {
     /// statement timeout.
     pub batch_timeout: Duration,
     pub query_cache: Arc<QueryCache>,
+    /// `None` when search queries are not batched (`--query-batch 0`).
+    pub query_batcher: Option<Arc<QueryBatcher>>,
 }
 
 impl AppState {

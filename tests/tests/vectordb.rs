@@ -1017,3 +1017,98 @@ fn a_repeated_query_is_answered_from_kept_embeddings_alike() {
         "no cache, no misses counted"
     );
 }
+
+/// Each record's id and its similarity or score, to compare answers whose
+/// embeddings came from different model calls (the last float bits differ).
+fn ranked(records: &[Value], score: &str) -> Vec<(i64, f64)> {
+    records
+        .iter()
+        .map(|r| (id(r), r[score].as_f64().expect("a number")))
+        .collect()
+}
+
+fn assert_same_ranking(got: &[(i64, f64)], want: &[(i64, f64)], what: &str) {
+    let ids = |r: &[(i64, f64)]| r.iter().map(|(id, _)| *id).collect::<Vec<_>>();
+    assert_eq!(ids(got), ids(want), "{what}");
+    for ((_, a), (_, b)) in got.iter().zip(want) {
+        assert!((a - b).abs() < 1e-4, "{what}: {a} against {b}");
+    }
+}
+
+#[test]
+fn searches_at_once_share_model_calls_and_answer_as_alone() {
+    let me = caller("querybatch");
+    me.create("batched");
+    me.store_all("batched", &VARIED);
+    let queries: Vec<String> = [
+        "I can't sign in because I lost my passcode",
+        "molten rock flowed from a peak",
+        "a sweet treat for a birthday party",
+        "how long until my order shows up",
+        "getting my money back for a return",
+        "a pet at work",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, q)| format!("{q} (batch {i})"))
+    .collect();
+    let on = |env: &[(&'static str, &'static str)]| Caller {
+        env: me.env.with_sidecar(SidecarOptions {
+            env,
+            ..Default::default()
+        }),
+        account: me.account.clone(),
+        user_key: me.user_key.clone(),
+    };
+    let search = |who: &Caller, q: &str| {
+        (
+            ranked(&who.query("batched", q), "similarity"),
+            ranked(&who.hybrid("batched", q, 5), "score"),
+        )
+    };
+    // Each search's statement embeds its own query: no cache, no batches.
+    let alone = on(&[
+        ("VIGIL_QUERY_CACHE_ENTRIES", "0"),
+        ("VIGIL_QUERY_BATCH", "0"),
+    ]);
+    let want: Vec<_> = queries.iter().map(|q| search(&alone, q)).collect();
+
+    // No cache, so every search's query goes to the batches: all at once.
+    let batched = on(&[("VIGIL_QUERY_CACHE_ENTRIES", "0")]);
+    let start = std::sync::Barrier::new(queries.len());
+    let got: Vec<_> = std::thread::scope(|s| {
+        let running: Vec<_> = queries
+            .iter()
+            .map(|q| {
+                let (batched, start) = (&batched, &start);
+                s.spawn(move || {
+                    start.wait();
+                    search(batched, q)
+                })
+            })
+            .collect();
+        running.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    for ((q, (similar, hybrid)), (want_similar, want_hybrid)) in queries.iter().zip(&got).zip(&want)
+    {
+        assert_same_ranking(similar, want_similar, &format!("/queryEmbeddings {q}"));
+        assert_same_ranking(hybrid, want_hybrid, &format!("/hybridSearch {q}"));
+    }
+    let calls = counter(&batched.env, "vigil_query_batches");
+    assert!(
+        (1.0..=2.0 * queries.len() as f64).contains(&calls),
+        "the batches embedded every query: {calls} model calls"
+    );
+
+    // A query PostgreSQL's text cannot hold is refused before any model call.
+    assert_error(
+        me.send(
+            "/queryEmbeddings",
+            "batched",
+            json!({"query": "nul \u{0} here"}),
+        ),
+        400,
+        "invalid_field",
+        "query",
+    );
+}

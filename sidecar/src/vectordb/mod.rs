@@ -5,6 +5,7 @@
 //! 22023 naming the field (400), P0002 for an unknown database or record
 //! (404); `error::from_sqlstate` maps them.
 
+pub mod query_batch;
 pub mod query_cache;
 mod records;
 mod requests;
@@ -26,9 +27,9 @@ use crate::openapi::{AuthRefusals, BodyRefusals};
 use crate::state::AppState;
 use records::{all, DeletedDatabase, ListedRecord, Record, ScoredRecord, SimilarRecord};
 use requests::{
-    required, DeleteEmbeddingRequest, GetEmbeddingsRequest, HybridSearch, HybridSearchRequest,
-    NewRecord, NewRecords, Page, RecordId, Search, SearchRequest, StoreEmbeddingRequest,
-    StoreEmbeddingsRequest, DEFAULT_LIMIT,
+    required, required_text, DeleteEmbeddingRequest, GetEmbeddingsRequest, HybridSearch,
+    HybridSearchRequest, NewRecord, NewRecords, Page, RecordId, Search, SearchRequest,
+    StoreEmbeddingRequest, StoreEmbeddingsRequest, DEFAULT_LIMIT,
 };
 
 /// A vector database.
@@ -104,26 +105,32 @@ async fn call(
 }
 
 /// The embedding of `query` for a search in `tx`: the one kept in the
-/// sidecar's cache, or computed by the database and kept. `None` when the
-/// cache is off: the search embeds the query itself.
+/// sidecar's cache, or computed in the next batch of queries (or in `tx` when
+/// batching is off), and kept. `None` when neither caches nor batches: the
+/// search embeds the query itself.
 async fn query_vector(
     state: &AppState,
     tx: &deadpool_postgres::Transaction<'_>,
     query: &str,
 ) -> Result<Option<Arc<[f32]>>, ApiError> {
     let cache = &state.query_cache;
-    if !cache.enabled() {
-        return Ok(None);
-    }
     if let Some(kept) = cache.get(query) {
         state.metrics.query_cache(true);
         return Ok(Some(kept));
     }
-    state.metrics.query_cache(false);
-    let statement = tx.prepare_cached("SELECT vigil.embed($1)").await?;
-    let embedding: Vec<f32> = tx.query_one(&statement, &[&query]).await?.try_get(0)?;
-    let embedding: Arc<[f32]> = Arc::from(embedding);
-    cache.put(query, Arc::clone(&embedding));
+    let embedding = match &state.query_batcher {
+        Some(batcher) => batcher.embed(query).await?,
+        None if cache.enabled() => {
+            let statement = tx.prepare_cached("SELECT vigil.embed($1)").await?;
+            let embedding: Vec<f32> = tx.query_one(&statement, &[&query]).await?.try_get(0)?;
+            Arc::from(embedding)
+        }
+        None => return Ok(None),
+    };
+    if cache.enabled() {
+        state.metrics.query_cache(false);
+        cache.put(query, Arc::clone(&embedding));
+    }
     Ok(Some(embedding))
 }
 
@@ -156,8 +163,8 @@ pub async fn store_embedding(
 ) -> Result<(StatusCode, Json<Record>), ApiError> {
     let entered = account.enter().await?;
     let db = entered.db_name;
-    let title = required(body.title, "title")?;
-    let content = required(body.content, "content")?;
+    let title = required_text(body.title, "title")?;
+    let content = required_text(body.content, "content")?;
     let metadata = Jsonb(body.metadata.unwrap_or_else(|| Value::Object(Map::new())));
     let rows = call(
         entered,
@@ -258,7 +265,7 @@ pub async fn query_embeddings(
 ) -> Result<Json<Vec<SimilarRecord>>, ApiError> {
     let entered = account.enter().await?;
     let db = entered.db_name;
-    let query = required(body.query, "query")?;
+    let query = required_text(body.query, "query")?;
     let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
     let vector = query_vector(&state, &entered.tx, &query).await?;
     let vector = vector.as_deref();
@@ -292,7 +299,7 @@ pub async fn hybrid_search(
 ) -> Result<Json<Vec<ScoredRecord>>, ApiError> {
     let entered = account.enter().await?;
     let db = entered.db_name;
-    let query = required(body.query, "query")?;
+    let query = required_text(body.query, "query")?;
     let vector = query_vector(&state, &entered.tx, &query).await?;
     let vector = vector.as_deref();
     let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
