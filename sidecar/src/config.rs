@@ -77,6 +77,11 @@ pub struct ServeArgs {
     #[arg(long, env = "VIGIL_QUERY_EMBEDDERS", default_value_t = 1)]
     pub query_embedders: usize,
 
+    /// Threads the model of each of those connections runs a batch on
+    /// (`vigil.embed_threads` there).
+    #[arg(long, env = "VIGIL_QUERY_EMBED_THREADS", default_value_t = 2)]
+    pub query_embed_threads: usize,
+
     #[command(flatten)]
     pub tls: TlsArgs,
 

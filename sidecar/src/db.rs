@@ -8,11 +8,24 @@ use crate::config::ServeArgs;
 /// Builds the requests' pool of `--pool-size` connections; connections are
 /// opened lazily, so this fails only on a bad URL.
 pub fn pool(args: &ServeArgs) -> Result<Pool, String> {
-    pool_of(args, args.pool_size)
+    pool_of(args, args.pool_size, "")
 }
 
-/// A pool of `size` connections with the settings of the requests' pool.
-pub fn pool_of(args: &ServeArgs, size: usize) -> Result<Pool, String> {
+/// The pool of the connections that embed search queries in batches
+/// (`vectordb::query_batch`). A batch is product enough for the model to
+/// share out over `--query-embed-threads` cores; its threads sleep rather
+/// than spin between operators, because the searches want those cores too.
+pub fn embedder_pool(args: &ServeArgs) -> Result<Pool, String> {
+    let settings = format!(
+        " -c vigil.embed_threads={} -c vigil.embed_spinning=off",
+        args.query_embed_threads.max(1)
+    );
+    pool_of(args, args.query_embedders, &settings)
+}
+
+/// A pool of `size` connections, with `settings` (`-c name=value ...`) beside
+/// the ones every connection has.
+fn pool_of(args: &ServeArgs, size: usize, settings: &str) -> Result<Pool, String> {
     let mut pg: tokio_postgres::Config = args
         .database_url
         .parse()
@@ -21,7 +34,7 @@ pub fn pool_of(args: &ServeArgs, size: usize) -> Result<Pool, String> {
     // The server abandons a statement the client has stopped waiting for; times
     // come back in UTC, as the API reports them.
     pg.options(format!(
-        "-c statement_timeout={} -c TimeZone=UTC",
+        "-c statement_timeout={} -c TimeZone=UTC{settings}",
         args.request_timeout_ms
     ));
     let manager = Manager::from_config(

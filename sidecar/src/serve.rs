@@ -22,7 +22,7 @@ type BoxError = Box<dyn std::error::Error>;
 pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
     let metrics = Arc::new(Metrics::new());
     let query_batcher = QueryBatcher::start(
-        db::pool_of(&args, args.query_embedders)?,
+        db::embedder_pool(&args)?,
         args.query_batch,
         args.query_embedders,
         Arc::clone(&metrics),
