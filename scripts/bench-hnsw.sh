@@ -32,9 +32,10 @@
 # measure against, never a dependency) on the same rows as vector(384), same m,
 # ef_construction and queries, with hnsw.ef_search over the same list; then the
 # ratio of vigil_hnsw's queries/s to pgvector's at equal recall (interpolated on
-# pgvector's curve), one client and then BENCH_CLIENTS (16) clients at once for
-# 10 s each (pgbench, ef_search 40; the two ratios side by side, so a loss under
-# concurrency shows), and BENCH_INSERTS (2000)
+# pgvector's curve), one client and then BENCH_CLIENTS (16) clients at once
+# (pgbench, prepared, ef_search 40; BENCH_CLIENT_ROUNDS (5) rounds of
+# BENCH_CLIENT_SECONDS (8) s each, the median ratios side by side, so a loss
+# under concurrency shows), and BENCH_INSERTS (2000)
 # rows inserted one statement
 # at a time into each built index by one session and by two at once. Without the
 # source the comparison is skipped, saying so. With pgvector, every step runs
@@ -58,6 +59,8 @@ threads="${BENCH_THREADS:-2}"
 shared_buffers="${BENCH_SHARED_BUFFERS:-2GB}"
 port="${BENCH_PG_PORT:-28818}"
 clients="${BENCH_CLIENTS:-16}"
+client_rounds="${BENCH_CLIENT_ROUNDS:-5}"
+client_seconds="${BENCH_CLIENT_SECONDS:-8}"
 inserts="${BENCH_INSERTS:-2000}"
 pgvector_src="${PGVECTOR_SRC:-$VIGIL_ROOT/../shared/baselines/pgvector-0.8.6.tar.gz}"
 dir="$VIGIL_STATE/bench-hnsw"
@@ -346,8 +349,7 @@ SQL
         curve "$ds" "" "real[]" vigil.hnsw_ef_search "$ef"
         [ "$pgvector" = 0 ] || curve "$ds" _pgv public.vector hnsw.ef_search "$ef"
     done
-    throughput "$ds" "" vigil.hnsw_ef_search
-    [ "$pgvector" = 0 ] || throughput "$ds" _pgv hnsw.ef_search
+    throughput "$ds"
     inserts "$ds" ""
     [ "$pgvector" = 0 ] || inserts "$ds" _pgv
 }
@@ -413,29 +415,46 @@ SQL
     }
 }
 
-# Queries/s of one client and of $clients clients at once, 10 s each (pgbench),
-# ef_search 40, random held-out queries, the index forced as in the one-backend
-# loop (on a small table the planner may prefer a sort); appends
-# `<prefix>client1_qps=` and `<prefix>clients_qps=` to the dataset's results.
-# One client through pgbench, not the PL/pgSQL loop, is the baseline for the
-# many: both then pay the same parsing, planning and round trips per query.
+# Queries/s of one client and of $clients clients at once (pgbench, prepared
+# statements, ef_search 40 set per connection through PGOPTIONS), random
+# held-out queries, the index forced as in the one-backend loop (on a small
+# table the planner may prefer a sort). $client_rounds rounds of
+# $client_seconds s per run, each round running vigil_hnsw and then pgvector
+# at one client, then both at $clients: the machine's drift moves each
+# figure by up to 2x between minutes, so each round's ratios count, and the
+# summary takes their median. Appends `[pgv_]client1_qps=` and
+# `[pgv_]clients_qps=` per run and `client1_ratio=`, `clients_ratio=` per
+# round. One client through pgbench, not the PL/pgSQL loop, is the baseline
+# for the many: both then pay the same round trips per query.
 throughput() {
-    local ds="$1" sfx="$2" setting="$3" prefix="" script="$dir/clients$2.sql" nq tps c key
-    [ -z "$sfx" ] || prefix="pgv_"
+    local ds="$1" nq sfx c r tps key prefix v
     nq="$(psql -c "SELECT count(*) FROM bench.${ds}_queries")"
-    cat > "$script" <<SQL
+    for sfx in "" _pgv; do
+        [ -z "$sfx" ] || [ "$pgvector" = 1 ] || continue
+        cat > "$dir/clients$sfx.sql" <<SQL
 \set q random(1, $nq)
-SET $setting = 40;
-SET enable_seqscan = off;
 SELECT id FROM bench.${ds}_items$sfx ORDER BY v <=> (SELECT v FROM bench.${ds}_queries$sfx WHERE id = :q) LIMIT 10;
 SQL
-    for c in 1 "$clients"; do
-        step "$ds: ${prefix:-vigil_}$c client(s) for 10 s (pgbench, ef_search 40)"
-        tps="$("$VIGIL_ROOT/scripts/pg-cluster.sh" pgbench "$dir" -n -c "$c" -j "$(( c < 2 ? c : 2 ))" -T 10 -f "$script" 2>"$dir/pgbench.err" \
-            | sed -n 's/^tps = \([0-9.]*\).*/\1/p')"
-        [ -n "$tps" ] || die "pgbench failed: $(cat "$dir/pgbench.err")"
-        key=clients_qps; [ "$c" != 1 ] || key=client1_qps
-        echo "${prefix}$key=$tps" >> "$dir/$ds.txt"
+    done
+    for r in $(seq "$client_rounds"); do
+        for c in 1 "$clients"; do
+            key=clients_qps; [ "$c" != 1 ] || key=client1_qps
+            v=""
+            for sfx in "" _pgv; do
+                [ -z "$sfx" ] || [ "$pgvector" = 1 ] || continue
+                prefix=""; [ -z "$sfx" ] || prefix="pgv_"
+                step "$ds: ${prefix:-vigil_}$c client(s) for $client_seconds s, round $r of $client_rounds (pgbench, ef_search 40)"
+                tps="$(PGOPTIONS="-c vigil.hnsw_ef_search=40 -c hnsw.ef_search=40 -c enable_seqscan=off" \
+                    "$VIGIL_ROOT/scripts/pg-cluster.sh" pgbench "$dir" -n -M prepared -c "$c" -j "$(( c < 2 ? c : 2 ))" \
+                    -T "$client_seconds" -f "$dir/clients$sfx.sql" 2>"$dir/pgbench.err" \
+                    | sed -n 's/^tps = \([0-9.]*\).*/\1/p')"
+                [ -n "$tps" ] || die "pgbench failed: $(cat "$dir/pgbench.err")"
+                echo "${prefix}$key=$tps" >> "$dir/$ds.txt"
+                if [ -z "$sfx" ]; then v="$tps"; else
+                    echo "${key%_qps}_ratio=$(awk -v a="$v" -v b="$tps" 'BEGIN { print a / b }')" >> "$dir/$ds.txt"
+                fi
+            done
+        done
     done
 }
 
@@ -482,6 +501,11 @@ interpolate() {
 }
 round1() { if [ "$1" = n/a ]; then echo n/a; else awk -v a="$1" 'BEGIN { printf "%.1f", a }'; fi; }
 fastest() { sed -n "s/^$2=//p" "$dir/$1.txt" | sort -g | head -n 1; }
+# The median of every value of key $2 in dataset $1's results.
+median() {
+    sed -n "s/^$2=//p" "$dir/$1.txt" | sort -g \
+        | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
 {
     echo "vigil_hnsw benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
     echo "BENCH_ROWS=${BENCH_ROWS:-100000} BENCH_QUERIES=$queries BENCH_DATASETS=$datasets BENCH_EXACT_QUERIES=$exact_n BENCH_PASSES=$passes;" \
@@ -516,16 +540,21 @@ fastest() { sed -n "s/^$2=//p" "$dir/$1.txt" | sort -g | head -n 1; }
         echo
         echo "Against pgvector $(basename "$pgvector_src" .tar.gz) in the same cluster and run (same rows, queries, m, ef_construction):"
         echo
-        printf '| dataset | build vigil / pgvector (s) | index vigil / pgvector (MB) | %s clients vigil / pgvector (q/s) | ratio | one client (pgbench) vigil / pgvector | ratio |\n|---|---|---|---|---|---|---|\n' "$clients"
+        printf '| dataset | build vigil / pgvector (s) | index vigil / pgvector (MB) | %s clients vigil / pgvector (q/s) | ratio | one client (pgbench) vigil / pgvector (q/s) | ratio |\n|---|---|---|---|---|---|---|\n' "$clients"
         for ds in ${datasets//,/ }; do
-            one="$(awk -v a="$(val "$ds" client1_qps)" -v b="$(val "$ds" pgv_client1_qps)" 'BEGIN { printf "%.1f / %.1f | %.2fx", a, b, a / b }')"
-            printf '| %s | %s / %s | %.1f / %.1f | %.1f / %.1f | %.2fx | %s |\n' "$ds" \
+            printf '| %s | %s / %s | %.1f / %.1f | %.0f / %.0f | %.2fx | %.0f / %.0f | %.2fx |\n' "$ds" \
                 "$(fastest "$ds" build_s)" "$(fastest "$ds" pgv_build_s)" \
                 "$(awk -v b="$(val "$ds" index_bytes)" 'BEGIN { print b / 1e6 }')" \
                 "$(awk -v b="$(val "$ds" pgv_index_bytes)" 'BEGIN { print b / 1e6 }')" \
-                "$(val "$ds" clients_qps)" "$(val "$ds" pgv_clients_qps)" \
-                "$(awk -v a="$(val "$ds" clients_qps)" -v b="$(val "$ds" pgv_clients_qps)" 'BEGIN { print a / b }')" "$one"
+                "$(median "$ds" clients_qps)" "$(median "$ds" pgv_clients_qps)" "$(median "$ds" clients_ratio)" \
+                "$(median "$ds" client1_qps)" "$(median "$ds" pgv_client1_qps)" "$(median "$ds" client1_ratio)"
         done
+        echo
+        echo "(q/s and ratios: medians over $client_rounds rounds; each round's ratio, one client then $clients:"
+        for ds in ${datasets//,/ }; do
+            echo "$ds: $(sed -n 's/^client1_ratio=//p' "$dir/$ds.txt" | xargs printf '%.2f ') / $(sed -n 's/^clients_ratio=//p' "$dir/$ds.txt" | xargs printf '%.2f ')"
+        done
+        echo ")"
         echo
         printf '| dataset | inserts/s, one session: vigil / pgvector | ratio | two sessions: vigil / pgvector | two over one: vigil / pgvector |\n|---|---|---|---|---|\n'
         for ds in ${datasets//,/ }; do

@@ -14,7 +14,8 @@
 #   pg-cluster.sh remove DIR    stop it and delete its files
 #   pg-cluster.sh psql DIR ARGS psql as the superuser over the cluster's socket
 #   pg-cluster.sh pgbench DIR ARGS
-#                               pgbench as the superuser on database `vigil` (benches)
+#                               pgbench as the superuser on database `vigil` (benches;
+#                               PGOPTIONS is passed on)
 #   pg-cluster.sh replica PRIMARY DIR PORT
 #                               create (first time, by pg_basebackup -R from the running
 #                               cluster in PRIMARY over 127.0.0.1) and start a streaming
@@ -190,6 +191,7 @@ case "${1:-}" in
     psql) [ $# -ge 2 ] || usage; dir="$(realpath -m "$2")"; shift 2; psql_super "$dir" -d vigil "$@" ;;
     pgbench)
         [ $# -ge 2 ] || usage; dir="$(realpath -m "$2")"; shift 2
-        as_pg "$PG_BIN/pgbench" -h "$dir/run" -p "$(cat "$dir/port")" -U "$(pg_user)" "$@" vigil ;;
+        # PGOPTIONS passes on: settings for every connection, not every transaction.
+        as_pg env PGOPTIONS="${PGOPTIONS:-}" "$PG_BIN/pgbench" -h "$dir/run" -p "$(cat "$dir/port")" -U "$(pg_user)" "$@" vigil ;;
     *) usage ;;
 esac
