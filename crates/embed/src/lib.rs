@@ -147,7 +147,7 @@ impl Embedder {
     }
 
     /// Embeds any number of texts, in calls of at most [`MAX_BATCH`] texts of similar
-    /// length (less padding), calling `between_calls` before each call so a caller
+    /// length ([`plan_calls`]: least padding for the calls made), calling `between_calls` before each call so a caller
     /// can honour cancellation. The result is in input order.
     pub fn embed_many(
         &mut self,
@@ -157,8 +157,10 @@ impl Embedder {
         let encoded = self.tokenize(texts)?;
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| encoded[i].len());
+        let lengths: Vec<usize> = order.iter().map(|&i| encoded[i].len()).collect();
         let mut out = vec![Vec::new(); texts.len()];
-        for chunk in order.chunks(MAX_BATCH) {
+        for call in plan_calls(&lengths) {
+            let chunk = &order[call];
             between_calls();
             let ids: Vec<&[u32]> = chunk.iter().map(|&i| encoded[i].as_slice()).collect();
             for (&i, vector) in chunk.iter().zip(self.run(&ids)?) {
@@ -233,6 +235,44 @@ impl Embedder {
     }
 }
 
+/// What one more model call costs, in padded tokens: about 1.7 ms against
+/// about 0.1 ms a token on this project's 2-core machine (16 twelve-token
+/// texts in 21.5 ms, 64 in 80.8 ms, one alone in 2.75 ms).
+const CALL_COST_TOKENS: usize = 16;
+
+/// Splits texts sorted by token count (`lengths`, ascending) into calls of
+/// consecutive texts, at most [`MAX_BATCH`] each, so that the padded tokens
+/// of all calls plus [`CALL_COST_TOKENS`] per call are fewest: a call pads
+/// every text to its longest, so one long text in a call of short ones
+/// costs as much as making all of them long. Exact, by dynamic programming
+/// over where each call ends (`lengths` is at most a few thousand).
+pub fn plan_calls(lengths: &[usize]) -> Vec<std::ops::Range<usize>> {
+    let n = lengths.len();
+    // best[i]: the least cost of the first i texts; start[i]: where the
+    // last call of that plan starts.
+    let mut best = vec![0usize; n + 1];
+    let mut start = vec![0usize; n + 1];
+    for end in 1..=n {
+        best[end] = usize::MAX;
+        let longest = lengths[end - 1];
+        for from in end.saturating_sub(MAX_BATCH)..end {
+            let cost = best[from] + CALL_COST_TOKENS + (end - from) * longest;
+            if cost < best[end] {
+                best[end] = cost;
+                start[end] = from;
+            }
+        }
+    }
+    let mut calls = Vec::new();
+    let mut end = n;
+    while end > 0 {
+        calls.push(start[end]..end);
+        end = start[end];
+    }
+    calls.reverse();
+    calls
+}
+
 fn load_tokenizer(path: &Path) -> Result<Tokenizer, EmbedError> {
     let fail = |reason: String| EmbedError::Tokenizer {
         path: path.to_owned(),
@@ -288,5 +328,41 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
         0.0
     } else {
         dot / (na * nb)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sizes(calls: &[std::ops::Range<usize>]) -> Vec<usize> {
+        calls.iter().map(|c| c.len()).collect()
+    }
+
+    #[test]
+    fn calls_cover_every_text_once_in_order() {
+        for lengths in [
+            vec![],
+            vec![7],
+            (1..300).map(|i| i % 90 + 3).collect::<Vec<_>>(),
+        ] {
+            let mut lengths = lengths;
+            lengths.sort_unstable();
+            let calls = plan_calls(&lengths);
+            let covered: Vec<usize> = calls.iter().flat_map(|c| c.clone()).collect();
+            assert_eq!(covered, (0..lengths.len()).collect::<Vec<_>>());
+            assert!(calls.iter().all(|c| !c.is_empty() && c.len() <= MAX_BATCH));
+        }
+    }
+
+    #[test]
+    fn texts_of_one_length_share_calls_and_far_lengths_do_not() {
+        assert_eq!(sizes(&plan_calls(&[12; 16])), [16]);
+        assert_eq!(sizes(&plan_calls(&[12; 100])), [36, 64]);
+        // Five short texts padded to 200 tokens would cost more than a call.
+        let mixed = [10, 10, 11, 11, 12, 190, 195, 200, 200, 200];
+        assert_eq!(sizes(&plan_calls(&mixed)), [5, 5]);
+        // Lengths close together are not worth a second call.
+        assert_eq!(sizes(&plan_calls(&[10, 11, 12, 13, 14, 15])), [6]);
     }
 }

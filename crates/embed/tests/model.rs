@@ -60,7 +60,11 @@ fn many_equals_one_by_one_across_chunks() {
     let mut calls = 0;
     let mut e = embedder();
     let many = e.embed_many(&refs, || calls += 1).unwrap();
-    assert_eq!(calls, 150usize.div_ceil(vigil_embed::MAX_BATCH));
+    // Calls of at most MAX_BATCH texts, split further by length, but batched.
+    assert!(
+        (150usize.div_ceil(vigil_embed::MAX_BATCH)..20).contains(&calls),
+        "{calls} calls"
+    );
     for (text, v) in refs.iter().zip(&many) {
         let single = e.embed(text).unwrap();
         assert!(cosine(v, &single) > 0.9999, "{text:?} moved in a batch");
