@@ -6,7 +6,7 @@
 # of /queryEmbeddings and /hybridSearch with 16 concurrent clients, in the big
 # database and in one holding 1% as many records. bench/vectordb/bench.py says
 # how each figure is made. Storing 100,000 records embeds them all: on 2 cores,
-# about an hour.
+# 7 to 15 minutes.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
