@@ -636,6 +636,7 @@ AS $$
 DECLARE
     db_id bigint := vigil._database(db);
     fetched integer;
+    identifiers text[];
 BEGIN
     PERFORM vigil._check_search(query, k);
     IF fusion IS NULL OR fusion NOT IN ('rrf', 'convex') THEN
@@ -646,6 +647,8 @@ BEGIN
         PERFORM vigil._refuse('weights', 'vector_weight and keyword_weight must be 0 or more, not both 0');
     END IF;
     fetched := least(greatest(2 * k, 50), 2000);
+    -- identifiers: with a digit or a joiner other than "-" (not "open-source")
+    identifiers := ARRAY(SELECT t FROM unnest(vigil.exact_tokens(query)) AS t WHERE t ~ '[0-9@_/:#+.]');
     RETURN QUERY
     WITH by_vector AS (
         SELECT v.id, v.similarity, row_number() OVER (ORDER BY v.similarity DESC, v.id) AS rank
@@ -656,9 +659,7 @@ BEGIN
     ), by_exact_token AS (
         SELECT w.id, row_number() OVER (ORDER BY w.score DESC, w.id) AS rank
         FROM by_keyword w JOIN vector_records r ON r.id = w.id
-        WHERE r.terms @@ vigil._any_term(ARRAY(
-                  -- identifiers: with a digit or a joiner other than "-" (not "open-source")
-                  SELECT t FROM unnest(vigil.exact_tokens(query)) AS t WHERE t ~ '[0-9@_/:#+.]'))
+        WHERE cardinality(identifiers) > 0 AND r.terms @@ vigil._any_term(identifiers)
     ), fused AS (
         SELECT coalesce(v.id, w.id) AS id,
                CASE fusion
@@ -673,8 +674,8 @@ BEGIN
         LEFT JOIN by_exact_token e ON e.id = w.id
     )
     SELECT r.id, r.title, r.content, r.metadata, r.created_at, f.score::real
-    FROM fused f JOIN vector_records r ON r.id = f.id
-    ORDER BY f.score DESC, r.id
-    LIMIT k;
+    FROM (SELECT * FROM fused ORDER BY fused.score DESC, fused.id LIMIT k) f
+    JOIN vector_records r ON r.id = f.id
+    ORDER BY f.score DESC, r.id;
 END
 $$;
