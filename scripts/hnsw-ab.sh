@@ -4,18 +4,24 @@
 # in one cluster". Needs a finished `BENCH_DATASETS=real scripts/bench-hnsw.sh`
 # (its tables and both indexes). Save each build first, for example
 #   . scripts/lib.sh && install_extension && cp "$("$PG_CONFIG" --pkglibdir)/vigil.so" /tmp/a.so
-# then: scripts/hnsw-ab.sh [queries|build] /tmp/a.so /tmp/b.so ...
+# then: scripts/hnsw-ab.sh [queries|build|clients] /tmp/a.so /tmp/b.so ...
 # Each round installs each .so in turn into PostgreSQL's lib directory (as
 # install_extension does) and restarts the cluster, then
 #   queries: vigil_hnsw's queries/s at vigil.hnsw_ef_search $AB_EF (20) and
 #            pgvector's at hnsw.ef_search 40 over the 1,000 held-out queries
 #            (best of 2 passes after a warm-up), and their ratio;
-#   build:   the time of CREATE INDEX ... USING vigil_hnsw on the real rows.
+#   build:   the time of CREATE INDEX ... USING vigil_hnsw on the real rows;
+#   clients: queries/s of vigil_hnsw and of pgvector (ef_search 40) at one
+#            client and at AB_CLIENTS (16), pgbench as bench-hnsw runs it
+#            (its clients*.sql, prepared, AB_SECONDS (8) s each), the two
+#            ratios; with AB_PERF=1 also each run's server CPU per query:
+#            `perf record -a` samples of PostgreSQL's processes over the
+#            queries answered (sampling at perf's default 4,000 Hz).
 # AB_ROUNDS (2) rounds alternate the builds. The last .so named stays installed.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 mode="${1:-}"; shift || true
-case "$mode" in queries|build) ;; *) die "usage: scripts/hnsw-ab.sh queries|build A.so B.so ..." ;; esac
+case "$mode" in queries|build|clients) ;; *) die "usage: scripts/hnsw-ab.sh queries|build|clients A.so B.so ..." ;; esac
 [ $# -ge 1 ] || die "name at least one vigil.so"
 dir="$VIGIL_STATE/bench-hnsw"
 [ -d "$dir" ] || die "no $dir: run BENCH_DATASETS=real scripts/bench-hnsw.sh first"
@@ -46,13 +52,49 @@ SELECT round(pg_temp.qps()::numeric);
 SQL
 }
 
+# Queries/s of pgbench with $1 clients on bench-hnsw's script $2, and with
+# AB_PERF=1 the server CPU per query in ms after it.
+clients_run() {
+    local c="$1" script="$dir/$2" out tps samples seconds="${AB_SECONDS:-8}"
+    [ -f "$script" ] || die "no $script: run BENCH_DATASETS=real scripts/bench-hnsw.sh first"
+    PGOPTIONS="-c vigil.hnsw_ef_search=40 -c hnsw.ef_search=40 -c enable_seqscan=off" \
+        "$VIGIL_ROOT/scripts/pg-cluster.sh" pgbench "$dir" -n -M prepared -c "$c" -j "$(( c < 2 ? c : 2 ))" \
+        -T "$seconds" -f "$script" > "$dir/ab-pgbench.out" 2>&1 &
+    local bench=$!
+    if [ "${AB_PERF:-0}" = 1 ]; then
+        sleep 1   # past the connections' start; the sample is the middle of the run
+        perf record -a -o "$dir/ab-perf.data" -- sleep "$(( seconds - 2 ))" >/dev/null 2>&1
+    fi
+    wait "$bench" || die "pgbench failed: $(cat "$dir/ab-pgbench.out")"
+    tps="$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$dir/ab-pgbench.out")"
+    if [ "${AB_PERF:-0}" = 1 ]; then
+        samples="$(perf report -i "$dir/ab-perf.data" --sort comm --no-children -F sample,comm 2>/dev/null \
+            | awk '$2 == "postgres" { print $1 }')"
+        echo "$tps $(awk -v s="$samples" -v t="$tps" -v d="$(( seconds - 2 ))" 'BEGIN { printf "%.3f", s / 4 / (d * t) }')"
+    else
+        echo "$tps"
+    fi
+}
+
 for _ in $(seq "${AB_ROUNDS:-2}"); do
     for so in "$@"; do
         [ -f "$so" ] || die "no such file: $so"
         install -m 0755 "$so" "$lib/vigil.so"
         "$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir" >/dev/null
         "$VIGIL_ROOT/scripts/pg-cluster.sh" up "$dir" "$port" >/dev/null
-        if [ "$mode" = queries ]; then
+        if [ "$mode" = clients ]; then
+            psql -c "SELECT pg_prewarm('bench.real_items'), pg_prewarm('bench.real_items_v'), pg_prewarm('bench.real_items_pgv'), pg_prewarm('bench.real_items_pgv_v')" >/dev/null
+            line="$so:"
+            for c in 1 "${AB_CLIENTS:-16}"; do
+                v="$(clients_run "$c" clients.sql)"; p="$(clients_run "$c" clients_pgv.sql)"
+                line="$line $c client(s): $(awk -v v="$v" -v p="$p" 'BEGIN {
+                    split(v, a, " "); split(p, b, " ")
+                    printf "vigil %.0f q/s", a[1]; if (a[2] != "") printf " (%s ms CPU/query)", a[2]
+                    printf ", pgvector %.0f q/s", b[1]; if (b[2] != "") printf " (%s ms CPU/query)", b[2]
+                    printf ", ratio %.3f;", a[1] / b[1] }')"
+            done
+            echo "$line"
+        elif [ "$mode" = queries ]; then
             v="$(qps "" vigil.hnsw_ef_search "${AB_EF:-20}" "real[]")"
             p="$(qps _pgv hnsw.ef_search 40 public.vector)"
             echo "$so: vigil $v q/s, pgvector $p q/s, ratio $(awk -v a="$v" -v b="$p" 'BEGIN { printf "%.3f", a / b }')"
