@@ -36,6 +36,18 @@ pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
         query_cache: Arc::new(QueryCache::new(args.query_cache_entries)),
         query_batcher: query_batcher.map(Arc::new),
     };
+    if let Some(batcher) = state.query_batcher.clone() {
+        // The embedder's backend loads the model now (about 200 ms), not
+        // during the first search.
+        tokio::spawn(async move {
+            if let Err(e) = batcher.embed("warm up").await {
+                tracing::warn!(
+                    error = e.message,
+                    "the query embedder could not load the model yet"
+                );
+            }
+        });
+    }
     if args.risk_refit_seconds > 0 {
         tokio::spawn(crate::transaction::refit_periodically(
             state.pool.clone(),
