@@ -444,9 +444,7 @@ SQL
                 [ -z "$sfx" ] || [ "$pgvector" = 1 ] || continue
                 prefix=""; [ -z "$sfx" ] || prefix="pgv_"
                 step "$ds: ${prefix:-vigil_}$c client(s) for $client_seconds s, round $r of $client_rounds (pgbench, ef_search 40)"
-                tps="$(PGOPTIONS="-c vigil.hnsw_ef_search=40 -c hnsw.ef_search=40 -c enable_seqscan=off" \
-                    "$VIGIL_ROOT/scripts/pg-cluster.sh" pgbench "$dir" -n -M prepared -c "$c" -j "$(( c < 2 ? c : 2 ))" \
-                    -T "$client_seconds" -f "$dir/clients$sfx.sql" 2>"$dir/pgbench.err" \
+                tps="$(hnsw_pgbench "$dir" "$c" "$client_seconds" "$dir/clients$sfx.sql" 2>"$dir/pgbench.err" \
                     | sed -n 's/^tps = \([0-9.]*\).*/\1/p')"
                 [ -n "$tps" ] || die "pgbench failed: $(cat "$dir/pgbench.err")"
                 echo "${prefix}$key=$tps" >> "$dir/$ds.txt"

@@ -55,11 +55,9 @@ SQL
 # Queries/s of pgbench with $1 clients on bench-hnsw's script $2, and with
 # AB_PERF=1 the server CPU per query in ms after it.
 clients_run() {
-    local c="$1" script="$dir/$2" out tps samples seconds="${AB_SECONDS:-8}"
+    local c="$1" script="$dir/$2" tps samples seconds="${AB_SECONDS:-8}"
     [ -f "$script" ] || die "no $script: run BENCH_DATASETS=real scripts/bench-hnsw.sh first"
-    PGOPTIONS="-c vigil.hnsw_ef_search=40 -c hnsw.ef_search=40 -c enable_seqscan=off" \
-        "$VIGIL_ROOT/scripts/pg-cluster.sh" pgbench "$dir" -n -M prepared -c "$c" -j "$(( c < 2 ? c : 2 ))" \
-        -T "$seconds" -f "$script" > "$dir/ab-pgbench.out" 2>&1 &
+    hnsw_pgbench "$dir" "$c" "$seconds" "$script" > "$dir/ab-pgbench.out" 2>&1 &
     local bench=$!
     if [ "${AB_PERF:-0}" = 1 ]; then
         sleep 1   # past the connections' start; the sample is the middle of the run

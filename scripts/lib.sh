@@ -148,3 +148,14 @@ pg15 = \"$root/usr/lib/postgresql/15/bin/pg_config\""
     fi
     echo "$home"
 }
+
+# The many-client step of bench-hnsw (and of `hnsw-ab.sh clients`): pgbench on
+# the cluster in DIR with CLIENTS clients for SECONDS s running SCRIPT, as an
+# application runs queries (prepared, ef_search 40 for both indexes set per
+# connection); pgbench's output on stdout.
+hnsw_pgbench() {
+    local dir="$1" clients="$2" seconds="$3" script="$4"
+    PGOPTIONS="-c vigil.hnsw_ef_search=40 -c hnsw.ef_search=40 -c enable_seqscan=off" \
+        "$VIGIL_ROOT/scripts/pg-cluster.sh" pgbench "$dir" -n -M prepared -c "$clients" \
+        -j "$(( clients < 2 ? clients : 2 ))" -T "$seconds" -f "$script"
+}
