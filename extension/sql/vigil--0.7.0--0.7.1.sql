@@ -4,8 +4,8 @@
 -- identifier branch when there are none (it joined the keyword branch's 50
 -- records to test each against an empty query), and reads the rows of the
 -- best `k` fused records only (it read every fused record's row, up to 100,
--- before the limit). Same arguments, results and order; 1.9 to 1.5 ms per
--- search in SQL at 100,000 records (README, vector database figures).
+-- before the limit). Same arguments, results and order (README, vector
+-- database figures).
 
 CREATE OR REPLACE FUNCTION vigil.hybrid_search(
     query text,
