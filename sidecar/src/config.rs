@@ -73,13 +73,14 @@ pub struct ServeArgs {
     pub query_batch: usize,
 
     /// Connections that embed search queries in batches, one batch each at a
-    /// time (beside --pool-size).
-    #[arg(long, env = "VIGIL_QUERY_EMBEDDERS", default_value_t = 1)]
-    pub query_embedders: usize,
+    /// time (beside --pool-size); 0, the default, is one per core of this
+    /// machine (give the database server's count when it runs elsewhere).
+    #[arg(long, env = "VIGIL_QUERY_EMBEDDERS", default_value_t = 0)]
+    query_embedders: usize,
 
     /// Threads the model of each of those connections runs a batch on
     /// (`vigil.embed_threads` there).
-    #[arg(long, env = "VIGIL_QUERY_EMBED_THREADS", default_value_t = 2)]
+    #[arg(long, env = "VIGIL_QUERY_EMBED_THREADS", default_value_t = 1)]
     pub query_embed_threads: usize,
 
     #[command(flatten)]
@@ -151,5 +152,13 @@ impl ServeArgs {
 
     pub fn batch_timeout(&self) -> Duration {
         Duration::from_millis(self.batch_timeout_ms)
+    }
+
+    /// `--query-embedders`, 0 resolved to this machine's cores.
+    pub fn query_embedders(&self) -> usize {
+        match self.query_embedders {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
     }
 }

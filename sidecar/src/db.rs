@@ -12,15 +12,18 @@ pub fn pool(args: &ServeArgs) -> Result<Pool, String> {
 }
 
 /// The pool of the connections that embed search queries in batches
-/// (`vectordb::query_batch`). A batch is product enough for the model to
-/// share out over `--query-embed-threads` cores; its threads sleep rather
-/// than spin between operators, because the searches want those cores too.
+/// (`vectordb::query_batch`), each running its batch on
+/// `--query-embed-threads` threads. One thread each and one connection per
+/// core by default: batches side by side, one per core, answered more
+/// searches than one batch shared out over the cores (README, vector
+/// database figures). The threads sleep rather than spin between
+/// operators, because the searches want those cores too.
 pub fn embedder_pool(args: &ServeArgs) -> Result<Pool, String> {
     let settings = format!(
         " -c vigil.embed_threads={} -c vigil.embed_spinning=off",
         args.query_embed_threads.max(1)
     );
-    pool_of(args, args.query_embedders, &settings)
+    pool_of(args, args.query_embedders(), &settings)
 }
 
 /// A pool of `size` connections, with `settings` (`-c name=value ...`) beside

@@ -14,17 +14,18 @@ use crate::config::ServeArgs;
 use crate::db;
 use crate::metrics::Metrics;
 use crate::state::AppState;
-use crate::vectordb::query_batch::QueryBatcher;
+use crate::vectordb::query_batch::{self, QueryBatcher};
 use crate::vectordb::query_cache::QueryCache;
 
 type BoxError = Box<dyn std::error::Error>;
 
 pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
     let metrics = Arc::new(Metrics::new());
+    let embedders = db::embedder_pool(&args)?;
     let query_batcher = QueryBatcher::start(
-        db::embedder_pool(&args)?,
+        embedders.clone(),
         args.query_batch,
-        args.query_embedders,
+        args.query_embedders(),
         Arc::clone(&metrics),
     );
     let state = AppState {
@@ -36,14 +37,13 @@ pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
         query_cache: Arc::new(QueryCache::new(args.query_cache_entries)),
         query_batcher: query_batcher.map(Arc::new),
     };
-    if let Some(batcher) = state.query_batcher.clone() {
-        // The embedder's backend loads the model now (about 200 ms), not
-        // during the first search.
+    if state.query_batcher.is_some() {
+        let connections = args.query_embedders();
         tokio::spawn(async move {
-            if let Err(e) = batcher.embed("warm up").await {
+            if let Err(e) = query_batch::warm_up(&embedders, connections).await {
                 tracing::warn!(
                     error = e.message,
-                    "the query embedder could not load the model yet"
+                    "the query embedders could not load the model yet"
                 );
             }
         });

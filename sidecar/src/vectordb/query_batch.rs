@@ -6,7 +6,9 @@
 //! under load this is most of the throughput.
 //!
 //! No timer: a batch is whatever queued while the previous call ran, so a
-//! lone search waits for nobody and batches grow with the load. The calls
+//! lone search waits for nobody and batches grow with the load. With several
+//! embedders (one per core by default) each takes an equal share of the
+//! queue, so their batches run side by side at about one size. The calls
 //! run on connections of their own, never the requests' pool: a request waits
 //! for its embedding while holding its pooled connection, so sharing that
 //! pool could leave the batch with no connection to run on.
@@ -57,6 +59,20 @@ impl EmbedTexts for Pool {
     }
 }
 
+/// Loads the model in each of the pool's `connections` now (about 200 ms
+/// each), not during the first searches: holds them all at once so each is a
+/// connection of its own.
+pub async fn warm_up(pool: &Pool, connections: usize) -> Result<(), ApiError> {
+    let mut held = Vec::with_capacity(connections);
+    for _ in 0..connections {
+        held.push(pool.get().await?);
+    }
+    for db in &held {
+        db.query_one("SELECT vigil.embed('warm up')", &[]).await?;
+    }
+    Ok(())
+}
+
 /// A search waiting for its query's embedding.
 struct Job {
     text: String,
@@ -84,11 +100,15 @@ impl QueryBatcher {
         let (queue, jobs) = mpsc::channel(QUEUE);
         let jobs = Arc::new(Mutex::new(jobs));
         let embedder = Arc::new(embedder);
-        for _ in 0..embedders.max(1) {
+        let embedders = embedders.max(1);
+        for _ in 0..embedders {
             tokio::spawn(serve(
                 Arc::clone(&embedder),
                 Arc::clone(&jobs),
-                max_batch,
+                Share {
+                    max_batch,
+                    embedders,
+                },
                 Arc::clone(&metrics),
             ));
         }
@@ -108,12 +128,30 @@ impl QueryBatcher {
     }
 }
 
-/// One embedder task: takes every job queued (up to `max_batch`) and answers
-/// them with one call, until the batcher is dropped.
+/// How many of the queued jobs one embedder takes.
+#[derive(Clone, Copy)]
+struct Share {
+    max_batch: usize,
+    embedders: usize,
+}
+
+impl Share {
+    /// Its share of `queued` jobs: an equal part for each embedder (at
+    /// least one job, at most `max_batch`). The embedders then run batches of
+    /// about one size side by side, each on a core, rather than one taking
+    /// the whole queue while another finds it empty: a batch's searches all
+    /// wait for its slowest text, so the largest batch sets the latency.
+    fn of(self, queued: usize) -> usize {
+        queued.div_ceil(self.embedders).clamp(1, self.max_batch)
+    }
+}
+
+/// One embedder task: takes its share of the jobs queued and answers them
+/// with one call, until the batcher is dropped.
 async fn serve<E: EmbedTexts>(
     embedder: Arc<E>,
     jobs: Arc<Mutex<mpsc::Receiver<Job>>>,
-    max_batch: usize,
+    share: Share,
     metrics: Arc<Metrics>,
 ) {
     loop {
@@ -122,8 +160,9 @@ async fn serve<E: EmbedTexts>(
             let Some(first) = jobs.recv().await else {
                 return;
             };
+            let take = share.of(1 + jobs.len());
             let mut batch = vec![first];
-            while batch.len() < max_batch {
+            while batch.len() < take {
                 match jobs.try_recv() {
                     Ok(job) => batch.push(job),
                     Err(_) => break,
@@ -235,7 +274,10 @@ mod tests {
         serve(
             Arc::new(embedder.clone()),
             Arc::new(Mutex::new(jobs)),
-            max_batch,
+            Share {
+                max_batch,
+                embedders: 1,
+            },
             metrics,
         )
         .await;
@@ -263,6 +305,23 @@ mod tests {
         );
         let calls = embedder.calls.lock().unwrap().clone();
         assert_eq!(calls, [vec!["a", "bb"], vec!["ccc", "dddd"]]);
+    }
+
+    #[test]
+    fn embedders_take_equal_shares_of_the_queue() {
+        let two = Share {
+            max_batch: 32,
+            embedders: 2,
+        };
+        assert_eq!(
+            [1, 2, 3, 16, 17, 100].map(|queued| two.of(queued)),
+            [1, 1, 2, 8, 9, 32]
+        );
+        let one = Share {
+            max_batch: 4,
+            embedders: 1,
+        };
+        assert_eq!([1, 3, 9].map(|queued| one.of(queued)), [1, 3, 4]);
     }
 
     #[tokio::test]
