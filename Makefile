@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help setup build run stop reset test bench-embed bench-risk bench-hnsw bench-vectordb bench-identity bench-risk-quality
+.PHONY: help setup build run stop reset test bench-embed bench-risk bench-hnsw bench-vectordb bench-identity bench-risk-quality bench-embed-int8
 
 help:
 	@echo "make run          set up, build, start PostgreSQL + the sidecar (Ctrl-C to stop)"
@@ -10,6 +10,7 @@ help:
 	@echo "make stop         stop the local PostgreSQL cluster"
 	@echo "make reset        delete the local cluster and its data (keys, accounts, records)"
 	@echo "make bench-embed  embedding throughput: in-database vs raw ONNX Runtime"
+	@echo "make bench-embed-int8  experiment: the model with int8 matrix products, speed and search quality"
 	@echo "make bench-risk   risk assessments per second: in-database and over HTTP (wrk)"
 	@echo "make bench-risk-quality  risk engine on 4 months of simulated fraud: AUC, fraud caught at 1% and 5% flagged, per pattern"
 	@echo "make bench-hnsw   vigil_hnsw vector index: recall@10 and queries/s vs an exact scan"
@@ -38,6 +39,9 @@ test: setup
 
 bench-embed: build
 	scripts/bench-embed.sh
+
+bench-embed-int8: setup
+	scripts/bench-embed-int8.sh
 
 bench-risk: build
 	scripts/bench-risk.sh

@@ -26,14 +26,21 @@ psql as the superuser on the bench cluster).
    records as the big one, which must still answer `limit` records.
 
 BENCH_REUSE=1 keeps databases already stored at these sizes (searches only).
+BENCH_PERF=1 also samples the whole machine (`perf record -a -g`, 499 Hz)
+while the queries never asked before run, and prints where its time went:
+idle, ONNX Runtime, the rest of PostgreSQL, the sidecar, this driver.
 """
 
+import contextlib
 import http.client
 import json
 import os
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -195,6 +202,47 @@ def latencies(path, db, queries, count):
     )
 
 
+class MachineProfile:
+    """`perf record -a -g` of the whole machine for as long as the `with`
+    block runs; `shares()` then gives each part's share of both cores."""
+
+    PARTS = (
+        ("idle", lambda comm, dso: comm == "swapper"),
+        ("ONNX Runtime", lambda comm, dso: "libonnxruntime" in dso),
+        ("PostgreSQL", lambda comm, dso: comm == "postgres"),
+        ("sidecar", lambda comm, dso: comm.startswith("tokio") or comm.startswith("vigil")),
+        ("driver", lambda comm, dso: comm.startswith("python")),
+    )
+
+    def __enter__(self):
+        if not shutil.which("perf"):
+            sys.exit("BENCH_PERF=1 needs perf (Debian's package linux-perf)")
+        self.data = tempfile.NamedTemporaryFile(suffix=".perf", delete=False).name
+        self.perf = subprocess.Popen(["perf", "record", "-a", "-g", "-F", "499", "-o", self.data],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return self
+
+    def __exit__(self, *exc):
+        self.perf.send_signal(signal.SIGINT)
+        self.perf.wait()
+
+    def shares(self):
+        out = subprocess.run(["perf", "report", "-i", self.data, "--no-children", "--sort", "comm,dso",
+                              "-g", "none", "--stdio", "--percent-limit", "0"],
+                             check=True, text=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
+        os.unlink(self.data)
+        totals = {name: 0.0 for name, _ in self.PARTS}
+        totals["other"] = 0.0
+        for line in out.splitlines():
+            fields = line.split()
+            if len(fields) < 3 or not fields[0].endswith("%"):
+                continue
+            share, comm, dso = float(fields[0][:-1]), fields[1], " ".join(fields[2:])
+            name = next((n for n, match in self.PARTS if match(comm, dso)), "other")
+            totals[name] += share
+        return ", ".join(f"{name} {share:.0f}%" for name, share in totals.items())
+
+
 def sql_latencies():
     """One client in SQL, no HTTP: p50/p99/max of each search over the
     labelled queries in the big database."""
@@ -325,12 +373,16 @@ def main():
                 distinct = [f"{queries[i % len(queries)]} {words[i // len(queries)]}" for i in range(QUERIES)]
                 kinds.append(("every query new", distinct))
             for kind, asked in kinds:
-                p50, p99, rate, fewest, timeouts, client_cpu = latencies(path, db, asked, QUERIES)
+                sampled = kind == "every query new" and os.environ.get("BENCH_PERF") == "1"
+                with MachineProfile() if sampled else contextlib.nullcontext() as profile:
+                    p50, p99, rate, fewest, timeouts, client_cpu = latencies(path, db, asked, QUERIES)
                 print(f"RESULT {path} over {n} records ({db}), {CLIENTS} clients, {QUERIES} requests, "
                       f"{kind}: p50 {p50:.1f} ms, p99 {p99:.1f} ms (of those answered), "
                       f"{rate:.0f} requests/s, fewest results {fewest}, {timeouts} over the time limit (503); "
                       f"this driver used {client_cpu:.0%} of one core",
                       flush=True)
+                if profile:
+                    print(f"PROFILE {path}, every query new, share of both cores: {profile.shares()}", flush=True)
 
 
 if __name__ == "__main__":

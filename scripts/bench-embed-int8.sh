@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# `make bench-embed-int8`: the embedding model with int8 matrix products
+# against the model as it runs today, on one thread, and their search quality
+# on bench/vectordb's labelled set (bench/embed_int8.py says how). An
+# experiment: nothing here changes the installed model.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+dir="$VIGIL_STATE/bench-int8"
+mkdir -p "$dir"
+if [ ! -x "$dir/venv/bin/python" ]; then
+    step "Python venv with onnxruntime and onnx for the experiment"
+    python3 -m venv "$dir/venv"
+    "$dir/venv/bin/pip" install --quiet onnxruntime==1.31.1 onnx==1.23.2 tokenizers==0.22.1 numpy==2.4.6
+fi
+"$dir/venv/bin/python" "$VIGIL_ROOT/bench/embed_int8.py" "$(vigil_model_dir)" "$dir" | tee "$dir/result.txt"
