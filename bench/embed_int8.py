@@ -116,6 +116,12 @@ def main():
     quantize_dynamic(folded, int8, op_types_to_quantize=["MatMul"], weight_type=QuantType.QInt8,
                      per_channel=True)
     print(f"{count} MatMul weights folded; int8 model {os.path.getsize(int8) / 1e6:.1f} MB", flush=True)
+    per_token = f"{work}/model-int8-per-token.onnx"
+    sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
+    import model_int8
+    model = onnx.load(f"{model_dir}/model.onnx")
+    model_int8.rewrite(model)
+    onnx.save(model, per_token)
 
     tokenizer = Tokenizer.from_file(f"{model_dir}/tokenizer.json")
     tokenizer.no_padding()
@@ -128,7 +134,8 @@ def main():
     texts = [r["title"] + "\n" + r["content"][:500] for r in records]
     by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]))
 
-    models = {"current": session(f"{model_dir}/model.onnx"), "int8": session(int8)}
+    models = {"current": session(f"{model_dir}/model.onnx"), "int8": session(int8),
+              "int8 per token": session(per_token)}
     work_sets = {f"queries, batches of {b}": feeds(tokenizer, queries, b) for b in (1, 8, 16)}
     work_sets["records, batches of 32"] = feeds(tokenizer, [texts[i] for i in by_length[:640]], 32)
     timings = {(name, kind): [] for name in models for kind in work_sets}
@@ -141,9 +148,12 @@ def main():
                 embed(sess, batches)
                 timings[name, kind].append((time.perf_counter() - start) * 1000 / n)
     for kind in work_sets:
-        cur, new = timings["current", kind], timings["int8", kind]
-        print(f"RESULT one thread, {kind}: current {' '.join(f'{t:.2f}' for t in cur)} ms a text, "
-              f"int8 {' '.join(f'{t:.2f}' for t in new)}: {np.median(cur) / np.median(new):.2f}x", flush=True)
+        cur = timings["current", kind]
+        line = f"RESULT one thread, {kind}: current {' '.join(f'{t:.2f}' for t in cur)} ms a text"
+        for name in list(models)[1:]:
+            new = timings[name, kind]
+            line += f"; {name} {' '.join(f'{t:.2f}' for t in new)}: {np.median(cur) / np.median(new):.2f}x"
+        print(line, flush=True)
 
     query_feeds = feeds(tokenizer, queries, 16)
     record_feeds = feeds(tokenizer, [texts[i] for i in by_length], 32)

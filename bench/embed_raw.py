@@ -6,12 +6,23 @@ of each batch, mean pooling over the mask, L2 normalisation: the work
 
 usage: embed_raw.py MODEL_DIR TEXTS_FILE THREADS BATCH [BATCH...]
 """
+import os
 import sys
 import time
 
 import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
+
+
+def model_file(model_dir):
+    """The file vigil.embed runs (vigil_embed::model_path): the int8 rewrite where
+    the CPU has VNNI, else the published model."""
+    int8 = f"{model_dir}/model-int8.onnx"
+    flags = open("/proc/cpuinfo").read()
+    if os.path.isfile(int8) and ("avx512_vnni" in flags or "avx_vnni" in flags):
+        return int8
+    return f"{model_dir}/model.onnx"
 
 
 def main():
@@ -22,7 +33,9 @@ def main():
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    session = ort.InferenceSession(f"{model_dir}/model.onnx", options, providers=["CPUExecutionProvider"])
+    path = model_file(model_dir)
+    print(f"model {path}", flush=True)
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     tokenizer = Tokenizer.from_file(f"{model_dir}/tokenizer.json")
     tokenizer.no_padding()
     tokenizer.enable_truncation(256)

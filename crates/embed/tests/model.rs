@@ -112,3 +112,49 @@ fn corrupt_model_is_an_error_not_a_crash() {
     std::fs::remove_dir_all(&dir).ok();
     assert!(matches!(err, EmbedError::Model { .. }), "{err}");
 }
+
+/// A model directory holding only the published model and the tokenizer.
+fn published_only_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("vigil-model-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in ["model.onnx", "tokenizer.json"] {
+        let link = dir.join(file);
+        std::fs::remove_file(&link).ok();
+        std::os::unix::fs::symlink(model_dir().join(file), link).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn int8_model_is_preferred_and_agrees_with_the_published_one() {
+    // scripts/setup.sh writes model-int8.onnx; this machine has VNNI.
+    let installed = model_dir();
+    assert!(installed.join(vigil_embed::INT8_MODEL_FILE).is_file());
+    if vigil_embed::cpu_multiplies_int8_exactly() {
+        assert_eq!(
+            vigil_embed::model_path(&installed),
+            installed.join(vigil_embed::INT8_MODEL_FILE)
+        );
+    }
+    let dir = published_only_dir("published");
+    assert_eq!(vigil_embed::model_path(&dir), dir.join("model.onnx"));
+    let mut published = Embedder::load(runtime(), &dir, 1, false).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+
+    let texts = [
+        "A man is eating food.",
+        "Refund requested for order XK-42 by jane.doe@example.com",
+        "Große Überweisung ins Ausland, 9.999 € — 東京",
+        "high-performance TCP/IP network stack for embedded systems with IPv6 support",
+    ];
+    let mut int8 = embedder();
+    let a = int8.embed_many(&texts, || {}).unwrap();
+    let b = published.embed_many(&texts, || {}).unwrap();
+    for ((text, x), y) in texts.iter().zip(&a).zip(&b) {
+        let c = cosine(x, y);
+        assert!(c > 0.99, "{text:?}: cosine {c} between the two models");
+    }
+    // The models tell texts apart the same way.
+    let (ca, cb) = (cosine(&a[0], &a[1]), cosine(&b[0], &b[1]));
+    assert!((ca - cb).abs() < 0.02, "{ca} vs {cb}");
+}
