@@ -5,7 +5,7 @@
 # /storeEmbeddings against the raw vigil.embed batch throughput, then p50/p99
 # of /queryEmbeddings and /hybridSearch with 16 concurrent clients, in the big
 # database and in one holding 1% as many records. bench/vectordb/bench.py says
-# how each figure is made. Storing 100,000 records embeds them all: on 2 cores,
+# how each figure is made (BENCH_MODEL, below, picks the model file). Storing 100,000 records embeds them all: on 2 cores,
 # 7 to 15 minutes.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -32,6 +32,19 @@ if [ "$(psql -c "SHOW shared_buffers")" != "1GB" ]; then
     "$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir"
     cluster="$("$VIGIL_ROOT/scripts/pg-cluster.sh" up "$dir" "$port")"
 fi
+# BENCH_MODEL=published runs every embedding (stores and searches) on the
+# published model.onnx rather than the int8 rewrite the extension prefers, to
+# measure one against the other; unset, the cluster uses the default.
+if [ "${BENCH_MODEL:-}" = published ]; then
+    published="/tmp/vigil-model-published-$(id -u)"
+    mkdir -p "$published" && chmod 0755 "$published"
+    ln -sf "$(vigil_model_dir)/model.onnx" "$(vigil_model_dir)/tokenizer.json" "$published/"
+    psql -c "LOAD 'vigil'" -c "ALTER SYSTEM SET vigil.model_dir = '$published'"
+else
+    [ -z "${BENCH_MODEL:-}" ] || die "BENCH_MODEL is 'published' or unset"
+    psql -c "LOAD 'vigil'" -c "ALTER SYSTEM RESET vigil.model_dir"
+fi
+psql -c "SELECT pg_reload_conf()" >/dev/null
 # The stored records, their TOAST, the keyword index and every index read
 # into shared buffers first, so the first searches do not time the disk.
 psql >/dev/null <<'SQL'
