@@ -10,7 +10,7 @@ help:
 	@echo "make stop         stop the local PostgreSQL cluster"
 	@echo "make reset        delete the local cluster and its data (keys, accounts, records)"
 	@echo "make bench-embed  embedding throughput: in-database vs raw ONNX Runtime"
-	@echo "make bench-embed-int8  experiment: the model with int8 matrix products, speed and search quality"
+	@echo "make bench-embed-int8  the int8 model against the published one: speed and search quality"
 	@echo "make bench-risk   risk assessments per second: in-database and over HTTP (wrk)"
 	@echo "make bench-risk-quality  risk engine on 4 months of simulated fraud: AUC, fraud caught at 1% and 5% flagged, per pattern"
 	@echo "make bench-hnsw   vigil_hnsw vector index: recall@10 and queries/s vs an exact scan"

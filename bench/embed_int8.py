@@ -1,22 +1,32 @@
-"""`make bench-embed-int8`: would the model be faster with int8 matrix products,
-and what would that do to search quality? An experiment, not the product.
+"""`make bench-embed-int8`: the embedding model with int8 matrix products
+against the published model, speed and search quality.
 
-The model file keeps its matrix weights as int8 with a scale per output
+The published file keeps its matrix weights as int8 with a scale per output
 column (Cast to float, then Mul by the scale), and ONNX Runtime folds them
-back to float when it loads the file, so every MatMul runs in fp32. This
-script:
+back to float when it loads the file, so every MatMul runs in fp32. Two int8
+versions are compared with it:
 
-1. folds those weights to float itself (the model ONNX Runtime actually runs),
-   then quantizes the MatMuls dynamically (onnxruntime.quantization:
-   activations to uint8 per call, weights int8 with a scale per column,
-   which gives back the file's own int8 weights);
-2. times both on one thread, interleaved over ROUNDS rounds: the labelled
+- "int8": onnxruntime.quantization's dynamic mode on the weights folded to
+  float (activations quantized per call, over the whole batch; weights int8
+  with a scale per column, which gives back the file's own int8 weights);
+- "int8 per token": scripts/model_int8.py, the one set-up installs
+  (activations quantized per token, so a text's embedding never depends on
+  its batch-mates).
+
+This script:
+
+1. writes both int8 models;
+2. times the three on one thread, interleaved over ROUNDS rounds: the labelled
    queries in batches of 1, 8 and 16, and the labelled corpus's records (title
    and content cut to 500 characters, as bench-vectordb stores them) in
    batches of 32, sorted by length;
 3. compares search quality on bench/vectordb's labelled set (300 queries,
    3,000 records, one right answer each), vector branch alone: R@1, R@10,
-   MRR@10, and the cosine of each embedding to the current model's.
+   MRR@10, and the cosine of each embedding to the current model's; also
+   queries of the per-token model against records of the current one (a
+   database stored before the switch).
+
+The per-token model is the one set-up installs (scripts/model_int8.py).
 
 usage: embed_int8.py MODEL_DIR WORK_DIR
 """
@@ -160,10 +170,15 @@ def main():
     position = {name: i for i, name in enumerate(names)}
     right = np.array([position[t] for t in targets])
     reference = None
+    embedded = {}
     for name, sess in models.items():
         q = embed(sess, query_feeds)
         d = np.empty((len(texts), q.shape[1]), np.float32)
         d[by_length] = embed(sess, record_feeds)
+        embedded[name] = (q, d)
+    # Records stored before the int8 model and searched with it after.
+    embedded["int8 per token queries, current records"] = (embedded["int8 per token"][0], embedded["current"][1])
+    for name, (q, d) in embedded.items():
         scores = q @ d.T
         rank = (scores > scores[np.arange(len(q)), right][:, None]).sum(1) + 1
         if reference is None:

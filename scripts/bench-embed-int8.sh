@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# `make bench-embed-int8`: the embedding model with int8 matrix products
-# against the model as it runs today, on one thread, and their search quality
-# on bench/vectordb's labelled set (bench/embed_int8.py says how). An
-# experiment: nothing here changes the installed model.
+# `make bench-embed-int8`: the embedding model with int8 matrix products (the
+# per-token rewrite set-up installs, and onnxruntime's dynamic quantization)
+# against the published model, on one thread, and their search quality on
+# bench/vectordb's labelled set (bench/embed_int8.py says how). Nothing here
+# changes the installed files.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
