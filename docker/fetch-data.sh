@@ -57,7 +57,9 @@ fi
 
 # The int8 rewrite of the model (scripts/model_int8.py says why and how); the
 # extension prefers it where the CPU multiplies int8 exactly (crates/embed).
-if [ ! -r "$model_dir/model-int8.onnx" ]; then
+# Written again whenever scripts/model_int8.py changes (its hash is kept beside).
+rewrite="$(sha256sum "$VIGIL_ROOT/scripts/model_int8.py" | cut -d' ' -f1)"
+if [ ! -r "$model_dir/model-int8.onnx" ] || [ "$(cat "$model_dir/model-int8.rewrite" 2>/dev/null)" != "$rewrite" ]; then
     step "writing the model with int8 matrix products (scripts/model_int8.py)"
     tools="$VIGIL_STATE/cache/model-tools"
     if [ ! -e "$tools/installed" ]; then
@@ -68,7 +70,9 @@ if [ ! -r "$model_dir/model-int8.onnx" ]; then
         touch "$tools/installed"
     fi
     "$tools/bin/python" "$VIGIL_ROOT/scripts/model_int8.py" "$model_dir/model.onnx" "$work/model-int8.onnx"
+    echo "$rewrite" > "$work/model-int8.rewrite"
     "${INSTALL[@]}" install -m 0644 "$work/model-int8.onnx" "$model_dir/model-int8.onnx"
+    "${INSTALL[@]}" install -m 0644 "$work/model-int8.rewrite" "$model_dir/model-int8.rewrite"
 fi
 
 # @ip-location-db/geo-whois-asn-country-mmdb (data: NRO, CC BY 4.0), pinned by sha256.

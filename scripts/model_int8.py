@@ -7,20 +7,24 @@ with a float scale per output column, then Cast and Mul turn it back into
 float; ONNX Runtime folds those at load time, so every MatMul runs in fp32
 and a backend holds 90 MB of float weights. This keeps the file's own int8
 weights and replaces each `MatMul(x, Mul(Cast(Wq), s))` with an integer
-product (MatMulInteger: uint8 x int8 -> int32, VNNI instructions on x86).
+product (uint8 x int8 summed in int32, VNNI instructions on x86), through
+ONNX Runtime's MatMulIntegerToFloat (com.microsoft), which also applies the
+weights' column scales.
 
 Activations are quantized per token, not per tensor as
 onnxruntime.quantization's dynamic mode does: each row of x (one token's
-384 or 1,536 values) gets its own range [lo, hi], so a text's embedding
+384 or 1,536 values) gets its own scale, so a text's embedding
 never depends on the texts batched with it (a per-tensor range spans the
 whole batch), and one token's outlier does not coarsen every other token.
-With scale a = (hi - lo) / 255 and xq = round((x - lo) / a) in 0..255:
+The scale is symmetric, a = max|x| / 127, and xq = round(x / a) + 128 is
+uint8 with zero point 128 (QuantizeLinear with scale 1 does the rounding,
+the shift and the cast in one pass), so
 
-    x @ W  ~  a * (xq @ Wq) * s  +  lo * colsum(Wq * s)
+    x @ (Wq * s)  ~  a * ((xq - 128) @ Wq) * s
 
-The second term is a broadcast product with a precomputed vector, so the
-integer product needs no zero point. Attention's own products (Q K^T,
-softmax V) have no weights and stay in fp32.
+One quantization serves every product that reads the same activations
+(query, key and value read one LayerNorm output). Attention's own products
+(Q K^T, softmax V) have no weights and stay in fp32.
 
 The rewrite is deterministic: the same source gives the same bytes.
 """
@@ -28,7 +32,7 @@ import sys
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 
 def rewrite(model):
@@ -44,7 +48,7 @@ def rewrite(model):
     constants = [
         numpy_helper.from_array(np.array(1 / 127, np.float32), "int8mm_inv127"),
         numpy_helper.from_array(np.array(1e-12, np.float32), "int8mm_tiny"),
-        numpy_helper.from_array(np.array(128, np.float32), "int8mm_128f"),
+        numpy_helper.from_array(np.array(1, np.float32), "int8mm_one"),
         numpy_helper.from_array(np.array(128, np.uint8), "int8mm_zero"),
     ]
     quantized = {}  # activation name -> (uint8 name, scale name), once per input
@@ -76,16 +80,14 @@ def rewrite(model):
                 n("Mul", [f"{q}/amax", "int8mm_inv127"], f"{q}/a0"),
                 n("Max", [f"{q}/a0", "int8mm_tiny"], f"{q}/a"),
                 n("Div", [x, f"{q}/a"], f"{q}/steps"),
-                n("Round", [f"{q}/steps"], f"{q}/rounded"),
-                n("Add", [f"{q}/rounded", "int8mm_128f"], f"{q}/shifted"),
-                n("Cast", [f"{q}/shifted"], f"{q}/xq", to=TensorProto.UINT8),
+                n("QuantizeLinear", [f"{q}/steps", "int8mm_one", "int8mm_zero"], f"{q}/xq"),
             ]
             quantized[x] = (f"{q}/xq", f"{q}/a")
         xq, a = quantized[x]
         added_nodes[id(matmul)] = steps + [
-            n("MatMulInteger", [xq, cast.input[0], "int8mm_zero"], f"{p}/acc"),
-            n("Cast", [f"{p}/acc"], f"{p}/accf", to=TensorProto.FLOAT),
-            n("Mul", [f"{p}/accf", f"{p}/w_scale"], f"{p}/cols"),
+            helper.make_node("MatMulIntegerToFloat",
+                             [xq, cast.input[0], "int8mm_one", f"{p}/w_scale", "int8mm_zero"],
+                             [f"{p}/cols"], name=f"{p}/cols", domain="com.microsoft"),
             helper.make_node("Mul", [f"{p}/cols", a], [y], name=f"{p}/out"),
         ]
         replaced[id(mul)] = replaced[id(cast)] = None
@@ -105,6 +107,8 @@ def rewrite(model):
     live = [i for i in graph.initializer if i.name in used]
     del graph.initializer[:]
     graph.initializer.extend(live)
+    if not any(o.domain == "com.microsoft" for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     onnx.checker.check_model(model)
     return len(added_nodes)
 
