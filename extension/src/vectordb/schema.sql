@@ -627,8 +627,8 @@ $$;
 --   identifier wins over meaning;
 -- fusion 'convex': weighted mean of each branch's score divided by its best
 --   (similarity below 0 counts 0), absent from a branch counting 0.
--- Each branch fetches more than `k` (at least 50), so a record ranked well
--- by both but first by neither is still seen. `query_vector`, when given,
+-- Each branch fetches more than `k` (2k, at least 30), so a record ranked
+-- well by both but first by neither is still seen. `query_vector`, when given,
 -- is taken as the query's embedding.
 CREATE FUNCTION vigil.hybrid_search(
     query text,
@@ -656,7 +656,7 @@ BEGIN
        OR vector_weight + keyword_weight = 0 THEN
         PERFORM vigil._refuse('weights', 'vector_weight and keyword_weight must be 0 or more, not both 0');
     END IF;
-    fetched := least(greatest(2 * k, 50), 2000);
+    fetched := least(greatest(2 * k, 30), 2000);
     -- identifiers: with a digit or a joiner other than "-" (not "open-source")
     identifiers := ARRAY(SELECT t FROM unnest(vigil.exact_tokens(query)) AS t WHERE t ~ '[0-9@_/:#+.]');
     RETURN QUERY

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The searches' SQL as the sidecar sends it, without HTTP or the model:
+# pgbench runs BEGIN, vigil.enter_account, the search with the query's
+# embedding given, COMMIT, as the application role, over the 300 labelled
+# queries (embedded once, beforehand), at 2 and 16 clients, 15 s each.
+# Run on the bench-vectordb cluster after `make bench-vectordb` has stored
+# its records:
+#
+#   bench/vectordb/pgbench.sh
+#
+# BENCH_CLIENTS and BENCH_SECONDS change the defaults ("2 16", 15).
+set -euo pipefail
+. "$(dirname "$0")/../../scripts/lib.sh"
+dir="$VIGIL_STATE/bench-vectordb"
+port="${BENCH_PG_PORT:-28818}"
+cluster="$("$VIGIL_ROOT/scripts/pg-cluster.sh" up "$dir" "$port")"
+trap '"$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir"' EXIT
+psql() { "$VIGIL_ROOT/scripts/pg-cluster.sh" psql "$dir" -X -q -At "$@"; }
+export DATABASE_URL="$(sed -n 's/^DATABASE_URL=//p' <<<"$cluster")"
+export VIGIL_ADMIN_DATABASE_URL="$(sed -n 's/^ADMIN_DATABASE_URL=//p' <<<"$cluster")"
+account="bench@example.com"
+key="$("$VIGIL_ROOT/target/release/vigil-sidecar" user-keys create --rate-per-second 100000 --burst 100000 "$account" 2>/dev/null)"
+psql <<SQL
+DROP TABLE IF EXISTS public.bench_queries;
+CREATE TABLE public.bench_queries AS
+SELECT row_number() OVER () AS i, q, vigil.embed(q) AS v
+FROM (SELECT split_part(line, E'\t', 2) AS q
+      FROM unnest(string_to_array(\$tsv\$$(tail -n +2 "$VIGIL_ROOT/bench/vectordb/queries.tsv")\$tsv\$, E'\n')) AS line) x
+WHERE q <> '';
+GRANT SELECT ON public.bench_queries TO vigil_app;
+SQL
+n="$(psql -c "SELECT count(*) FROM public.bench_queries")"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"; "$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir"' EXIT
+search() {
+    cat <<SQL
+\set i random(1, $n)
+BEGIN;
+SELECT key_id, outcome FROM vigil.enter_account('$account', '$key', 'bench');
+SELECT count(*) FROM public.bench_queries b, LATERAL $1 WHERE b.i = :i;
+COMMIT;
+SQL
+}
+search "vigil.hybrid_search(b.q, 10, 'bench', 'rrf', 1, 1, b.v)" > "$work/hybrid.sql"
+search "vigil.query_embeddings(b.q, 'bench', 10, b.v)" > "$work/query.sql"
+echo "extension $(psql -c "SELECT extversion FROM pg_extension WHERE extname = 'vigil'")"
+for clients in ${BENCH_CLIENTS:-2 16}; do
+    for kind in hybrid query; do
+        tps="$("$PG_BIN/pgbench" -n -M prepared -c "$clients" -j 2 -T "${BENCH_SECONDS:-15}" \
+                -f "$work/$kind.sql" "$DATABASE_URL" 2>&1 | sed -n 's/^tps = \([0-9.]*\).*/\1/p')"
+        echo "RESULT ${kind}, $clients clients: $tps searches/s"
+    done
+done
+psql -c "DROP TABLE public.bench_queries"
