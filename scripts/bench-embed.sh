@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make bench-embed`: texts per second of vigil.embed through SQL, one at a time and
 # in batches of 32, against raw ONNX Runtime (Python) on the same model file, the
-# same texts and the same thread count, in one run.
+# same texts and the same thread count, in one run; and a backend's memory with
+# each model loaded.
 #
 # Texts: Debian package short descriptions (apt-cache dumpavail), the first
 # BENCH_TEXTS (default 2000). Threads: BENCH_THREADS (default 2).
@@ -52,6 +53,20 @@ SELECT pg_temp.rate(1);
 SELECT pg_temp.rate(32);
 SQL
 cat "$dir/db.txt"
+
+# Memory: a backend's resident set after loading each model (the int8 rewrite
+# the extension prefers, and the published model), read from its own /proc.
+published="$(published_model_dir)"
+for model in "" "$published"; do
+    "$VIGIL_ROOT/scripts/pg-cluster.sh" psql "$VIGIL_STATE/pg" -At <<SQL
+SET vigil.model_dir = '$model';
+SELECT count(*) FROM vigil.embed('load the model') \g /dev/null
+SELECT 'RESULT backend with the ' || CASE WHEN '$model' = '' THEN 'default (int8)' ELSE 'published' END
+       || ' model loaded: resident ' || round(substring(s FROM 'VmRSS:\s+(\d+)')::numeric / 1024)
+       || ' MB, of which anonymous ' || round(substring(s FROM 'RssAnon:\s+(\d+)')::numeric / 1024) || ' MB'
+FROM pg_read_file('/proc/self/status') AS s;
+SQL
+done | tee "$dir/memory.txt"
 
 step "raw ONNX Runtime (Python): $count texts, $threads threads"
 "$dir/venv/bin/python" "$VIGIL_ROOT/bench/embed_raw.py" "$(vigil_model_dir)" "$texts" "$threads" 1 32 | tee "$dir/raw.txt"

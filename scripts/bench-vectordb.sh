@@ -36,9 +36,7 @@ fi
 # published model.onnx rather than the int8 rewrite the extension prefers, to
 # measure one against the other; unset, the cluster uses the default.
 if [ "${BENCH_MODEL:-}" = published ]; then
-    published="/tmp/vigil-model-published-$(id -u)"
-    mkdir -p "$published" && chmod 0755 "$published"
-    ln -sf "$(vigil_model_dir)/model.onnx" "$(vigil_model_dir)/tokenizer.json" "$published/"
+    published="$(published_model_dir)"
     psql -c "LOAD 'vigil'" -c "ALTER SYSTEM SET vigil.model_dir = '$published'"
 else
     [ -z "${BENCH_MODEL:-}" ] || die "BENCH_MODEL is 'published' or unset"

@@ -26,6 +26,15 @@ as_pg() {
 # extension derives the same paths from the server's own directories.
 vigil_model_dir() { echo "$("$PG_CONFIG" --sharedir)/vigil/model"; }
 vigil_runtime_path() { echo "$("$PG_CONFIG" --pkglibdir)/vigil/libonnxruntime.so.1.31.1"; }
+# A directory holding only the published model.onnx and the tokenizer (links),
+# readable by the postgres user: `vigil.model_dir` set to it runs the published
+# model rather than the int8 rewrite beside it, for benches that compare them.
+published_model_dir() {
+    local dir="/tmp/vigil-model-published-$(id -u)"
+    mkdir -p "$dir" && chmod 0755 "$dir"
+    ln -sf "$(vigil_model_dir)/model.onnx" "$(vigil_model_dir)/tokenizer.json" "$dir/"
+    echo "$dir"
+}
 vigil_geoip_path() { echo "$("$PG_CONFIG" --sharedir)/vigil/geoip/geo-whois-asn-country.mmdb"; }
 GEOIP_VERSION="2.3.2026061719"
 GEOIP_SHA256="91757a1b06cdcd1955f292e4c4cfc54e091204f998e159a3187f7a2ef3724be0"
