@@ -43,17 +43,7 @@ else
     psql -c "LOAD 'vigil'" -c "ALTER SYSTEM RESET vigil.model_dir"
 fi
 psql -c "SELECT pg_reload_conf()" >/dev/null
-# The stored records, their TOAST, the keyword index and every index read
-# into shared buffers first, so the first searches do not time the disk.
-psql >/dev/null <<'SQL'
-CREATE EXTENSION IF NOT EXISTS pg_prewarm;
-SELECT count(pg_prewarm(c.oid)) FROM pg_class c
-WHERE c.oid IN ('vigil.vector_records'::regclass, 'vigil.vector_postings'::regclass, 'vigil.vector_terms'::regclass)
-   OR c.oid IN (SELECT reltoastrelid FROM pg_class WHERE oid = 'vigil.vector_records'::regclass)
-   OR c.oid IN (SELECT indexrelid FROM pg_index
-                WHERE indrelid IN ('vigil.vector_records'::regclass, 'vigil.vector_postings'::regclass,
-                                   'vigil.vector_terms'::regclass));
-SQL
+psql -f "$VIGIL_ROOT/bench/vectordb/prewarm.sql" >/dev/null
 export DATABASE_URL="$(sed -n 's/^DATABASE_URL=//p' <<<"$cluster")"
 export VIGIL_ADMIN_DATABASE_URL="$(sed -n 's/^ADMIN_DATABASE_URL=//p' <<<"$cluster")"
 bin="$VIGIL_ROOT/target/release/vigil-sidecar"

@@ -18,6 +18,7 @@ trap '"$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir"' EXIT
 psql() { "$VIGIL_ROOT/scripts/pg-cluster.sh" psql "$dir" -X -q -At "$@"; }
 export DATABASE_URL="$(sed -n 's/^DATABASE_URL=//p' <<<"$cluster")"
 export VIGIL_ADMIN_DATABASE_URL="$(sed -n 's/^ADMIN_DATABASE_URL=//p' <<<"$cluster")"
+psql -f "$VIGIL_ROOT/bench/vectordb/prewarm.sql" >/dev/null
 account="bench@example.com"
 key="$("$VIGIL_ROOT/target/release/vigil-sidecar" user-keys create --rate-per-second 100000 --burst 100000 "$account" 2>/dev/null)"
 psql <<SQL
