@@ -44,7 +44,7 @@ def rewrite(model):
         for name in node.input:
             readers[name] = readers.get(name, 0) + 1
 
-    replaced, added_nodes, added_inits = {}, {}, []
+    replaced, added_nodes, added_inits = set(), {}, []
     constants = [
         numpy_helper.from_array(np.array(1 / 127, np.float32), "int8mm_inv127"),
         numpy_helper.from_array(np.array(1e-12, np.float32), "int8mm_tiny"),
@@ -90,7 +90,7 @@ def rewrite(model):
                              [f"{p}/cols"], name=f"{p}/cols", domain="com.microsoft"),
             helper.make_node("Mul", [f"{p}/cols", a], [y], name=f"{p}/out"),
         ]
-        replaced[id(mul)] = replaced[id(cast)] = None
+        replaced.update((id(mul), id(cast)))
     if not added_nodes:
         raise SystemExit("no MatMul over int8 weights (Cast, Mul) found: is this the published model?")
 

@@ -14,7 +14,8 @@ set -euo pipefail
 dir="$VIGIL_STATE/bench-vectordb"
 port="${BENCH_PG_PORT:-28818}"
 cluster="$("$VIGIL_ROOT/scripts/pg-cluster.sh" up "$dir" "$port")"
-trap '"$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir"' EXIT
+work="$(mktemp -d)"
+trap 'rm -rf "$work"; "$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir"' EXIT
 psql() { "$VIGIL_ROOT/scripts/pg-cluster.sh" psql "$dir" -X -q -At "$@"; }
 export DATABASE_URL="$(sed -n 's/^DATABASE_URL=//p' <<<"$cluster")"
 export VIGIL_ADMIN_DATABASE_URL="$(sed -n 's/^ADMIN_DATABASE_URL=//p' <<<"$cluster")"
@@ -31,8 +32,6 @@ WHERE q <> '';
 GRANT SELECT ON public.bench_queries TO vigil_app;
 SQL
 n="$(psql -c "SELECT count(*) FROM public.bench_queries")"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"; "$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir"' EXIT
 search() {
     cat <<SQL
 \set i random(1, $n)

@@ -22,10 +22,11 @@ type BoxError = Box<dyn std::error::Error>;
 pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
     let metrics = Arc::new(Metrics::new());
     let embedders = db::embedder_pool(&args)?;
+    let embedder_connections = args.query_embedders();
     let query_batcher = QueryBatcher::start(
         embedders.clone(),
         args.query_batch,
-        args.query_embedders(),
+        embedder_connections,
         Arc::clone(&metrics),
     );
     let state = AppState {
@@ -38,9 +39,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
         query_batcher: query_batcher.map(Arc::new),
     };
     if state.query_batcher.is_some() {
-        let connections = args.query_embedders();
         tokio::spawn(async move {
-            if let Err(e) = query_batch::warm_up(&embedders, connections).await {
+            if let Err(e) = query_batch::warm_up(&embedders, embedder_connections).await {
                 tracing::warn!(
                     error = e.message,
                     "the query embedders could not load the model yet"

@@ -30,9 +30,10 @@ pub const MAX_BATCH: usize = 64;
 pub const MODEL_FILE: &str = "model.onnx";
 pub const TOKENIZER_FILE: &str = "tokenizer.json";
 /// The same model with int8 matrix products and activations quantized per
-/// token (scripts/model_int8.py writes it at set-up): 1.7x to 3x faster on
-/// one thread, cosine 0.996 or more to [`MODEL_FILE`]'s embeddings, the same
-/// search quality. Loaded instead of [`MODEL_FILE`] when it is there and
+/// token (scripts/model_int8.py writes it at set-up): 1.8x (records) to 3.4x
+/// (one short query) faster on one thread, cosine 0.996 or more to
+/// [`MODEL_FILE`]'s embeddings, the same search quality (`make
+/// bench-embed-int8`). Loaded instead of [`MODEL_FILE`] when it is there and
 /// [`cpu_multiplies_int8_exactly`].
 pub const INT8_MODEL_FILE: &str = "model-int8.onnx";
 
