@@ -2,6 +2,8 @@
 //! heuristic (algorithm 4) and level sampling.
 
 use std::borrow::Cow;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
 
 use crate::distance::Query;
 use crate::search::{descend, score, search_layer, Scored};
@@ -45,6 +47,10 @@ impl LevelRng {
     }
 }
 
+/// Distance at or under which a candidate is an exact copy of the base: 0
+/// under L2, and under cosine the rounding of 1 - cos for equal vectors.
+const COPY_DISTANCE: f32 = 8.0 * f32::EPSILON;
+
 /// Neighbour selection heuristic (algorithm 4, without
 /// `keepPrunedConnections`).
 ///
@@ -60,6 +66,19 @@ impl LevelRng {
 /// in every search. Inner product is no metric: the test can prune all but a few
 /// links of an element among large-norm ones, leaving others unreachable,
 /// so there the pruned candidates fill the list (`keepPrunedConnections`).
+///
+/// Exact copies of the base (the same text stored twice embeds to the same
+/// vector) are kept, at most half a list, and prune nothing: a copy is as
+/// far from every candidate as the base is, so the strict test would let
+/// the first copy prune every other link, and a full list would shrink to
+/// its copies alone, an island a search cannot leave (a vector database of
+/// 100,000 records, 1,000 of them stored twice, returned 1 or 2 results for
+/// 7 of 3,600 queries asking 10). Likewise a copy of a kept neighbour is
+/// kept beside it, once: every other element would link to the first copy
+/// alone, and a copy its own insert did not find (the search is
+/// approximate) would be reached by nothing. Under inner product a copy is
+/// not at distance 0 and the pruned candidates fill the list anyway.
+///
 /// Vectors are read through the store: a store that keeps them in memory
 /// lends them ([`GraphStore::resident_vector`]), otherwise only the kept
 /// ones are copied (at most `cap`).
@@ -69,34 +88,81 @@ pub(crate) fn select_from_store<S: GraphStore>(
     cap: usize,
     metric: Metric,
 ) -> Result<Vec<S::Id>, StoreError<S>> {
-    let mut kept: Vec<(S::Id, Cow<'_, [f32]>)> = Vec::with_capacity(cap);
+    // Kept candidates, each with whether a copy of it was kept beside it.
+    let mut kept: Vec<(S::Id, Cow<'_, [f32]>, bool)> = Vec::with_capacity(cap);
     let mut pruned: Vec<S::Id> = Vec::new();
+    let copy_metric = metric != Metric::InnerProduct;
+    let (copies, candidates) = if copy_metric {
+        candidates.split_at(candidates.partition_point(|c| c.dist <= COPY_DISTANCE))
+    } else {
+        candidates.split_at(0)
+    };
+    let copies = some_copies(copies, (cap / 2).max(1));
     for c in candidates {
-        if kept.len() >= cap {
+        if kept.len() + copies.len() >= cap {
             break;
         }
-        let diverse = |v: &[f32]| {
+        // None: pruned; Some(twin): kept, as the copy of kept[twin] if any.
+        let verdict = |v: &[f32]| -> Option<Option<usize>> {
             let q = Query::new(metric, v);
-            kept.iter()
-                .all(|(_, k)| k.len() == v.len() && c.dist < q.distance(k))
+            let mut twin = None;
+            for (i, (_, k, has_twin)) in kept.iter().enumerate() {
+                if k.len() != v.len() {
+                    return None;
+                }
+                let d = q.distance(k);
+                if copy_metric && d <= COPY_DISTANCE && !has_twin && twin.is_none() {
+                    twin = Some(i);
+                } else if c.dist >= d {
+                    return None;
+                }
+            }
+            Some(twin)
         };
         let keep = match store.resident_vector(c.id) {
-            Some(v) => diverse(v).then_some(Cow::Borrowed(v)),
+            Some(v) => verdict(v).map(|twin| (twin, Cow::Borrowed(v))),
             None => store
-                .with_element(c.id, |_, v| diverse(v).then(|| Cow::Owned(v.to_vec())))
+                .with_element(c.id, |_, v| {
+                    verdict(v).map(|twin| (twin, Cow::Owned(v.to_vec())))
+                })
                 .map_err(StoreError::<S>::Storage)?,
         };
         match keep {
-            Some(v) => kept.push((c.id, v)),
+            Some((twin, v)) => {
+                if let Some(i) = twin {
+                    kept[i].2 = true;
+                }
+                kept.push((c.id, v, twin.is_some()));
+            }
             None => pruned.push(c.id),
         }
     }
-    let mut out: Vec<S::Id> = kept.into_iter().map(|(id, _)| id).collect();
+    let mut out = copies;
+    out.extend(kept.into_iter().map(|(id, _, _)| id));
     if metric == Metric::InnerProduct {
         let room = cap.saturating_sub(out.len());
         out.extend(pruned.into_iter().take(room));
     }
     Ok(out)
+}
+
+/// `limit` of the base's `copies`, the same ones for the same candidates
+/// but a different draw for another set: were it always the lowest ids,
+/// every list would link the same few copies of a vector stored many times
+/// and the others would be linked from nowhere.
+fn some_copies<I: Hash + Copy>(copies: &[Scored<I>], limit: usize) -> Vec<I> {
+    let hash = |salt: u64, id: I| {
+        let mut h = DefaultHasher::new();
+        (salt, id).hash(&mut h);
+        h.finish()
+    };
+    let mut ids: Vec<I> = copies.iter().map(|c| c.id).collect();
+    if ids.len() > limit {
+        let salt = ids.iter().fold(0, |salt, &id| salt ^ hash(0, id));
+        ids.sort_by_cached_key(|&id| hash(salt, id));
+        ids.truncate(limit);
+    }
+    ids
 }
 
 /// Copies an element's vector, checking its length.

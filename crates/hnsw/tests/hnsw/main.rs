@@ -6,6 +6,7 @@ mod build;
 mod check;
 mod common;
 mod delete_repair;
+mod duplicates;
 mod iterative;
 mod reachability;
 mod recall;
