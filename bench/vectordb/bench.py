@@ -381,6 +381,8 @@ def main():
                       f"{rate:.0f} requests/s, fewest results {fewest}, {timeouts} over the time limit (503); "
                       f"this driver used {client_cpu:.0%} of one core",
                       flush=True)
+                if fewest < 10 and n >= 10:
+                    print(f"WRONG: {path} over {n} records answered a search with {fewest} results of 10", flush=True)
                 if profile:
                     print(f"PROFILE {path}, every query new, share of both cores: {profile.shares()}", flush=True)
 
