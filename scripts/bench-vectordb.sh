@@ -5,8 +5,9 @@
 # /storeEmbeddings against the raw vigil.embed batch throughput, then p50/p99
 # of /queryEmbeddings and /hybridSearch with 16 concurrent clients, in the big
 # database and in one holding 1% as many records. bench/vectordb/bench.py says
-# how each figure is made (BENCH_MODEL, below, picks the model file). Storing 100,000 records embeds them all: on 2 cores,
-# 7 to 15 minutes.
+# how each figure is made (BENCH_MODEL, below, picks the model file;
+# BENCH_POOL_SIZE, when set, is the sidecar's --pool-size, else its default).
+# Storing 100,000 records embeds them all: on 2 cores, 7 to 15 minutes.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -55,7 +56,7 @@ VIGIL_USER_KEY="$("$bin" user-keys create --rate-per-second 100000 --burst 10000
 export VIGIL_USER_KEY VIGIL_ACCOUNT="$account" VIGIL_HTTP="http://127.0.0.1:$http_port"
 export PSQL="$VIGIL_ROOT/scripts/pg-cluster.sh psql $dir -X -q -At"
 
-VIGIL_HTTP_ADDR="127.0.0.1:$http_port" "$bin" serve --pool-size 18 2>"$dir/sidecar.log" &
+VIGIL_HTTP_ADDR="127.0.0.1:$http_port" "$bin" serve ${BENCH_POOL_SIZE:+--pool-size "$BENCH_POOL_SIZE"} 2>"$dir/sidecar.log" &
 sidecar=$!
 for _ in $(seq 50); do curl -fs "$VIGIL_HTTP/healthz" >/dev/null && break; sleep 0.2; done
 

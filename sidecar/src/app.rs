@@ -173,6 +173,7 @@ mod tests {
                 args.query_cache_entries,
             )),
             query_batcher: None,
+            store_turns: AppState::store_turns_for(args.pool_size()),
         };
         router(state, &args).unwrap()
     }
@@ -339,6 +340,9 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains(id));
-        assert!(text.contains("vigil_db_pool_max_size 16"), "{text}");
+        // The default pool: three connections per core.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let size = format!("vigil_db_pool_max_size {}", 3 * cores);
+        assert!(text.contains(&size), "{text}");
     }
 }

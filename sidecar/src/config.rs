@@ -37,9 +37,13 @@ pub struct ServeArgs {
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: String,
 
-    /// Most database connections held open.
-    #[arg(long, env = "VIGIL_POOL_SIZE", default_value_t = 16)]
-    pub pool_size: usize,
+    /// Most database connections the requests hold open; 0, the default, is
+    /// three per core of this machine (give three times the database
+    /// server's count when it runs elsewhere). More only queue in the
+    /// server's scheduler, where requests waiting for the pool queue in
+    /// order (README, vector database figures).
+    #[arg(long, env = "VIGIL_POOL_SIZE", default_value_t = 0)]
+    pool_size: usize,
 
     /// Largest request body of the JSON endpoints, in bytes; larger ones get 413.
     #[arg(long, env = "VIGIL_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
@@ -154,11 +158,23 @@ impl ServeArgs {
         Duration::from_millis(self.batch_timeout_ms)
     }
 
-    /// `--query-embedders`, 0 resolved to this machine's cores.
-    pub fn query_embedders(&self) -> usize {
-        match self.query_embedders {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    /// `--pool-size`, 0 resolved to three per core of this machine.
+    pub fn pool_size(&self) -> usize {
+        match self.pool_size {
+            0 => 3 * cores(),
             n => n,
         }
     }
+
+    /// `--query-embedders`, 0 resolved to this machine's cores.
+    pub fn query_embedders(&self) -> usize {
+        match self.query_embedders {
+            0 => cores(),
+            n => n,
+        }
+    }
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }

@@ -8,7 +8,7 @@ use crate::config::ServeArgs;
 /// Builds the requests' pool of `--pool-size` connections; connections are
 /// opened lazily, so this fails only on a bad URL.
 pub fn pool(args: &ServeArgs) -> Result<Pool, String> {
-    pool_of(args, args.pool_size, "")
+    pool_of(args, args.pool_size(), "")
 }
 
 /// The pool of the connections that embed search queries in batches

@@ -12,7 +12,6 @@
 
 use std::marker::PhantomData;
 use std::net::IpAddr;
-use std::sync::Arc;
 
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
@@ -22,7 +21,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use crate::auth::client_ip::ClientIp;
-use crate::auth::{self, AccountCredentials, ApiCaller, Limits};
+use crate::auth::{self, AccountCredentials, ApiCaller};
 use crate::error::ApiError;
 use crate::json::{json_bytes, parse, JsonBody};
 use crate::state::AppState;
@@ -123,10 +122,12 @@ pub struct AccountJson<T> {
     pub body: T,
 }
 
-/// The request's connection and the credentials to enter the account with.
+/// The credentials to enter the account with, and the request's connection
+/// once taken: [`Account::enter`] takes it, so a handler may first wait its
+/// turn for something else (a store's model time) without holding one.
 pub struct Account {
-    db: Object,
-    limits: Arc<Limits>,
+    state: AppState,
+    db: Option<Object>,
     ip: IpAddr,
     credentials: AccountCredentials,
     db_name: String,
@@ -155,8 +156,8 @@ impl<T: DeserializeOwned + Send> FromRequest<AppState> for AccountJson<T> {
             .db_name
             .ok_or_else(|| ApiError::invalid("dbName", "dbName is required"))?;
         let account = Account {
-            db: state.db().await?,
-            limits: Arc::clone(&state.limits),
+            state: state.clone(),
+            db: None,
             ip,
             credentials: AccountCredentials {
                 user_key: context.user_key,
@@ -172,9 +173,13 @@ impl Account {
     /// Begins the request's transaction and checks the credentials in it
     /// (401/403 otherwise, and the failure counts against the client address).
     pub async fn enter(&mut self) -> Result<Entered<'_>, ApiError> {
-        let tx = self.db.transaction().await?;
+        let db = match self.db.take() {
+            Some(db) => db,
+            None => self.state.db().await?,
+        };
+        let tx = self.db.insert(db).transaction().await?;
         auth::enter_account(
-            &self.limits,
+            &self.state.limits,
             &tx,
             &self.credentials,
             Some(&self.db_name),

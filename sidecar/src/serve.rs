@@ -31,6 +31,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
     );
     let state = AppState {
         pool: db::pool(&args)?,
+        store_turns: AppState::store_turns_for(args.pool_size()),
         limits: Arc::new(Limits::new(&args.limits)?),
         trusted_proxies: args.trusted_proxies.clone().into(),
         metrics,

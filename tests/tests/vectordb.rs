@@ -969,11 +969,16 @@ fn concurrent_writers_keep_the_keyword_index_exact() {
 
 /// A counter's value in the sidecar's `/metrics`.
 fn counter(env: &Env, name: &str) -> f64 {
+    metric(env, &format!("{name}_total"))
+}
+
+/// The value of the sample `name` (without labels) in the sidecar's `/metrics`.
+fn metric(env: &Env, name: &str) -> f64 {
     let text = reqwest::blocking::get(env.url("/metrics"))
         .and_then(|r| r.text())
         .expect("metrics scraped");
     text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}_total ")))
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("{name} in /metrics:\n{text}"))
 }
@@ -1110,5 +1115,52 @@ fn searches_at_once_share_model_calls_and_answer_as_alone() {
         400,
         "invalid_field",
         "query",
+    );
+}
+
+#[test]
+fn stores_never_take_every_connection_from_searches() {
+    let me = caller("storeturns");
+    me.create("turns");
+    me.store_all("turns", &VARIED);
+    // Two connections: stores take turns on one, so a search has the other.
+    let small = Caller {
+        env: me.env.with_sidecar(SidecarOptions {
+            env: &[("VIGIL_POOL_SIZE", "2")],
+            ..Default::default()
+        }),
+        account: me.account.clone(),
+        user_key: me.user_key.clone(),
+    };
+    let long: Vec<Value> = (0..150)
+        .map(|i| json!({"title": format!("long {i}"), "content": "words about many things ".repeat(60)}))
+        .collect();
+    let stored_at = std::sync::Mutex::new(Vec::new());
+    let searched_at = std::thread::scope(|s| {
+        for _ in 0..2 {
+            let (small, long, stored_at) = (&small, &long, &stored_at);
+            s.spawn(move || {
+                small.expect(201, "/storeEmbeddings", "turns", json!({ "records": long }));
+                stored_at.lock().unwrap().push(std::time::Instant::now());
+            });
+        }
+        // Once a store holds a connection (each embeds for seconds)...
+        while metric(&small.env, "vigil_db_pool_size") < 1.0
+            || metric(&small.env, "vigil_db_pool_available") > 0.0
+        {
+            std::thread::yield_now();
+        }
+        // ...a search is answered before either store is.
+        assert_eq!(
+            small.query("turns", "a pet at work").len(),
+            VARIED.len().min(10)
+        );
+        std::time::Instant::now()
+    });
+    let stored_at = stored_at.into_inner().unwrap();
+    assert_eq!(stored_at.len(), 2, "both stores answered");
+    assert!(
+        stored_at.iter().all(|&t| searched_at < t),
+        "the search waited for a store to finish"
     );
 }

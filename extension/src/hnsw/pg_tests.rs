@@ -285,16 +285,27 @@ mod tests {
                   LATERAL (SELECT i.v FROM items i ORDER BY i.v <=> q.v LIMIT 61) n",
         )
         .expect("spi");
-        assert_eq!(copies, Some(61), "copies of a vector stored 61 times in its first 61 rows");
+        assert_eq!(
+            copies,
+            Some(61),
+            "copies of a vector stored 61 times in its first 61 rows"
+        );
         let sql = "SELECT count(*) FILTER (WHERE found < 10), count(*) FILTER (WHERE copies < 2)
                    FROM items s, LATERAL (
                        SELECT count(*) AS found, count(*) FILTER (WHERE n.v = s.v) AS copies
                        FROM (SELECT i.v FROM items i ORDER BY i.v <=> s.v LIMIT 10) n) x
                    WHERE s.id BETWEEN 8 AND 600 OR s.id BETWEEN 10008 AND 10600";
         let (short, missing) = Spi::get_two::<i64, i64>(sql).expect("spi");
-        assert_eq!(short, Some(0), "searches for a stored pair that returned under 10 rows");
+        assert_eq!(
+            short,
+            Some(0),
+            "searches for a stored pair that returned under 10 rows"
+        );
         // Approximate search may miss a copy now and then, not more.
-        assert!(missing.unwrap_or(0) <= 6, "{missing:?} of 1,186 searches missed a copy");
+        assert!(
+            missing.unwrap_or(0) <= 6,
+            "{missing:?} of 1,186 searches missed a copy"
+        );
         assert_eq!(check("items_v")["elements"], 3660);
     }
 

@@ -159,8 +159,10 @@ fn one(rows: &[Row]) -> Result<&Row, ApiError> {
     ),
 )]
 pub async fn store_embedding(
+    State(state): State<AppState>,
     AccountJson { mut account, body }: AccountJson<NewRecord>,
 ) -> Result<(StatusCode, Json<Record>), ApiError> {
+    let _turn = state.store_turn().await?;
     let entered = account.enter().await?;
     let db = entered.db_name;
     let title = required_text(body.title, "title")?;
@@ -194,6 +196,7 @@ pub async fn store_embeddings(
     State(state): State<AppState>,
     AccountJson { mut account, body }: AccountJson<NewRecords>,
 ) -> Result<(StatusCode, Json<Vec<Record>>), ApiError> {
+    let _turn = state.store_turn().await?;
     let entered = account.enter().await?;
     // The batch's statement may run as long as its request (the router's
     // time limit for this route), not the pool's per-statement limit.
