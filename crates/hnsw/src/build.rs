@@ -16,8 +16,9 @@
 //!   is above the entry point's is inserted alone, every other one beside the
 //!   rest (what the access method does with its graph lock).
 //! * Levels are drawn up front from a [`LevelRng`] seeded by the row count,
-//!   and rows are inserted in input order, a shared counter handing each
-//!   thread its next row. One thread gives the same graph every time.
+//!   and so is the order rows are inserted in (a shuffle: input sorted by
+//!   cluster built a worse graph), a shared counter handing each thread its
+//!   next row. One thread gives the same graph every time.
 //! * A cosine graph is built over unit vectors (cosine distance ignores
 //!   length); the returned elements carry them.
 //!
@@ -166,11 +167,14 @@ pub fn build<I: ElementId + Send + Sync>(
     }
     let mut rng = LevelRng::new(0x5EED_0000_0000_0000 ^ n as u64);
     let levels: Vec<u8> = (0..n).map(|_| rng.level(params) as u8).collect();
+    let order = shuffled(n, &mut rng);
     let (vectors, ids): (Vec<Vec<f32>>, Vec<I>) = items.into_iter().map(|(id, v)| (v, id)).unzip();
     let store = BuildStore::new(&vectors, levels);
-    catch_unwind(AssertUnwindSafe(|| store.insert_all(params, threads)))
-        .map_err(|p| BuildError::<I>::Build(panic_message(&*p)))?
-        .map_err(BuildError::<I>::Build)?;
+    catch_unwind(AssertUnwindSafe(|| {
+        store.insert_all(params, &order, threads)
+    }))
+    .map_err(|p| BuildError::<I>::Build(panic_message(&*p)))?
+    .map_err(BuildError::<I>::Build)?;
     let (levels, lists, entry) = store.into_parts();
     let entry = entry.map(|e| EntryPoint {
         id: ids[e.id as usize],
@@ -196,6 +200,21 @@ pub fn build<I: ElementId + Send + Sync>(
         entry,
         elements,
     })
+}
+
+/// `0..n` in an order drawn from `rng`: the order the rows are inserted in.
+/// Input order is often sorted by something the vectors follow (a table
+/// loaded per category, per tenant, per day); inserted that way, each
+/// cluster links mostly within itself before the next arrives, and
+/// searches missed 3.6% of 3,000 clustered elements sorted by cluster
+/// (`tests/hnsw/build.rs`), where a random order misses none.
+fn shuffled(n: usize, rng: &mut LevelRng) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    for i in (1..n).rev() {
+        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+        order.swap(i, j);
+    }
+    order
 }
 
 /// One element's neighbour lists, one per layer.
@@ -240,8 +259,9 @@ impl<'a> BuildStore<'a> {
         }
     }
 
-    /// Inserts every element on `threads` threads; the first error stops all.
-    fn insert_all(&self, params: &Params, threads: usize) -> Result<(), String> {
+    /// Inserts every element, in `order`, on `threads` threads; the first
+    /// error stops all.
+    fn insert_all(&self, params: &Params, order: &[u32], threads: usize) -> Result<(), String> {
         let next = AtomicUsize::new(0);
         let failed = AtomicBool::new(false);
         let first_error = Mutex::new(None);
@@ -249,11 +269,10 @@ impl<'a> BuildStore<'a> {
             for _ in 0..threads.max(1) {
                 s.spawn(|| {
                     while !failed.load(Ordering::Relaxed) {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= self.vectors.len() {
+                        let Some(&id) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
                             break;
-                        }
-                        if let Err(e) = self.insert_one(params, i as u32) {
+                        };
+                        if let Err(e) = self.insert_one(params, id) {
                             failed.store(true, Ordering::Relaxed);
                             first_error
                                 .lock()

@@ -84,3 +84,47 @@ fn structure_and_capacities() {
         assert_eq!(s.entry_point().unwrap(), g.entry);
     }
 }
+
+/// Rows stored cluster by cluster (a table loaded per category, per tenant,
+/// per day) build as good a graph as rows in any order. Inserted in input
+/// order, each cluster's elements were linked mostly among themselves before
+/// the next cluster came, and searches for 1.5 to 2.4% of the elements
+/// missed them (these 3,000 vectors, 20 clusters of 64 dimensions, cosine).
+#[test]
+fn rows_sorted_by_cluster_build_a_graph_that_finds_them() {
+    let mut r = Rng::new(42);
+    let centres: Vec<Vec<f32>> = (0..20)
+        .map(|_| (0..64).map(|_| (r.unit() * 2.0 - 1.0) as f32).collect())
+        .collect();
+    let mut data: Vec<(usize, Vec<f32>)> = (0..3000)
+        .map(|i| {
+            let v = centres[i % 20]
+                .iter()
+                .map(|c| c + ((r.unit() - 0.5) * 0.6) as f32)
+                .collect();
+            (i % 20, v)
+        })
+        .collect();
+    data.sort_by_key(|(cluster, _)| *cluster);
+    let params = Params::new(64, Metric::Cosine);
+    let items = data
+        .iter()
+        .enumerate()
+        .map(|(i, (_, v))| (id_of(i), v.clone()))
+        .collect();
+    let mut store = MemStore::new();
+    build(&params, items, 2)
+        .unwrap()
+        .load_into(&mut store)
+        .unwrap();
+    let missed = data
+        .iter()
+        .enumerate()
+        .filter(|(i, (_, v))| {
+            let found = search(&store, &params, v, 10, 40).unwrap();
+            !found.iter().any(|(_, id)| *id == id_of(*i))
+        })
+        .count();
+    eprintln!("{missed} of 3,000 elements missed by a search for their own vector");
+    assert!(missed <= 3, "{missed} of 3,000 missed");
+}
