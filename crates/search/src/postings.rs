@@ -633,7 +633,7 @@ mod tests {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         for round in 0..300 {
             let records = 1 + rng.below(2_000) as i64;
-            let term_count = 1 + rng.below(6) as usize;
+            let term_count = 1 + rng.below(12) as usize;
             let lengths: Vec<u32> = (0..records).map(|_| 1 + rng.below(120) as u32).collect();
             let mut lists = Vec::new();
             let mut idfs = Vec::new();
