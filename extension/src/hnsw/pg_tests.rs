@@ -355,6 +355,18 @@ mod tests {
             &format!("SELECT id FROM items ORDER BY v <-> '{qv}' LIMIT 10"),
             "items_v"
         ));
+        // Each scan counts in the index's statistics (pg_stat_user_indexes.idx_scan).
+        let scans = || {
+            Spi::get_one::<i64>("SELECT pg_stat_get_xact_numscans('items_v'::regclass)")
+                .expect("spi")
+                .expect("a count")
+        };
+        let before = scans();
+        Spi::run(&format!(
+            "SELECT id FROM items ORDER BY v <=> '{qv}' LIMIT 10"
+        ))
+        .unwrap();
+        assert_eq!(scans(), before + 1, "one scan counted");
     }
 
     #[pg_test]

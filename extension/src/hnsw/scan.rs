@@ -115,6 +115,7 @@ pub unsafe extern "C-unwind" fn amgettuple(
     }
     let params = store.params();
     if state.scan.is_none() {
+        count_scan(index);
         // Off still scans in strict order; it only stops after ef rows.
         let order = state.setting.order().unwrap_or(ScanOrder::Strict);
         let s = IterativeScan::new(store, &params, query, state.ef, order)
@@ -143,6 +144,24 @@ pub unsafe extern "C-unwind" fn amgettuple(
     scan.xs_recheckorderby = false;
     scan.xs_recheck = false;
     true
+}
+
+/// Counts a scan of the index in its statistics (`idx_scan` of
+/// `pg_stat_user_indexes`), as PostgreSQL's `pgstat_count_index_scan` does
+/// for its own access methods; that is a macro, so it is spelled out here.
+///
+/// # Safety
+/// `index` is an open relation.
+unsafe fn count_scan(index: pg_sys::Relation) {
+    if (*index).pgstat_info.is_null() {
+        if !(*index).pgstat_enabled {
+            return;
+        }
+        pg_sys::pgstat_assoc_relation(index);
+    }
+    if let Some(stats) = (*index).pgstat_info.as_mut() {
+        stats.t_counts.t_numscans += 1;
+    }
 }
 
 #[pg_guard]

@@ -208,6 +208,43 @@ mod tests {
         assert_eq!(through_index, 30);
     }
 
+    /// The graph path's plan is made once per connection, here while the
+    /// database is just big enough for the graph: once the table has grown
+    /// and been analyzed, that plan still walks the graph (each walk counts
+    /// as a scan of the index) rather than sorting the table.
+    #[pg_test]
+    fn the_graph_path_keeps_walking_the_graph_as_the_table_grows() {
+        enter("a@example.com");
+        let big = fill("big", 2100);
+        let q = "ARRAY(SELECT cos(d * 0.5)::real FROM generate_series(1, 384) d)";
+        let scans = || {
+            count("SELECT pg_stat_get_xact_numscans('vigil.vector_records_embedding'::regclass)")
+        };
+        let nearest = || {
+            count(&format!(
+                "SELECT count(*) FROM vigil._nearest({big}, {q}, 30)"
+            ))
+        };
+        let before = scans();
+        assert_eq!(nearest(), 30);
+        assert_eq!(scans(), before + 1, "the first search walked the graph");
+        Spi::run(&format!(
+            "INSERT INTO vigil.vector_records (db, account, title, content, embedding)
+             SELECT {big}, vigil.current_account(), 'more ' || i, 'w1 w2',
+                    ARRAY(SELECT sin(i * 0.11 + d)::real FROM generate_series(1, 384) d)
+             FROM generate_series(1, 3000) i;
+             ANALYZE vigil.vector_records"
+        ))
+        .unwrap();
+        let before = scans();
+        assert_eq!(nearest(), 30);
+        assert_eq!(
+            scans(),
+            before + 1,
+            "the plan made on the small table walks the graph"
+        );
+    }
+
     /// The keyword index's top k for `query` against every matching record
     /// scored from its own `tsvector`, as `id:score` lists.
     fn ranked_from_index_and_exhaustively(db: i64, query: &str, k: i64) -> (String, String) {

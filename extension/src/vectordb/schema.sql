@@ -471,9 +471,20 @@ $$;
 -- so small a share of all records that a filtered graph scan could run out
 -- of steps before finding `k` of them, is scanned exactly instead (a
 -- function call the index cannot serve, instead of the operator).
+--
+-- Plans: the exact path is planned on each call (EXECUTE), for its
+-- database's size. The graph path's statement is planned once per
+-- connection (a generic plan: 12 to 15% more hybrid searches a second than
+-- planning every call, README), and only the graph can serve it: its
+-- filter, `db + 0`, is one the database's b-tree cannot, and with sorts and
+-- sequential scans off while it is planned the index is the one plan left.
+-- Otherwise a plan made while the table was small could sort the whole
+-- table on every call once it is large.
 CREATE FUNCTION vigil._nearest(db_id bigint, query_vector real[], k integer)
 RETURNS TABLE (id bigint, similarity real)
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil SET plan_cache_mode = force_custom_plan
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, vigil SET plan_cache_mode = force_generic_plan
+SET enable_sort = off SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -484,16 +495,17 @@ BEGIN
     SELECT greatest(c.reltuples, 1) INTO in_all FROM pg_class c WHERE c.oid = 'vigil.vector_records'::regclass;
     IF in_db <= 2000
        OR k::real * in_all / greatest(in_db, 1) > current_setting('vigil.hnsw_max_scan_tuples')::real / 4 THEN
-        RETURN QUERY
-        SELECT r.id, (1 - vigil.cosine_distance(r.embedding, query_vector))::real
-        FROM vector_records r WHERE r.db = db_id
-        ORDER BY vigil.cosine_distance(r.embedding, query_vector), r.id
-        LIMIT k;
+        RETURN QUERY EXECUTE
+            'SELECT r.id, (1 - vigil.cosine_distance(r.embedding, $2))::real
+             FROM vigil.vector_records r WHERE r.db = $1
+             ORDER BY vigil.cosine_distance(r.embedding, $2), r.id
+             LIMIT $3'
+            USING db_id, query_vector, k;
     ELSE
         PERFORM set_config('vigil.hnsw_ef_search', greatest(k, 40)::text, true);
         RETURN QUERY
         SELECT r.id, (1 - (r.embedding <=> query_vector))::real
-        FROM vector_records r WHERE r.db = db_id
+        FROM vector_records r WHERE (r.db + 0) = db_id
         ORDER BY r.embedding <=> query_vector
         LIMIT k;
     END IF;
@@ -577,10 +589,10 @@ $$;
 -- connection, not on every call, where custom plans had a fifth of a hybrid
 -- search's time in SQL going to the planner. Their plans do not depend on
 -- the values (ids, terms, a database's own statistics), except in
--- _nearest, which plans for its database each call: a generic plan guesses
--- a database's share of all records, and guessed a small database large
--- enough to scan every record (57 searches/s where custom plans answer
--- 1,500), as it could guess a large one small enough to skip the graph.
+-- _nearest's exact path, which plans for its database each call: a generic
+-- plan guesses a database's share of all records, and guessed a small
+-- database large enough to scan every record (57 searches/s where custom
+-- plans answer 1,500). Its graph path has one plan whatever the database.
 
 -- The records most similar in meaning to `query`, with cosine `similarity`.
 -- `query_vector`, when given, is taken as the query's embedding.
