@@ -356,11 +356,8 @@ mod tests {
             "items_v"
         ));
         // Each scan counts in the index's statistics (pg_stat_user_indexes.idx_scan).
-        let scans = || {
-            Spi::get_one::<i64>("SELECT pg_stat_get_xact_numscans('items_v'::regclass)")
-                .expect("spi")
-                .expect("a count")
-        };
+        let scans =
+            || crate::pg::testing::count("SELECT pg_stat_get_xact_numscans('items_v'::regclass)");
         let before = scans();
         Spi::run(&format!(
             "SELECT id FROM items ORDER BY v <=> '{qv}' LIMIT 10"
