@@ -34,7 +34,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
 use crate::distance::{normalize, prefetch_bytes};
 use crate::insert::{plan_links, write_element, LevelRng};
-use crate::store::{ElementId, ElementMeta, ElementVisitor, EntryPoint, GraphStore};
+use crate::store::{ElementId, ElementMeta, ElementVisitor, EntryPoint, GraphStore, VectorRef};
 use crate::{Error, IdSet, Metric, Params, StoreError};
 
 /// One element of a built graph.
@@ -391,7 +391,7 @@ impl GraphStore for View<'_, '_> {
             }
         }
         for &id in ids {
-            self.with_element(id, |meta, v| f(id, meta, v))?;
+            self.with_element(id, |meta, v| f(id, meta, VectorRef::F32(v)))?;
         }
         Ok(())
     }

@@ -10,7 +10,10 @@
 //!
 //! ## Pieces
 //! * [`distance`]: f32 kernels for L2 (plain Euclidean), cosine distance and
-//!   negative inner product; scalar code that auto-vectorises.
+//!   negative inner product; scalar code that auto-vectorises. Also unit
+//!   vectors in half precision, which a store may keep under cosine and lend
+//!   as they are ([`distance::VectorRef`]), with the bound on the error of a
+//!   distance computed from them.
 //! * [`store`]: the [`GraphStore`] trait and [`MemStore`].
 //! * [`insert()`]: one element at a time (random level, greedy descent,
 //!   `ef_construction` beam search per layer, the paper's neighbour-selection

@@ -79,7 +79,7 @@ pub(crate) fn score_all<S: GraphStore>(
         .with_elements(ids, &mut |id, meta, v| {
             if v.len() == len {
                 out.push(Scored {
-                    dist: query.distance(v),
+                    dist: query.distance_to(v),
                     id,
                     deleted: meta.deleted,
                 });
@@ -281,8 +281,11 @@ pub struct IterativeScan<I> {
     /// owned vector so each round borrows a ready query.
     self_dot: f32,
     order: ScanOrder,
-    /// The current round's expansion rank; it returns up to `target / 2`.
+    /// The current round's expansion rank; it returns up to `target / 2`
+    /// (the first round up to `target` with [`IterativeScan::return_whole_first_beam`]).
     target: usize,
+    whole_first_beam: bool,
+    first_target: usize,
     visited: IdSet<I>,
     /// Discovered, not yet expanded.
     frontier: BinaryHeap<Reverse<Scored<I>>>,
@@ -322,6 +325,8 @@ impl<I: crate::ElementId> IterativeScan<I> {
             self_dot: prepared.self_dot(),
             order,
             target: 2 * ef.max(1),
+            whole_first_beam: false,
+            first_target: 2 * ef.max(1),
             visited: visited_set(2 * ef.max(1)),
             frontier: BinaryHeap::new(),
             pending: BinaryHeap::new(),
@@ -340,6 +345,17 @@ impl<I: crate::ElementId> IterativeScan<I> {
             }
         }
         Ok(scan)
+    }
+
+    /// Lets the first round return its whole beam (`2 * ef` elements) where
+    /// it would return `ef`. For a caller that re-ranks the rows it gets
+    /// and so reads a few past the `k` it keeps (PostgreSQL re-ranking a
+    /// lossy index's rows by exact distance reads on until one cannot come
+    /// first): otherwise at `ef = k` those few would start a second round,
+    /// which costs as much as the first. The first round's beam is the
+    /// search [`search`] runs with `2 * ef`, so they are as good as its.
+    pub fn return_whole_first_beam(&mut self) {
+        self.whole_first_beam = true;
     }
 
     /// Elements visited so far (distance computed); lets the caller cap work,
@@ -409,7 +425,11 @@ impl<I: crate::ElementId> IterativeScan<I> {
     /// Starts the next round: doubles the target and recomputes the bound
     /// from every live element discovered so far, returned or not.
     fn grow(&mut self) {
+        // Double at least once, and until the round can return something.
         self.target = self.target.saturating_mul(2);
+        while self.target / 2 <= self.returned_dists.len() && self.target < usize::MAX / 2 {
+            self.target *= 2;
+        }
         for s in self.deferred.drain(..) {
             self.frontier.push(Reverse(s));
             if !s.deleted {
@@ -430,7 +450,12 @@ impl<I: crate::ElementId> IterativeScan<I> {
     ) -> Result<Option<(f32, I)>, StoreError<S>> {
         loop {
             self.expand(store)?;
-            while self.returned_dists.len() < self.target / 2 {
+            let limit = if self.whole_first_beam && self.target == self.first_target {
+                self.target
+            } else {
+                self.target / 2
+            };
+            while self.returned_dists.len() < limit {
                 let Some(Reverse(s)) = self.pending.pop() else {
                     break;
                 };

@@ -16,6 +16,8 @@
 use std::fmt::Debug;
 use std::hash::Hash;
 
+pub use crate::distance::VectorRef;
+
 /// What an element id must be. In Postgres: block number and line offset
 /// packed in a `u64`. Ids need not be dense.
 pub trait ElementId: Copy + Eq + Ord + Hash + Debug {}
@@ -38,8 +40,10 @@ pub struct EntryPoint<I> {
     pub level: usize,
 }
 
-/// What [`GraphStore::with_elements`] calls per element: id, metadata, vector.
-pub type ElementVisitor<'a, I> = dyn FnMut(I, ElementMeta, &[f32]) + 'a;
+/// What [`GraphStore::with_elements`] calls per element: id, metadata, and
+/// the vector as stored (a store over pages may keep half-precision unit
+/// vectors, scored without widening them first).
+pub type ElementVisitor<'a, I> = dyn FnMut(I, ElementMeta, VectorRef<'_>) + 'a;
 
 /// Storage of an HNSW graph. Small on purpose: five reads (one with a
 /// default), six writes.
@@ -72,7 +76,7 @@ pub trait GraphStore {
         f: &mut ElementVisitor<'_, Self::Id>,
     ) -> Result<(), Self::Error> {
         for &id in ids {
-            self.with_element(id, |meta, v| f(id, meta, v))?;
+            self.with_element(id, |meta, v| f(id, meta, VectorRef::F32(v)))?;
         }
         Ok(())
     }

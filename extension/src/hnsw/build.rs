@@ -16,7 +16,7 @@ use pgrx::prelude::*;
 use vigil_hnsw::build::{build, estimate_build_memory, Graph};
 use vigil_hnsw::Params;
 
-use super::page::{self, element_size, neighbour_size, Meta, Tid, META_BLOCK, PAGE_DATA};
+use super::page::{self, element_size, neighbour_size, Encoding, Meta, Tid, META_BLOCK, PAGE_DATA};
 use super::store::{self, add_item, init_page, write_meta, Locked, Wal};
 use super::{insert, new_params, ops, raise, relation_name};
 
@@ -127,6 +127,7 @@ fn empty_meta(params: &Params) -> Meta {
         ef_construction: params.ef_construction as u32,
         entry: None,
         insert_block: META_BLOCK,
+        encoding: Encoding::for_metric(params.metric),
     }
 }
 
@@ -225,10 +226,16 @@ fn write_graph(state: &mut BuildState) {
 /// full-image WAL record, items in page and offset order.
 fn write_pages(index: pg_sys::Relation, params: &Params, graph: Graph<usize>, heap_tids: &[Tid]) {
     let m = params.m;
+    let encoding = Encoding::for_metric(params.metric);
     let lens: Vec<(usize, usize)> = graph
         .elements
         .iter()
-        .map(|e| (element_size(params.dims), neighbour_size(m, e.level)))
+        .map(|e| {
+            (
+                element_size(params.dims, encoding),
+                neighbour_size(m, e.level),
+            )
+        })
         .collect();
     let placed = page::pack(META_BLOCK + 1, &lens);
     let mut by_id = vec![
@@ -263,6 +270,7 @@ fn write_pages(index: pg_sys::Relation, params: &Params, graph: Graph<usize>, he
                     neighbours: placed[k].1,
                 },
                 &e.vector,
+                encoding,
             )
         } else {
             page::encode_neighbours(m, &e.neighbours).unwrap_or_else(|err| raise(index, err))

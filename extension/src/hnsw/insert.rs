@@ -107,7 +107,11 @@ pub fn insert_vector(index: pg_sys::Relation, heap: Tid, vector: &[f32]) {
     if !params.indexes(vector) {
         return;
     }
-    let lists = plan_links(&store, &params, vector, level).unwrap_or_else(|e| raise(index, e));
+    // Neighbours are chosen by the vector as it will be stored (so a copy
+    // of a stored vector is at distance 0 from it); the store encodes the
+    // vector as given, as the build does.
+    let stored = store.meta.encoding.stored_form(vector);
+    let lists = plan_links(&store, &params, &stored, level).unwrap_or_else(|e| raise(index, e));
     let id = store.next_id(PlacementLock::take(index), level, heap);
     write_element(&mut store, &params, id, vector, level, &lists)
         .unwrap_or_else(|e| raise(index, e));

@@ -380,6 +380,7 @@ fn hnsw_check(index: pgrx::PgRelation) -> pgrx::JsonB {
         "levels": report.levels,
         "dims": store.meta.dims,
         "metric": store.meta.metric.name(),
+        "vectors": store.meta.encoding.name(),
         "m": store.meta.m,
         "ef_construction": store.meta.ef_construction,
     }))

@@ -15,8 +15,15 @@
 //! point block and offset (offset 0 = empty graph), entry level, and the
 //! insert block (the last data page, where new items go).
 //!
+//! The layout version says how element items hold their vectors
+//! ([`Encoding`]): version 1, the vector as given in f32 (L2 and inner
+//! product, and cosine indexes built before 0.7.6); version 2, cosine only,
+//! the vector scaled to unit length in IEEE half precision, half the bytes,
+//! whose distances the scan reports as lower bounds for PostgreSQL to
+//! re-rank by the exact ones. Both are read and written by this build.
+//!
 //! **Element item**, one per indexed heap row (16-byte header, then the
-//! vector):
+//! vector, f32 or half by the layout version):
 //!
 //! ```text
 //! 0  kind = 1        u8
@@ -27,7 +34,7 @@
 //! 8  heap offset     u16  /
 //! 10 neighbour off.  u16  \ where its neighbour item is
 //! 12 neighbour block u32  /
-//! 16 vector          f32 x dims
+//! 16 vector          f32 x dims (version 1) or half x dims (version 2)
 //! ```
 //!
 //! **Neighbour item**, one per element, written with the element and then
@@ -52,12 +59,14 @@
 //! Every change goes through generic WAL ([`super::store`]), so pages are
 //! crash-safe and reach physical replicas.
 
+use std::borrow::Cow;
+
+use vigil_hnsw::distance::{unit_halves, widen_halves};
 use vigil_hnsw::{Metric, Params, MAX_LEVEL};
 
 pub const BLOCK_SIZE: usize = pgrx::pg_sys::BLCKSZ as usize;
 pub const META_BLOCK: u32 = 0;
 pub const MAGIC: u32 = u32::from_be_bytes(*b"VHNS");
-pub const LAYOUT_VERSION: u32 = 1;
 /// Marks our pages in the special space (like btree's `BTP_` ids).
 pub const PAGE_ID: u16 = 0xF1A7;
 pub const PAGE_META: u16 = 1;
@@ -160,6 +169,66 @@ impl Opaque {
     }
 }
 
+/// How element items hold their vectors; the meta page's layout version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// Version 1: the vector as given, f32.
+    F32,
+    /// Version 2 (cosine only): the vector at unit length in half precision
+    /// ([`vigil_hnsw::distance::unit_halves`]); distances computed from it
+    /// are within [`vigil_hnsw::distance::unit_half_cosine_error`] of exact.
+    UnitF16,
+}
+
+impl Encoding {
+    /// What a new index of `metric` uses: halves where only the direction
+    /// counts (cosine). Under L2 and inner product a vector's length
+    /// matters and the error bound would depend on it, so those keep f32.
+    pub fn for_metric(metric: Metric) -> Encoding {
+        match metric {
+            Metric::Cosine => Encoding::UnitF16,
+            Metric::L2 | Metric::InnerProduct => Encoding::F32,
+        }
+    }
+
+    /// How `vigil.hnsw_check` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::F32 => "f32",
+            Encoding::UnitF16 => "unit half",
+        }
+    }
+
+    fn layout_version(self) -> u32 {
+        match self {
+            Encoding::F32 => 1,
+            Encoding::UnitF16 => 2,
+        }
+    }
+
+    fn bytes_per_dim(self) -> usize {
+        match self {
+            Encoding::F32 => 4,
+            Encoding::UnitF16 => 2,
+        }
+    }
+
+    /// `v` as the index will hold it, widened back to f32: an insert
+    /// compares its vector with stored ones in this form, so an exact copy
+    /// of a stored vector is at distance 0 from it.
+    pub fn stored_form(self, v: &[f32]) -> Cow<'_, [f32]> {
+        match self {
+            Encoding::F32 => Cow::Borrowed(v),
+            Encoding::UnitF16 => {
+                let (mut halves, mut wide) = (Vec::new(), Vec::new());
+                unit_halves(v, &mut halves);
+                widen_halves(&halves, &mut wide);
+                Cow::Owned(wide)
+            }
+        }
+    }
+}
+
 /// The meta page's record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Meta {
@@ -169,6 +238,7 @@ pub struct Meta {
     pub ef_construction: u32,
     pub entry: Option<(Tid, u32)>,
     pub insert_block: u32,
+    pub encoding: Encoding,
 }
 
 pub const META_SIZE: usize = 40;
@@ -198,7 +268,7 @@ impl Meta {
         };
         let words = [
             MAGIC,
-            LAYOUT_VERSION,
+            self.encoding.layout_version(),
             self.dims,
             metric_code(self.metric),
             self.m,
@@ -225,17 +295,21 @@ impl Meta {
         if bytes.len() < META_SIZE || w(0) != MAGIC {
             return Err("the meta page is not a vigil_hnsw meta page".into());
         }
-        if w(1) != LAYOUT_VERSION {
-            return Err(format!(
-                "the index has layout version {}, this build reads {LAYOUT_VERSION}; REINDEX it",
-                w(1)
-            ));
-        }
         let metric = match w(3) {
             1 => Metric::L2,
             2 => Metric::Cosine,
             3 => Metric::InnerProduct,
             other => return Err(format!("the meta page names unknown metric {other}")),
+        };
+        let encoding = match (w(1), metric) {
+            (1, _) => Encoding::F32,
+            (2, Metric::Cosine) => Encoding::UnitF16,
+            (2, _) => return Err("layout version 2 is for cosine indexes only".into()),
+            (other, _) => {
+                return Err(format!(
+                    "the index has layout version {other}, this build reads 1 and 2; REINDEX it"
+                ))
+            }
         };
         let entry = (w(7) != 0).then(|| {
             (
@@ -253,6 +327,7 @@ impl Meta {
             ef_construction: w(5),
             entry,
             insert_block: w(9),
+            encoding,
         })
     }
 }
@@ -266,8 +341,8 @@ pub struct ElementHeader {
     pub neighbours: Tid,
 }
 
-pub fn element_size(dims: usize) -> usize {
-    ELEMENT_HEADER + 4 * dims
+pub fn element_size(dims: usize, encoding: Encoding) -> usize {
+    ELEMENT_HEADER + encoding.bytes_per_dim() * dims
 }
 
 impl ElementHeader {
@@ -307,19 +382,37 @@ impl ElementHeader {
 }
 
 /// Builds a whole element item.
-pub fn encode_element(header: &ElementHeader, vector: &[f32]) -> Vec<u8> {
-    let mut item = vec![0u8; element_size(vector.len())];
+pub fn encode_element(header: &ElementHeader, vector: &[f32], encoding: Encoding) -> Vec<u8> {
+    let mut item = vec![0u8; element_size(vector.len(), encoding)];
     header.encode(&mut item);
-    for (chunk, x) in item[ELEMENT_HEADER..].chunks_exact_mut(4).zip(vector) {
-        chunk.copy_from_slice(&x.to_ne_bytes());
+    let body = &mut item[ELEMENT_HEADER..];
+    match encoding {
+        Encoding::F32 => {
+            for (chunk, x) in body.chunks_exact_mut(4).zip(vector) {
+                chunk.copy_from_slice(&x.to_ne_bytes());
+            }
+        }
+        Encoding::UnitF16 => {
+            let mut halves = Vec::with_capacity(vector.len());
+            unit_halves(vector, &mut halves);
+            for (chunk, h) in body.chunks_exact_mut(2).zip(&halves) {
+                chunk.copy_from_slice(&h.to_ne_bytes());
+            }
+        }
     }
     item
 }
 
-/// Copies the vector of an element item into `out` (cleared first).
-pub fn element_vector(item: &[u8], dims: usize, out: &mut Vec<f32>) -> Result<(), String> {
+/// Copies the vector of an element item into `out` (cleared first), widened
+/// to f32 if it is stored in halves.
+pub fn element_vector(
+    item: &[u8],
+    dims: usize,
+    encoding: Encoding,
+    out: &mut Vec<f32>,
+) -> Result<(), String> {
     let body = item
-        .get(ELEMENT_HEADER..element_size(dims))
+        .get(ELEMENT_HEADER..element_size(dims, encoding))
         .ok_or_else(|| {
             format!(
                 "element item of {} bytes is too short for {dims} dimensions",
@@ -327,10 +420,19 @@ pub fn element_vector(item: &[u8], dims: usize, out: &mut Vec<f32>) -> Result<()
             )
         })?;
     out.clear();
-    out.extend(
-        body.chunks_exact(4)
-            .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]])),
-    );
+    match encoding {
+        Encoding::F32 => out.extend(
+            body.chunks_exact(4)
+                .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]])),
+        ),
+        Encoding::UnitF16 => {
+            let halves: Vec<u16> = body
+                .chunks_exact(2)
+                .map(|c| u16::from_ne_bytes([c[0], c[1]]))
+                .collect();
+            widen_halves(&halves, out);
+        }
+    }
     Ok(())
 }
 
@@ -556,7 +658,7 @@ mod tests {
 
     #[test]
     fn pack_fills_pages_and_places_every_item_once() {
-        let (e, n) = (element_size(384), neighbour_size(16, 0));
+        let (e, n) = (element_size(384, Encoding::F32), neighbour_size(16, 0));
         let upper = neighbour_size(16, 2);
         let lens: Vec<(usize, usize)> = (0..1000)
             .map(|i| (e, if i % 16 == 0 { upper } else { n }))
@@ -605,7 +707,7 @@ mod tests {
     #[test]
     fn two_thousand_dimensions_fit_a_page() {
         const { assert!(MAX_DIMS >= 2000) };
-        assert!(item_footprint(element_size(MAX_DIMS)) <= PAGE_CAPACITY);
+        assert!(item_footprint(element_size(MAX_DIMS, Encoding::F32)) <= PAGE_CAPACITY);
     }
 
     #[test]
@@ -683,12 +785,20 @@ mod tests {
                 offset: 9,
             },
         };
-        let item = encode_element(&h, &[1.0, -2.5, 3.25]);
+        let item = encode_element(&h, &[1.0, -2.5, 3.25], Encoding::F32);
         assert_eq!(ElementHeader::decode(&item).unwrap(), h);
         let mut v = Vec::new();
-        element_vector(&item, 3, &mut v).unwrap();
+        element_vector(&item, 3, Encoding::F32, &mut v).unwrap();
         assert_eq!(v, vec![1.0, -2.5, 3.25]);
-        assert!(element_vector(&item, 4, &mut v).is_err());
+        assert!(element_vector(&item, 4, Encoding::F32, &mut v).is_err());
+        // Halves: half the bytes, the direction kept, the length dropped.
+        let item = encode_element(&h, &[3.0, 0.0, -4.0], Encoding::UnitF16);
+        assert_eq!(item.len(), ELEMENT_HEADER + 6);
+        assert_eq!(ElementHeader::decode(&item).unwrap(), h);
+        element_vector(&item, 3, Encoding::UnitF16, &mut v).unwrap();
+        assert_eq!(v, vec![0.600_097_656_25, 0.0, -0.799_804_687_5]);
+        assert_eq!(&*Encoding::UnitF16.stored_form(&[3.0, 0.0, -4.0]), &v[..]);
+        assert!(element_vector(&item, 4, Encoding::UnitF16, &mut v).is_err());
         let meta = Meta {
             dims: 384,
             metric: Metric::Cosine,
@@ -702,16 +812,34 @@ mod tests {
                 4,
             )),
             insert_block: 99,
+            encoding: Encoding::UnitF16,
         };
         let mut bytes = [0u8; META_SIZE];
         meta.encode(&mut bytes);
         assert_eq!(Meta::decode(&bytes).unwrap(), meta);
+        // Version 1 (every index before 0.7.6) reads as f32, of any metric.
+        let old = Meta {
+            encoding: Encoding::F32,
+            ..meta
+        };
+        old.encode(&mut bytes);
+        assert_eq!(bytes[4..8], 1u32.to_ne_bytes());
+        assert_eq!(Meta::decode(&bytes).unwrap(), old);
+        // Halves under L2 would make wrong lower bounds: refused.
+        let l2 = Meta {
+            metric: Metric::L2,
+            ..meta
+        };
+        l2.encode(&mut bytes);
+        assert!(Meta::decode(&bytes).is_err());
+        bytes[4..8].copy_from_slice(&3u32.to_ne_bytes());
+        assert!(Meta::decode(&bytes).unwrap_err().contains("REINDEX"));
     }
 
     #[test]
     fn filler_packs_sequentially() {
         let mut f = Filler::new(1);
-        let (e, n, pages) = f.place(element_size(384), neighbour_size(16, 0));
+        let (e, n, pages) = f.place(element_size(384, Encoding::F32), neighbour_size(16, 0));
         assert_eq!(
             (e, n, pages),
             (
@@ -728,7 +856,7 @@ mod tests {
         );
         // 2,000 dimensions: the element fills a page, its neighbours go to the next.
         let mut f = Filler::new(1);
-        let (e, n, pages) = f.place(element_size(2000), neighbour_size(16, 0));
+        let (e, n, pages) = f.place(element_size(2000, Encoding::F32), neighbour_size(16, 0));
         assert_eq!((e.block, n.block, pages), (1, 2, 1));
     }
 }

@@ -366,6 +366,82 @@ mod tests {
         assert_eq!(scans(), before + 1, "one scan counted");
     }
 
+    /// A cosine index holds unit vectors in half precision, half the size
+    /// of f32, yet answers in exact order: rows whose distances differ by
+    /// less than half precision can tell apart come back as a sequential
+    /// scan orders them, because the executor re-ranks by exact distance.
+    #[pg_test]
+    fn cosine_indexes_hold_halves_and_answer_in_exact_order() {
+        use_vigil_path();
+        // 400 rows at angles 0.5 + i * 2e-5 radians from the query u, each
+        // turned off u towards a random direction of its own (orthogonal to
+        // u): neighbouring rows' cosine distances differ by about 1e-5, far
+        // above f32's rounding and under the error of each row's halves
+        // (some 4e-5, independent from row to row), so only exact distances
+        // put them in order.
+        Spi::run(
+            "CREATE TABLE near (id int PRIMARY KEY, v real[]);
+             SELECT setseed(0.7);
+             CREATE TEMP TABLE dirs AS SELECT d, random() - 0.5 AS b FROM generate_series(1, 64) d;
+             CREATE TEMP TABLE basis AS SELECT d, b / nb AS u
+               FROM dirs, (SELECT sqrt(sum(b * b)) AS nb FROM dirs) s;
+             CREATE TEMP TABLE jitter AS SELECT i, d, random() - 0.5 AS p
+               FROM generate_series(1, 400) i, generate_series(1, 64) d;
+             CREATE TEMP TABLE side AS
+               SELECT j.i, j.d, j.p - pr.pu * b.u AS w
+               FROM jitter j JOIN basis b USING (d)
+               JOIN (SELECT i, sum(p * u) AS pu FROM jitter JOIN basis USING (d) GROUP BY i) pr USING (i);
+             INSERT INTO near
+               SELECT s.i, array_agg((cos(0.5 + s.i * 2e-5) * b.u
+                                      + sin(0.5 + s.i * 2e-5) * s.w / n.n)::real ORDER BY s.d)
+               FROM side s JOIN basis b USING (d)
+               JOIN (SELECT i, sqrt(sum(w * w)) AS n FROM side GROUP BY i) n USING (i)
+               GROUP BY s.i;",
+        )
+        .unwrap();
+        let q = Spi::get_one::<String>("SELECT array_agg(u::real ORDER BY d)::text FROM basis")
+            .unwrap()
+            .unwrap();
+        Spi::run("CREATE INDEX near_cos ON near USING vigil_hnsw (v)").unwrap();
+        assert_eq!(check("near_cos")["vectors"], "unit half");
+        let sql = format!("SELECT id FROM near ORDER BY v <=> '{q}' LIMIT 60");
+        assert!(uses_index(&sql, "near_cos"));
+        Spi::run("SET vigil.hnsw_ef_search = 400").unwrap();
+        let by_index = ids(&sql);
+        Spi::run("SET enable_indexscan = off").unwrap();
+        let exact = ids(&sql);
+        Spi::run("RESET enable_indexscan").unwrap();
+        assert_eq!(exact, (1..=60).collect::<Vec<i32>>(), "the rows' own order");
+        assert_eq!(by_index, exact);
+
+        // Half the bytes of an L2 index (f32) on the same 384-dim rows.
+        make_table("items", 2000, 384);
+        Spi::run("CREATE INDEX items_cos ON items USING vigil_hnsw (v)").unwrap();
+        Spi::run("CREATE INDEX items_l2 ON items USING vigil_hnsw (v vigil.l2_ops)").unwrap();
+        assert_eq!(check("items_l2")["vectors"], "f32");
+        let size = |index: &str| {
+            Spi::get_one::<i64>(&format!("SELECT pg_relation_size('{index}')"))
+                .unwrap()
+                .unwrap() as f64
+        };
+        let ratio = size("items_cos") / size("items_l2");
+        assert!(ratio < 0.6, "cosine index is {ratio:.2}x the L2 one");
+        let r = recall("items", "<=>", &[3, 700, 1999]);
+        assert!(r >= 0.95, "recall {r}");
+        // Rows inserted after the build are stored the same way and found.
+        Spi::run("INSERT INTO items SELECT 5000 + id, cat, v FROM items WHERE id <= 20").unwrap();
+        assert_eq!(check("items_cos")["elements"], 2020);
+        let twins = ids(&format!(
+            "SELECT id FROM items ORDER BY v <=> '{}' LIMIT 2",
+            Spi::get_one::<String>("SELECT v::text FROM items WHERE id = 7")
+                .unwrap()
+                .unwrap()
+        ));
+        let mut twins = twins;
+        twins.sort_unstable();
+        assert_eq!(twins, vec![7, 5007], "a row and its copy come first");
+    }
+
     #[pg_test]
     fn two_thousand_dimensions() {
         use_vigil_path();

@@ -5,14 +5,23 @@
 //! with `vigil.hnsw_iterative_scan` on (the default, `strict`) the scan then
 //! keeps widening, so a selective `WHERE` clause that rejects most of the
 //! nearest rows still yields its `LIMIT`, up to
-//! `vigil.hnsw_max_scan_tuples` visited elements. Distances are exact, so
-//! the executor need not recheck the order.
+//! `vigil.hnsw_max_scan_tuples` visited elements.
+//!
+//! An index that holds f32 vectors reports exact distances. One that holds
+//! unit vectors in half precision (cosine, layout version 2) reports each
+//! distance minus [`unit_half_cosine_error`], a lower bound of the exact
+//! one, and sets `xs_recheckorderby`: the executor computes the exact
+//! distance of each row from the table and returns rows in that order,
+//! holding a row back until no later one can come before it (as for
+//! GiST's lossy distances). The bound is the same for every row of a scan,
+//! so the bounds come in the order of the distances the graph saw.
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
+use vigil_hnsw::distance::unit_half_cosine_error;
 use vigil_hnsw::{IterativeScan, ScanOrder};
 
-use super::page::Tid;
+use super::page::{Encoding, Tid};
 use super::store::PageStore;
 use super::{ops, raise, IterativeScanSetting, EF_SEARCH, ITERATIVE_SCAN, MAX_SCAN_TUPLES};
 
@@ -22,6 +31,9 @@ struct ScanState {
     store: Option<PageStore>,
     query: Option<Vec<f32>>,
     scan: Option<IterativeScan<Tid>>,
+    /// Subtracted from each distance to report a lower bound, for indexes
+    /// whose distances are not exact; `None` when they are.
+    lower_by: Option<f64>,
     returned: usize,
     ef: usize,
     setting: IterativeScanSetting,
@@ -44,6 +56,7 @@ pub unsafe extern "C-unwind" fn ambeginscan(
         store: None,
         query: None,
         scan: None,
+        lower_by: None,
         returned: 0,
         ef: EF_SEARCH.get().max(1) as usize,
         setting: ITERATIVE_SCAN.get(),
@@ -95,6 +108,10 @@ pub unsafe extern "C-unwind" fn amrescan(
             ),
         );
     }
+    state.lower_by = match store.meta.encoding {
+        Encoding::F32 => None,
+        Encoding::UnitF16 => Some(f64::from(unit_half_cosine_error(query.len()))),
+    };
     state.query = Some(query.to_vec());
 }
 
@@ -118,8 +135,12 @@ pub unsafe extern "C-unwind" fn amgettuple(
         count_scan(index);
         // Off still scans in strict order; it only stops after ef rows.
         let order = state.setting.order().unwrap_or(ScanOrder::Strict);
-        let s = IterativeScan::new(store, &params, query, state.ef, order)
+        let mut s = IterativeScan::new(store, &params, query, state.ef, order)
             .unwrap_or_else(|e| raise(index, e));
+        if state.lower_by.is_some() {
+            // The executor re-ranks, reading a few rows past the LIMIT.
+            s.return_whole_first_beam();
+        }
         state.scan = Some(s);
     }
     let Some(iter) = state.scan.as_mut() else {
@@ -139,9 +160,10 @@ pub unsafe extern "C-unwind" fn amgettuple(
     let heap = store.header(id).unwrap_or_else(|e| raise(index, e)).heap;
     state.returned += 1;
     pgrx::itemptr::item_pointer_set_all(&mut scan.xs_heaptid, heap.block, heap.offset);
-    *scan.xs_orderbyvals = pg_sys::Datum::from(f64::from(dist).to_bits());
+    let reported = f64::from(dist) - state.lower_by.unwrap_or(0.0);
+    *scan.xs_orderbyvals = pg_sys::Datum::from(reported.to_bits());
     *scan.xs_orderbynulls = false;
-    scan.xs_recheckorderby = false;
+    scan.xs_recheckorderby = state.lower_by.is_some();
     scan.xs_recheck = false;
     true
 }

@@ -23,12 +23,13 @@ use std::cell::{Cell, RefCell};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use vigil_hnsw::distance::{prefetch, prefetch_bytes};
-use vigil_hnsw::store::ElementVisitor;
+use vigil_hnsw::store::{ElementVisitor, VectorRef};
 use vigil_hnsw::{ElementMeta, EntryPoint, GraphStore, Params};
 
 use super::page::{
-    self, element_size, neighbour_size, ElementHeader, Filler, Meta, Opaque, Tid, FLAG_DELETED,
-    FLAG_REMOVED, KIND_ELEMENT, META_BLOCK, META_SIZE, PAGE_DATA, PAGE_HEADER, PAGE_ID, PAGE_META,
+    self, element_size, neighbour_size, ElementHeader, Encoding, Filler, Meta, Opaque, Tid,
+    FLAG_DELETED, FLAG_REMOVED, KIND_ELEMENT, META_BLOCK, META_SIZE, PAGE_DATA, PAGE_HEADER,
+    PAGE_ID, PAGE_META,
 };
 
 /// A page that does not hold what the graph says it should.
@@ -481,7 +482,7 @@ impl PageStore {
     /// caller holds the [`PlacementLock`]: only its holder adds items.
     fn plan(&self, level: usize) -> Placement {
         let (elen, nlen) = (
-            element_size(self.meta.dims as usize),
+            element_size(self.meta.dims as usize, self.meta.encoding),
             neighbour_size(self.meta.m as usize, level),
         );
         let nblocks = self.nblocks();
@@ -586,34 +587,65 @@ impl PageStore {
         (deleted, live)
     }
 
-    /// [`GraphStore::with_element`] on a page `locked` holds.
+    /// Calls `f` with the metadata and the vector as stored of element
+    /// `id`, on a page `locked` holds.
+    fn visit_stored<R>(
+        &self,
+        locked: &Locked,
+        id: Tid,
+        f: impl FnOnce(ElementMeta, VectorRef<'_>) -> R,
+    ) -> Result<R, PageError> {
+        // SAFETY: the slice lives while `locked` does, and f returns before it drops.
+        let bytes = unsafe { item(locked.page(), id.block, id.offset)? };
+        let h = ElementHeader::decode(bytes).map_err(|e| PageError(format!("item {id:?}: {e}")))?;
+        let (dims, encoding) = (self.meta.dims as usize, self.meta.encoding);
+        let body = &bytes[page::ELEMENT_HEADER..];
+        let meta = ElementMeta {
+            level: usize::from(h.level),
+            deleted: h.deleted(),
+        };
+        let ptr = body.as_ptr();
+        match encoding {
+            Encoding::F32
+                if body.len() >= 4 * dims && (ptr as usize).is_multiple_of(align_of::<f32>()) =>
+            {
+                // SAFETY: in bounds and aligned (items are MAXALIGNed, the header is 16 bytes).
+                let v = unsafe { std::slice::from_raw_parts(ptr as *const f32, dims) };
+                Ok(f(meta, VectorRef::F32(v)))
+            }
+            Encoding::UnitF16
+                if body.len() >= 2 * dims && (ptr as usize).is_multiple_of(align_of::<u16>()) =>
+            {
+                // SAFETY: as above, for halves.
+                let v = unsafe { std::slice::from_raw_parts(ptr as *const u16, dims) };
+                Ok(f(meta, VectorRef::F16(v)))
+            }
+            _ => {
+                let mut v = Vec::new();
+                page::element_vector(bytes, dims, encoding, &mut v)
+                    .map_err(|e| PageError(format!("item {id:?}: {e}")))?;
+                Ok(f(meta, VectorRef::F32(&v)))
+            }
+        }
+    }
+
+    /// [`GraphStore::with_element`] on a page `locked` holds: halves are
+    /// widened for the algorithm's f32 code (inserts, repair, checks; a
+    /// search scores halves as they are, in [`GraphStore::with_elements`]).
     fn visit<R>(
         &self,
         locked: &Locked,
         id: Tid,
         f: impl FnOnce(ElementMeta, &[f32]) -> R,
     ) -> Result<R, PageError> {
-        // SAFETY: the slice lives while `locked` does, and f returns before it drops.
-        let bytes = unsafe { item(locked.page(), id.block, id.offset)? };
-        let h = ElementHeader::decode(bytes).map_err(|e| PageError(format!("item {id:?}: {e}")))?;
-        let dims = self.meta.dims as usize;
-        let body = &bytes[page::ELEMENT_HEADER..];
-        let meta = ElementMeta {
-            level: usize::from(h.level),
-            deleted: h.deleted(),
-        };
-        if body.len() >= 4 * dims
-            && (body.as_ptr() as usize).is_multiple_of(std::mem::align_of::<f32>())
-        {
-            // SAFETY: in bounds and aligned (items are MAXALIGNed, the header is 16 bytes).
-            let v = unsafe { std::slice::from_raw_parts(body.as_ptr() as *const f32, dims) };
-            Ok(f(meta, v))
-        } else {
-            let mut v = Vec::new();
-            page::element_vector(bytes, dims, &mut v)
-                .map_err(|e| PageError(format!("item {id:?}: {e}")))?;
-            Ok(f(meta, &v))
-        }
+        self.visit_stored(locked, id, |meta, v| match v {
+            VectorRef::F32(v) => f(meta, v),
+            VectorRef::F16(h) => {
+                let mut wide = Vec::with_capacity(h.len());
+                vigil_hnsw::distance::widen_halves(h, &mut wide);
+                f(meta, &wide)
+            }
+        })
     }
 }
 
@@ -665,7 +697,7 @@ impl GraphStore for PageStore {
             for (&buf, &id) in pinned.iter().zip(chunk) {
                 let locked = Locked::pinned(buf, pg_sys::BUFFER_LOCK_SHARE);
                 if outcome.is_ok() {
-                    outcome = self.visit(&locked, id, |meta, v| f(id, meta, v));
+                    outcome = self.visit_stored(&locked, id, |meta, v| f(id, meta, v));
                 }
             }
             outcome?;
@@ -758,6 +790,7 @@ impl GraphStore for PageStore {
                 neighbours: plan.neighbours,
             },
             vector,
+            self.meta.encoding,
         );
         let nblocks = self.nblocks();
         let mut wal = Wal::start(self.rel);

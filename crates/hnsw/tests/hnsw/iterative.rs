@@ -116,3 +116,28 @@ fn selective_filter_still_gets_k() {
     );
     assert!(r >= 0.9, "filtered recall {r}");
 }
+
+/// With the whole first beam returned, the first `2 * ef` rows are exactly
+/// what a search with `2 * ef` finds, and the scan still goes on to every
+/// element, once each, in order.
+#[test]
+fn the_whole_first_beam_is_a_search_twice_as_wide() {
+    let n = 600;
+    let (data, queries) = clustered(23, n, 5, 8, 6);
+    let params = Params::new(8, Metric::Cosine);
+    let (store, _) = build_by_insert(&params, &data, 23);
+    for q in &queries {
+        let wide = search(&store, &params, q, 20, 20).unwrap();
+        let mut scan = IterativeScan::new(&store, &params, q, 10, ScanOrder::Strict).unwrap();
+        scan.return_whole_first_beam();
+        let mut out = Vec::new();
+        while let Some(r) = scan.next(&store).unwrap() {
+            out.push(r);
+        }
+        assert_eq!(out[..20], wide[..]);
+        let ids: HashSet<u64> = out.iter().map(|r| r.1).collect();
+        assert_eq!(ids.len(), out.len(), "no duplicates");
+        assert_eq!(out.len() + scan.skipped(), reachable(&store));
+        assert!(out.windows(2).all(|w| w[0].0 <= w[1].0), "in order");
+    }
+}

@@ -7,6 +7,7 @@ mod check;
 mod common;
 mod delete_repair;
 mod duplicates;
+mod halves;
 mod iterative;
 mod reachability;
 mod recall;
