@@ -181,11 +181,6 @@ impl Drop for Locked {
     }
 }
 
-/// How many elements [`GraphStore::with_elements`] pins and prefetches
-/// before it reads the first: enough to overlap their cache misses, few
-/// enough for the backend's fast array of pins (eight entries).
-const PREFETCH_AHEAD: usize = 6;
-
 /// The address of item `offset`'s line pointer on `page`, if in range.
 fn line_pointer(page: pg_sys::Page, offset: u16) -> Option<*const u32> {
     if offset == 0 || usize::from(offset) > page::BLOCK_SIZE / 4 {
@@ -674,35 +669,48 @@ impl GraphStore for PageStore {
     }
 
     fn with_elements(&self, ids: &[Tid], f: &mut ElementVisitor<'_, Tid>) -> Result<(), PageError> {
-        // A few at a time: a backend keeps its first eight pins in an array
-        // and the rest in a hash table, which would cost more than it saves.
-        for chunk in ids.chunks(PREFETCH_AHEAD) {
-            // Pin each page and prefetch the line pointers, then the items
-            // they point at, then read: each pass's misses overlap.
-            let mut pinned = [0 as pg_sys::Buffer; PREFETCH_AHEAD];
-            for (slot, id) in pinned.iter_mut().zip(chunk) {
-                *slot = pin(self.rel, id.block);
+        // A rolling pipeline, so each element's misses overlap the work on
+        // the ones before it: element `i + 2 * LAG` is pinned and its line
+        // pointer prefetched, element `i + LAG` (its line pointer here by
+        // now) has its item prefetched, element `i` is read and let go.
+        // At most `2 * LAG + 1` pins at once: a backend keeps its first
+        // eight in an array and the rest in a hash table, which would cost
+        // more than it saves.
+        const LAG: usize = 2;
+        const RING: usize = 2 * LAG + 1;
+        const NONE: pg_sys::Buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
+        let mut pinned = [NONE; RING];
+        let mut outcome = Ok(());
+        for step in 0..ids.len() + 2 * LAG {
+            if let (Some(id), true) = (ids.get(step), outcome.is_ok()) {
+                let buf = pin(self.rel, id.block);
+                pinned[step % RING] = buf;
                 // SAFETY: the buffer is pinned.
-                let page = unsafe { pg_sys::BufferGetPage(*slot) };
+                let page = unsafe { pg_sys::BufferGetPage(buf) };
                 if let Some(line) = line_pointer(page, id.offset) {
                     prefetch(line as *const u8);
                 }
             }
-            for (&buf, id) in pinned.iter().zip(chunk) {
-                // SAFETY: the buffer is pinned.
-                unsafe { prefetch_item(pg_sys::BufferGetPage(buf), id.offset) };
-            }
-            // Every pin is let go, also after an error.
-            let mut outcome = Ok(());
-            for (&buf, &id) in pinned.iter().zip(chunk) {
-                let locked = Locked::pinned(buf, pg_sys::BUFFER_LOCK_SHARE);
-                if outcome.is_ok() {
-                    outcome = self.visit_stored(&locked, id, |meta, v| f(id, meta, v));
+            if let Some(i) = step.checked_sub(LAG).filter(|&i| i < ids.len()) {
+                let buf = pinned[i % RING];
+                if buf != NONE {
+                    // SAFETY: the buffer is pinned.
+                    unsafe { prefetch_item(pg_sys::BufferGetPage(buf), ids[i].offset) };
                 }
             }
-            outcome?;
+            if let Some(i) = step.checked_sub(2 * LAG).filter(|&i| i < ids.len()) {
+                let buf = std::mem::replace(&mut pinned[i % RING], NONE);
+                if buf != NONE {
+                    // Locked and let go here, also after an error.
+                    let locked = Locked::pinned(buf, pg_sys::BUFFER_LOCK_SHARE);
+                    if outcome.is_ok() {
+                        let id = ids[i];
+                        outcome = self.visit_stored(&locked, id, |meta, v| f(id, meta, v));
+                    }
+                }
+            }
         }
-        Ok(())
+        outcome
     }
 
     fn neighbours(&self, id: Tid, layer: usize, out: &mut Vec<Tid>) -> Result<(), PageError> {
