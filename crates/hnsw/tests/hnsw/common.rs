@@ -113,3 +113,62 @@ pub fn build_by_insert(params: &Params, data: &[Vec<f32>], seed: u64) -> (MemSto
 pub fn idx_of(id: u64) -> usize {
     (id >> 16) as usize * 100 + (id & 0xffff) as usize - 1
 }
+
+/// Inside `impl GraphStore for W`, where `W` wraps a `MemStore<u64>` in the
+/// field named here, the methods a test wrapper passes through unchanged:
+/// the reads other than `with_elements`, and `set_neighbours`,
+/// `mark_deleted`, `set_entry_point`. The wrapper writes the rest itself.
+#[allow(unused_macros)]
+macro_rules! pass_through_to {
+    ($inner:ident) => {
+        fn entry_point(&self) -> Result<Option<vigil_hnsw::EntryPoint<u64>>, vigil_hnsw::MemError> {
+            self.$inner.entry_point()
+        }
+
+        fn with_element<R>(
+            &self,
+            id: u64,
+            f: impl FnOnce(vigil_hnsw::ElementMeta, &[f32]) -> R,
+        ) -> Result<R, vigil_hnsw::MemError> {
+            self.$inner.with_element(id, f)
+        }
+
+        fn neighbours(
+            &self,
+            id: u64,
+            layer: usize,
+            out: &mut Vec<u64>,
+        ) -> Result<(), vigil_hnsw::MemError> {
+            self.$inner.neighbours(id, layer, out)
+        }
+
+        fn for_each_element(
+            &self,
+            f: &mut dyn FnMut(u64, vigil_hnsw::ElementMeta),
+        ) -> Result<(), vigil_hnsw::MemError> {
+            self.$inner.for_each_element(f)
+        }
+
+        fn set_neighbours(
+            &mut self,
+            id: u64,
+            layer: usize,
+            list: &[u64],
+        ) -> Result<(), vigil_hnsw::MemError> {
+            self.$inner.set_neighbours(id, layer, list)
+        }
+
+        fn mark_deleted(&mut self, id: u64) -> Result<(), vigil_hnsw::MemError> {
+            self.$inner.mark_deleted(id)
+        }
+
+        fn set_entry_point(
+            &mut self,
+            e: Option<vigil_hnsw::EntryPoint<u64>>,
+        ) -> Result<(), vigil_hnsw::MemError> {
+            self.$inner.set_entry_point(e)
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use pass_through_to;

@@ -9,8 +9,8 @@ use crate::common::*;
 use vigil_hnsw::distance::{unit_half_cosine_error, unit_halves, widen_halves};
 use vigil_hnsw::store::{ElementVisitor, VectorRef};
 use vigil_hnsw::{
-    check, insert, search, CheckOptions, ElementMeta, EntryPoint, GraphStore, IterativeScan,
-    LevelRng, MemError, MemStore, Metric, Params, ScanOrder,
+    check, insert, search, CheckOptions, GraphStore, IterativeScan, LevelRng, MemError, MemStore,
+    Metric, Params, ScanOrder,
 };
 
 /// The graph in a [`MemStore`] holding the widened halves, and the halves.
@@ -24,17 +24,7 @@ impl GraphStore for HalfStore {
     type Id = u64;
     type Error = MemError;
 
-    fn entry_point(&self) -> Result<Option<EntryPoint<u64>>, MemError> {
-        self.graph.entry_point()
-    }
-
-    fn with_element<R>(
-        &self,
-        id: u64,
-        f: impl FnOnce(ElementMeta, &[f32]) -> R,
-    ) -> Result<R, MemError> {
-        self.graph.with_element(id, f)
-    }
+    pass_through_to!(graph);
 
     fn with_elements(&self, ids: &[u64], f: &mut ElementVisitor<'_, u64>) -> Result<(), MemError> {
         for &id in ids {
@@ -42,14 +32,6 @@ impl GraphStore for HalfStore {
             f(id, meta, VectorRef::F16(&self.halves[&id]));
         }
         Ok(())
-    }
-
-    fn neighbours(&self, id: u64, layer: usize, out: &mut Vec<u64>) -> Result<(), MemError> {
-        self.graph.neighbours(id, layer, out)
-    }
-
-    fn for_each_element(&self, f: &mut dyn FnMut(u64, ElementMeta)) -> Result<(), MemError> {
-        self.graph.for_each_element(f)
     }
 
     fn insert_element(
@@ -67,10 +49,6 @@ impl GraphStore for HalfStore {
         Ok(())
     }
 
-    fn set_neighbours(&mut self, id: u64, layer: usize, n: &[u64]) -> Result<(), MemError> {
-        self.graph.set_neighbours(id, layer, n)
-    }
-
     fn replace_neighbours(
         &mut self,
         id: u64,
@@ -81,17 +59,9 @@ impl GraphStore for HalfStore {
         self.graph.replace_neighbours(id, layer, expected, new)
     }
 
-    fn mark_deleted(&mut self, id: u64) -> Result<(), MemError> {
-        self.graph.mark_deleted(id)
-    }
-
     fn remove_element(&mut self, id: u64) -> Result<(), MemError> {
         self.halves.remove(&id);
         self.graph.remove_element(id)
-    }
-
-    fn set_entry_point(&mut self, entry: Option<EntryPoint<u64>>) -> Result<(), MemError> {
-        self.graph.set_entry_point(entry)
     }
 }
 

@@ -4,11 +4,11 @@
 //! In Postgres these are two sessions inserting at once.
 
 use vigil_hnsw::{
-    check, plan_links, search, write_element, CheckOptions, ElementMeta, EntryPoint, GraphStore,
-    LevelRng, MemError, MemStore, Metric, Params,
+    check, plan_links, search, write_element, CheckOptions, GraphStore, LevelRng, MemError,
+    MemStore, Metric, Params,
 };
 
-use crate::common::{build_by_insert, clustered, id_of};
+use crate::common::{build_by_insert, clustered, id_of, pass_through_to};
 
 /// A store where, just before one chosen list is replaced, another writer
 /// adds a link to it, as a concurrent insert would between the read and
@@ -24,25 +24,7 @@ impl GraphStore for Meddled {
     type Id = u64;
     type Error = MemError;
 
-    fn entry_point(&self) -> Result<Option<EntryPoint<u64>>, MemError> {
-        self.inner.entry_point()
-    }
-
-    fn with_element<R>(
-        &self,
-        id: u64,
-        f: impl FnOnce(ElementMeta, &[f32]) -> R,
-    ) -> Result<R, MemError> {
-        self.inner.with_element(id, f)
-    }
-
-    fn neighbours(&self, id: u64, layer: usize, out: &mut Vec<u64>) -> Result<(), MemError> {
-        self.inner.neighbours(id, layer, out)
-    }
-
-    fn for_each_element(&self, f: &mut dyn FnMut(u64, ElementMeta)) -> Result<(), MemError> {
-        self.inner.for_each_element(f)
-    }
+    pass_through_to!(inner);
 
     fn insert_element(
         &mut self,
@@ -52,10 +34,6 @@ impl GraphStore for Meddled {
         neighbours: &[Vec<u64>],
     ) -> Result<(), MemError> {
         self.inner.insert_element(id, level, vector, neighbours)
-    }
-
-    fn set_neighbours(&mut self, id: u64, layer: usize, list: &[u64]) -> Result<(), MemError> {
-        self.inner.set_neighbours(id, layer, list)
     }
 
     fn replace_neighbours(
@@ -79,16 +57,8 @@ impl GraphStore for Meddled {
         Ok(replaced)
     }
 
-    fn mark_deleted(&mut self, id: u64) -> Result<(), MemError> {
-        self.inner.mark_deleted(id)
-    }
-
     fn remove_element(&mut self, id: u64) -> Result<(), MemError> {
         self.inner.remove_element(id)
-    }
-
-    fn set_entry_point(&mut self, e: Option<EntryPoint<u64>>) -> Result<(), MemError> {
-        self.inner.set_entry_point(e)
     }
 }
 
