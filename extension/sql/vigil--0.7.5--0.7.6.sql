@@ -7,6 +7,13 @@
 -- is rebuilt here (seconds per 100,000 records); any other cosine vigil_hnsw
 -- index is named in a notice, for its owner to REINDEX when convenient. L2
 -- and inner-product indexes are unchanged.
+--
+-- Also: vigil._nearest runs with JIT off. 0.7.5 plans it with sorts off,
+-- which costs its exact path (small databases) a disable_cost above
+-- jit_above_cost, and compiling that statement took 70 to 200 ms of a search
+-- that runs in 1 ms (README, version table).
+
+ALTER FUNCTION vigil._nearest(bigint, real[], integer) SET jit = off;
 
 REINDEX INDEX vigil.vector_records_embedding;
 

@@ -228,6 +228,12 @@ mod tests {
         let before = scans();
         assert_eq!(nearest(), 30);
         assert_eq!(scans(), before + 1, "the first search walked the graph");
+        // Planned with sorts off, the exact path's sort costs a
+        // disable_cost, past jit_above_cost: JIT must be off with them.
+        assert_eq!(
+            text("SELECT array_to_string(proconfig, ' ') FROM pg_proc WHERE oid = 'vigil._nearest'::regproc"),
+            "search_path=pg_catalog, vigil plan_cache_mode=force_generic_plan enable_sort=off enable_seqscan=off jit=off"
+        );
         Spi::run(&format!(
             "INSERT INTO vigil.vector_records (db, account, title, content, embedding)
              SELECT {big}, vigil.current_account(), 'more ' || i, 'w1 w2',
