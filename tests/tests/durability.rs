@@ -123,9 +123,25 @@ fn every_row_finds_itself(cluster: &Cluster, table: &str, index: &str, op: &str)
     rows_find_themselves(cluster, table, index, op, 0)
 }
 
-/// [`every_row_finds_itself`] on the crash test's table.
+/// The crash test's indexes with their operators: one of f32 vectors (L2)
+/// and one of half-precision unit vectors (cosine, layout version 2).
+const CRASH_INDEXES: [(&str, &str); 2] = [("hnsw_crash_v", "<->"), ("hnsw_crash_cos", "<=>")];
+
+/// [`every_row_finds_itself`] on the crash test's table, through each index.
 fn every_crash_row_finds_itself(cluster: &Cluster) -> usize {
-    every_row_finds_itself(cluster, "hnsw_crash", "hnsw_crash_v", "<->")
+    let [by_l2, by_cosine] =
+        CRASH_INDEXES.map(|(index, op)| every_row_finds_itself(cluster, "hnsw_crash", index, op));
+    assert_eq!(by_l2, by_cosine);
+    by_l2
+}
+
+/// [`check_clean`] of each of the crash test's indexes: their element counts.
+fn check_crash_indexes(cluster: &Cluster) -> [u64; 2] {
+    assert_eq!(
+        hnsw_check(cluster, "hnsw_crash_cos")["vectors"],
+        "unit half"
+    );
+    CRASH_INDEXES.map(|(index, _)| check_clean(cluster, index))
 }
 
 #[test]
@@ -138,10 +154,11 @@ fn hnsw_index_survives_a_crash_mid_insert() {
         "CREATE TABLE public.hnsw_crash (id int PRIMARY KEY, v real[] NOT NULL)
            WITH (autovacuum_enabled = off);
          INSERT INTO hnsw_crash SELECT -g, {} FROM generate_series(1, 300) g;
-         CREATE INDEX hnsw_crash_v ON hnsw_crash USING vigil_hnsw (v vigil.l2_ops);",
+         CREATE INDEX hnsw_crash_v ON hnsw_crash USING vigil_hnsw (v vigil.l2_ops);
+         CREATE INDEX hnsw_crash_cos ON hnsw_crash USING vigil_hnsw (v);",
         random_vector("g")
     ));
-    assert_eq!(check_clean(&cluster, "hnsw_crash_v"), 300);
+    assert_eq!(check_crash_indexes(&cluster), [300, 300]);
 
     let writers = Writers::start(&cluster, 4, |tx| {
         format!(
@@ -197,17 +214,19 @@ fn hnsw_index_survives_a_crash_mid_insert() {
 
     // The graph: well formed, every committed row in it (and perhaps elements
     // of the transactions cut short, dead rows until VACUUM).
-    let elements = check_clean(&cluster, "hnsw_crash_v");
+    // Each index on its own: a transaction cut short may have reached one
+    // index and not the other.
+    let elements = check_crash_indexes(&cluster);
     assert!(
-        elements >= heap_rows,
-        "{elements} elements in the index, {heap_rows} rows in the table"
+        elements.iter().all(|&e| e >= heap_rows),
+        "{elements:?} elements in the indexes, {heap_rows} rows in the table"
     );
     let checked = every_crash_row_finds_itself(&cluster);
     assert_eq!(checked as u64, heap_rows);
 
     // VACUUM takes the dead elements out; the graph stays whole.
     cluster.psql("VACUUM hnsw_crash");
-    assert_eq!(check_clean(&cluster, "hnsw_crash_v"), heap_rows);
+    assert_eq!(check_crash_indexes(&cluster), [heap_rows; 2]);
     every_crash_row_finds_itself(&cluster);
 
     // The recovered index takes inserts again.
@@ -215,11 +234,11 @@ fn hnsw_index_survives_a_crash_mid_insert() {
         "INSERT INTO hnsw_crash VALUES (2000000000, {})",
         random_vector("1")
     ));
-    assert_eq!(check_clean(&cluster, "hnsw_crash_v"), heap_rows + 1);
+    assert_eq!(check_crash_indexes(&cluster), [heap_rows + 1; 2]);
     assert_eq!(every_crash_row_finds_itself(&cluster) as u64, heap_rows + 1);
     eprintln!(
         "crash test: {} transactions ({} rows) acknowledged before the crash, \
-         {heap_rows} rows after recovery, {} elements before VACUUM; \
+         {heap_rows} rows after recovery, {:?} elements before VACUUM; \
          crashed after {crashed:?}, done after {:?}",
         committed.len(),
         committed.len() as i64 * ROWS_PER_TX,
@@ -378,6 +397,8 @@ fn a_streaming_replica_answers_hnsw_scans_like_its_primary() {
          INSERT INTO hnsw_replicated SELECT g, {vector} FROM generate_series(1, 1000) g;
          CREATE INDEX hnsw_replicated_v ON hnsw_replicated USING vigil_hnsw (v vigil.l2_ops)
            WITH (m = 8, ef_construction = 32);
+         CREATE INDEX hnsw_replicated_cos ON hnsw_replicated USING vigil_hnsw (v)
+           WITH (m = 8, ef_construction = 32);
          INSERT INTO hnsw_replicated SELECT g, {vector} FROM generate_series(1001, 2000) g;
          DELETE FROM hnsw_replicated WHERE id % 5 = 0;
          VACUUM hnsw_replicated;
@@ -385,14 +406,25 @@ fn a_streaming_replica_answers_hnsw_scans_like_its_primary() {
            FROM generate_series(1, 10) g;",
         vector = random_vector("g")
     ));
-    let on_primary = hnsw_check(&primary, "hnsw_replicated_v");
-    assert_eq!(check_clean(&primary, "hnsw_replicated_v"), 1600);
     replica.wait_for_replay(&primary);
+    // The same on both, through the index of f32 vectors (L2) and the one of
+    // half-precision unit vectors (cosine, re-ranked by exact distance).
+    for (index, op) in [("hnsw_replicated_v", "<->"), ("hnsw_replicated_cos", "<=>")] {
+        replicated_alike(&primary, &replica, index, op);
+    }
+    eprintln!("replica test: done after {:?}", started.elapsed());
+}
+
+/// The replica test's checks through `index` (operator `op`): the primary's
+/// graph is whole, and the replica answers and checks out the same.
+fn replicated_alike(primary: &Cluster, replica: &Cluster, index: &str, op: &str) {
+    let on_primary = hnsw_check(primary, index);
+    assert_eq!(check_clean(primary, index), 1600);
 
     let settings = "SET enable_seqscan = off;";
-    let index_scan = "Index Scan using hnsw_replicated_v on hnsw_replicated";
-    let top_primary = top10(&primary, settings, "hnsw_replicated", "<->", index_scan);
-    let top_replica = top10(&replica, settings, "hnsw_replicated", "<->", index_scan);
+    let index_scan = format!("Index Scan using {index} on hnsw_replicated");
+    let top_primary = top10(primary, settings, "hnsw_replicated", op, &index_scan);
+    let top_replica = top10(replica, settings, "hnsw_replicated", op, &index_scan);
     assert_eq!(top_primary.len(), 10);
     for ids in top_primary.values() {
         assert_eq!(ids.len(), 10, "{ids:?}");
@@ -403,21 +435,19 @@ fn a_streaming_replica_answers_hnsw_scans_like_its_primary() {
     // necessarily the row itself: with m = 8 an element now and then ends up
     // with no links to it that a search follows (HNSW guarantees no
     // reachability; the default m = 16 of the other tests makes it rare).
-    let index = "hnsw_replicated_v";
-    let lookups = self_lookup(&primary, "hnsw_replicated", index, "<->");
+    let lookups = self_lookup(primary, "hnsw_replicated", index, op);
     assert_eq!(rows(&lookups).len(), 1600);
     assert!(
-        self_lookup(&replica, "hnsw_replicated", index, "<->") == lookups,
+        self_lookup(replica, "hnsw_replicated", index, op) == lookups,
         "the replica's self-lookups differ from the primary's"
     );
 
     // The replica's copy of the graph checks out the same (read-only).
-    match replica.try_psql("SELECT vigil.hnsw_check('hnsw_replicated_v')") {
+    match replica.try_psql(&format!("SELECT vigil.hnsw_check('{index}')")) {
         Ok(out) => {
             let on_replica: Value = serde_json::from_str(&out).unwrap();
             assert_eq!(on_replica, on_primary);
         }
         Err(e) => panic!("hnsw_check fails on the replica: {e}"),
     }
-    eprintln!("replica test: done after {:?}", started.elapsed());
 }
