@@ -11,7 +11,7 @@
 --
 -- Also: vigil._nearest runs with JIT off. 0.7.5 plans it with sorts off,
 -- which costs its exact path (small databases) a disable_cost above
--- jit_above_cost, and compiling that statement took 70 to 200 ms of a search
+-- jit_above_cost, and compiling that statement took 75 to 290 ms of a search
 -- that runs in 1 ms (README, version table).
 
 ALTER FUNCTION vigil._nearest(bigint, real[], integer) SET jit = off;

@@ -83,6 +83,14 @@ fn sum_lanes(a: &[f32], b: &[f32], term: impl Fn(f32, f32) -> f32) -> f32 {
 /// shuffles, 32% of a scan in a profile), so x86-64 has its own below.
 #[inline(always)]
 fn dot_and_norm_lanes(a: &[f32], b: &[f32]) -> (f32, f32) {
+    dot_and_norm_lanes_of(a, b, |y| y)
+}
+
+/// [`dot_and_norm_lanes`] over `b` stored as `T`, each element widened by
+/// `widen` where it is used: halves are scored without a widened copy, so
+/// without an allocation per distance where F16C is missing.
+#[inline(always)]
+fn dot_and_norm_lanes_of<T: Copy>(a: &[f32], b: &[T], widen: impl Fn(T) -> f32) -> (f32, f32) {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let (mut ab, mut bb) = ([0.0f32; LANES], [0.0f32; LANES]);
@@ -90,11 +98,16 @@ fn dot_and_norm_lanes(a: &[f32], b: &[f32]) -> (f32, f32) {
     let (ra, rb) = (ca.remainder(), cb.remainder());
     for (x, y) in ca.zip(cb) {
         for i in 0..LANES {
-            ab[i] += x[i] * y[i];
-            bb[i] += y[i] * y[i];
+            let y = widen(y[i]);
+            ab[i] += x[i] * y;
+            bb[i] += y * y;
         }
     }
-    fold_with_tail(ab, bb, ra, rb)
+    let mut tail = [0.0f32; LANES];
+    for (t, &y) in tail.iter_mut().zip(rb) {
+        *t = widen(y);
+    }
+    fold_with_tail(ab, bb, ra, &tail[..rb.len()])
 }
 
 /// Folds the two lane sets and adds the tail, as [`sum_lanes`] does.
@@ -392,9 +405,7 @@ fn dot_and_norm_half(a: &[f32], h: &[u16]) -> (f32, f32) {
         // SAFETY: the CPU has AVX2 and F16C, checked just above.
         return unsafe { f16c::dot_and_norm(a, h) };
     }
-    let mut v = Vec::with_capacity(h.len());
-    widen_halves(h, &mut v);
-    dot_and_norm(a, &v)
+    dot_and_norm_lanes_of(a, h, |b| half::f16::from_bits(b).to_f32())
 }
 
 /// The fused cosine kernel over halves: eight halves widened per
@@ -650,7 +661,16 @@ mod tests {
                         "{metric:?}, n={n}"
                     );
                 }
-                // Cosine sums in its own order: equal to rounding.
+                // Without F16C, halves are widened in the portable lanes:
+                // the same sums as the widened copy's, bit for bit.
+                let portable = dot_and_norm_lanes_of(&q, &h, |b| half::f16::from_bits(b).to_f32());
+                let copied = dot_and_norm_lanes(&q, &wide);
+                assert_eq!(
+                    (portable.0.to_bits(), portable.1.to_bits()),
+                    (copied.0.to_bits(), copied.1.to_bits()),
+                    "n={n}"
+                );
+                // Cosine with F16C sums in its own order: equal to rounding.
                 let fused = Query::new(Metric::Cosine, &q).distance_to(VectorRef::F16(&h));
                 let reference = naive_cosine(&q, &wide);
                 assert!(

@@ -481,7 +481,7 @@ $$;
 -- Otherwise a plan made while the table was small could sort the whole
 -- table on every call once it is large. JIT is off: sorting switched off
 -- costs the exact path's sort a disable_cost, which passes jit_above_cost,
--- and compiling the statement took 70 to 200 ms of a search that runs in
+-- and compiling the statement took 75 to 290 ms of a search that runs in
 -- 1 (a database of 1,000 records answered 39 searches a second over HTTP).
 CREATE FUNCTION vigil._nearest(db_id bigint, query_vector real[], k integer)
 RETURNS TABLE (id bigint, similarity real)
