@@ -26,6 +26,8 @@
 //! * [`build`]: parallel bulk build, the same insert on every core over an
 //!   in-memory store, returning a plain [`build::Graph`] that loads into any
 //!   store.
+//! * [`layout`]: the order a bulk build lays elements out in, linked ones
+//!   together ([`build::Graph::order_for_locality`]).
 //!
 //! ## Guarantees
 //! * Library code does not panic on data: a bad vector, a wrong dimension, a
@@ -47,6 +49,7 @@ pub mod build;
 pub mod check;
 pub mod distance;
 pub mod insert;
+pub mod layout;
 pub mod repair;
 pub mod search;
 pub mod store;

@@ -1,4 +1,5 @@
-//! `estimate_build_memory` against the real heap peak of a build, measured
+//! `estimate_build_memory` against the real heap peak of a build and its
+//! ordering for locality (what `CREATE INDEX` does in memory), measured
 //! with a counting allocator (its own test binary, one test, so nothing else
 //! allocates meanwhile).
 
@@ -50,7 +51,8 @@ fn estimate_covers_the_peak() {
         // The input is part of what the estimate covers.
         let input = n * (dims * 4 + 32);
         PEAK.store(base, Ordering::Relaxed);
-        let g = build(&params, items, 2).unwrap();
+        let mut g = build(&params, items, 2).unwrap();
+        g.order_for_locality(8);
         let peak = PEAK.load(Ordering::Relaxed) - base + input;
         let est = estimate_build_memory(n, dims, params.m);
         println!(

@@ -1,5 +1,6 @@
 //! `CREATE INDEX` and `REINDEX`: read the table, build the graph in memory
-//! on every core ([`vigil_hnsw::build`]), lay it out and write it page by page.
+//! on every core ([`vigil_hnsw::build`]), lay it out (linked elements on the
+//! same pages, [`vigil_hnsw::layout`]) and write it page by page.
 //!
 //! The in-memory build holds the vectors once plus the graph's lists; its
 //! size is estimated before each row is added
@@ -215,7 +216,9 @@ fn write_graph(state: &mut BuildState) {
         })
         .collect();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let graph = build(&params, items, threads).unwrap_or_else(|e| raise(index, e));
+    let mut graph = build(&params, items, threads).unwrap_or_else(|e| raise(index, e));
+    let encoding = Encoding::for_metric(params.metric);
+    graph.order_for_locality(page::elements_per_page(params.dims, params.m, encoding));
     progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_WRITE);
     progress(pg_sys::PROGRESS_CREATEIDX_TUPLES_TOTAL, graph.len() as i64);
     write_pages(index, &params, graph, &heap_tids);

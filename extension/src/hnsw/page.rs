@@ -56,6 +56,12 @@
 //! (8,016 bytes) still fits on a page, and so small neighbour items fill the
 //! gaps that vectors leave.
 //!
+//! A bulk build writes elements in the order of
+//! [`vigil_hnsw::build::Graph::order_for_locality`], a page's worth of
+//! mutually linked elements at a time ([`elements_per_page`]), so a search
+//! finds the next elements it scores on pages it has just read. Elements
+//! inserted later go wherever there is room.
+//!
 //! Every change goes through generic WAL ([`super::store`]), so pages are
 //! crash-safe and reach physical replicas.
 
@@ -607,6 +613,15 @@ impl Filler {
     }
 }
 
+/// How many elements of layer 0 (with their neighbour items) one page
+/// holds, at least one: the run a bulk build keeps linked elements in
+/// ([`vigil_hnsw::build::Graph::order_for_locality`]).
+pub fn elements_per_page(dims: usize, m: usize, encoding: Encoding) -> usize {
+    let room = BLOCK_SIZE - PAGE_HEADER - SPECIAL_SIZE;
+    let pair = element_size(dims, encoding) + neighbour_size(m, 0) + 2 * LINE_POINTER;
+    (room / pair).max(1)
+}
+
 /// Where a bulk build puts each element and its neighbour item, given their
 /// lengths in element order, from block `start` on.
 ///
@@ -655,6 +670,13 @@ pub fn pack(start: u32, lens: &[(usize, usize)]) -> Vec<(Tid, Tid)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_page_holds_eight_halves_of_384_dims_or_four_f32s() {
+        assert_eq!(elements_per_page(384, 16, Encoding::UnitF16), 8);
+        assert_eq!(elements_per_page(384, 16, Encoding::F32), 4);
+        assert_eq!(elements_per_page(2000, 16, Encoding::F32), 1);
+    }
 
     #[test]
     fn pack_fills_pages_and_places_every_item_once() {
