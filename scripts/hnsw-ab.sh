@@ -12,7 +12,8 @@
 #            (best of 2 passes after a warm-up), and their ratio;
 #   build:   the time of CREATE INDEX ... USING vigil_hnsw on the real rows;
 #   clients: queries/s of vigil_hnsw and of pgvector (ef_search 40) at one
-#            client and at AB_CLIENTS (16), pgbench as bench-hnsw runs it
+#            client and at each of AB_CLIENTS (16; a list such as "2 16"
+#            also measures one client per core), pgbench as bench-hnsw runs it
 #            (its clients*.sql, prepared, AB_SECONDS (8) s each), the two
 #            ratios; with AB_PERF=1 also each run's server CPU per query:
 #            `perf record -a` samples of PostgreSQL's processes over the
@@ -83,7 +84,7 @@ for _ in $(seq "${AB_ROUNDS:-2}"); do
         if [ "$mode" = clients ]; then
             psql -c "SELECT pg_prewarm('bench.real_items'), pg_prewarm('bench.real_items_v'), pg_prewarm('bench.real_items_pgv'), pg_prewarm('bench.real_items_pgv_v')" >/dev/null
             line="$so:"
-            for c in 1 "${AB_CLIENTS:-16}"; do
+            for c in 1 ${AB_CLIENTS:-16}; do
                 v="$(clients_run "$c" clients.sql)"; p="$(clients_run "$c" clients_pgv.sql)"
                 line="$line $c client(s): $(awk -v v="$v" -v p="$p" 'BEGIN {
                     split(v, a, " "); split(p, b, " ")
