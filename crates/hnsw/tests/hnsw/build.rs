@@ -63,11 +63,7 @@ fn structure_and_capacities() {
             ef_construction: 32,
             ..Params::new(16, metric)
         };
-        let items: Vec<(u64, Vec<f32>)> = data
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (id_of(i), v.clone()))
-            .collect();
+        let items = with_ids(&data);
         let g = build(&params, items, 2).unwrap();
         assert_eq!(g.len(), 3000);
         let top = g.elements.iter().map(|e| e.level).max().unwrap();
@@ -153,11 +149,7 @@ fn links_within_runs(g: &vigil_hnsw::build::Graph<u64>, window: usize) -> f64 {
 fn ordering_for_locality_keeps_the_graph_and_puts_linked_elements_together() {
     let (data, _) = clustered(43, 3000, 0, 32, 30);
     let params = Params::new(32, Metric::Cosine);
-    let items: Vec<(u64, Vec<f32>)> = data
-        .iter()
-        .enumerate()
-        .map(|(i, v)| (id_of(i), v.clone()))
-        .collect();
+    let items = with_ids(&data);
     let g = build(&params, items, 2).unwrap();
     let mut ordered = g.clone();
     ordered.order_for_locality(8);

@@ -63,6 +63,14 @@ pub fn clustered(
     (data, queries)
 }
 
+/// `data` as build input, the `i`th vector under [`id_of`]`(i)`.
+pub fn with_ids(data: &[Vec<f32>]) -> Vec<(u64, Vec<f32>)> {
+    data.iter()
+        .enumerate()
+        .map(|(i, v)| (id_of(i), v.clone()))
+        .collect()
+}
+
 /// Sparse, non-dense ids, as slot addresses would be.
 pub fn id_of(i: usize) -> u64 {
     ((i as u64 / 100) << 16) | (i as u64 % 100 + 1)

@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use vigil_hnsw::build::build;
 use vigil_hnsw::{insert, search, IterativeScan, LevelRng, MemStore, Metric, Params, ScanOrder};
 
-use crate::common::{brute_force, clustered, id_of, idx_of, recall};
+use crate::common::{brute_force, clustered, id_of, idx_of, recall, with_ids};
 
 const DIMS: usize = 32;
 
@@ -142,11 +142,7 @@ fn copies_keep_their_links_out_when_built() {
     for metric in [Metric::Cosine, Metric::L2] {
         let (data, queries) = with_copies();
         let params = params(metric);
-        let items = data
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (id_of(i), v.clone()))
-            .collect();
+        let items = with_ids(&data);
         let graph = build(&params, items, 2).unwrap();
         let mut store = MemStore::<u64>::new();
         graph.load_into(&mut store).unwrap();

@@ -48,11 +48,7 @@ fn own_insert(metric: Metric, seed: u64) {
 fn parallel_build(metric: Metric, seed: u64) {
     let (data, queries) = clustered(seed, N, QUERIES, DIMS, 50);
     let params = Params::new(DIMS, metric);
-    let items: Vec<(u64, Vec<f32>)> = data
-        .iter()
-        .enumerate()
-        .map(|(i, v)| (id_of(i), v.clone()))
-        .collect();
+    let items = with_ids(&data);
     let t = Instant::now();
     let graph = build(&params, items, 2).expect("build");
     let secs = t.elapsed().as_secs_f64();
