@@ -20,43 +20,159 @@
 //!   cluster built a worse graph), a shared counter handing each thread its
 //!   next row. One thread gives the same graph every time.
 //! * A cosine graph is built over unit vectors (cosine distance ignores
-//!   length); the returned elements carry them.
+//!   length); the returned elements carry them. The vectors may come as
+//!   [`UnitHalves`] instead of f32 ([`BuildVector`]): half the memory, half
+//!   the bytes each distance waits on, and what a cosine index's pages hold,
+//!   so the build scores what later searches score.
 //!
 //! This replaced a build with the `hnsw_rs` crate: that needed a copy of
 //! every vector, an allocation per link, and a translation of its lists
 //! (links above an element's level, lists shrunk by distance alone that
 //! lost the links between clusters). Ours is the graph `INSERT` would build.
 
+use std::borrow::Cow;
 use std::convert::Infallible;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
-use crate::distance::{normalize, prefetch_bytes};
+use crate::distance::{normalize, prefetch_bytes, unit_halves, widen_halves};
 use crate::insert::{plan_links, write_element, LevelRng};
 use crate::layout::{locality_order, Links};
 use crate::store::{ElementId, ElementMeta, ElementVisitor, EntryPoint, GraphStore, VectorRef};
 use crate::{Error, IdMap, IdSet, Metric, Params, StoreError};
 
+/// A vector as the bulk build holds it: as given, in f32, or as
+/// [`UnitHalves`] (cosine only), half the memory and the very form a cosine
+/// index keeps on its pages.
+pub trait BuildVector: Clone + std::fmt::Debug + PartialEq + Send + Sync {
+    /// Bytes a dimension takes.
+    const BYTES_PER_DIM: usize;
+    /// Its dimensions.
+    fn dims(&self) -> usize;
+    /// The vector as the build scores it.
+    fn as_ref(&self) -> VectorRef<'_>;
+    /// The vector itself, when it is held in f32.
+    fn as_f32(&self) -> Option<&[f32]>;
+    /// Checks it for `params` and brings it to the form the build scores
+    /// (unit length under cosine).
+    fn prepare<I: ElementId>(&mut self, params: &Params) -> Result<(), BuildError<I>>;
+}
+
+impl BuildVector for Vec<f32> {
+    const BYTES_PER_DIM: usize = 4;
+
+    fn dims(&self) -> usize {
+        self.len()
+    }
+
+    fn as_ref(&self) -> VectorRef<'_> {
+        VectorRef::F32(self)
+    }
+
+    fn as_f32(&self) -> Option<&[f32]> {
+        Some(self)
+    }
+
+    fn prepare<I: ElementId>(&mut self, params: &Params) -> Result<(), BuildError<I>> {
+        params.validate_vector::<I, Infallible>(self)?;
+        if params.metric == Metric::Cosine {
+            normalize(self);
+        }
+        Ok(())
+    }
+}
+
+/// A vector scaled to unit length and rounded to IEEE half precision
+/// ([`crate::distance::unit_halves`]): what a cosine build can hold instead
+/// of the f32 vector, in half the memory, scored by the same kernel a scan
+/// uses on a cosine index's pages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitHalves(Vec<u16>);
+
+impl UnitHalves {
+    /// The unit halves of `v`, after the checks every indexed vector passes
+    /// (dimensions, finite, not zero); cosine only.
+    pub fn of<I: ElementId>(params: &Params, v: &[f32]) -> Result<UnitHalves, BuildError<I>> {
+        if params.metric != Metric::Cosine {
+            return Err(BuildError::<I>::Build(
+                "unit halves hold cosine vectors only".into(),
+            ));
+        }
+        params.validate_vector::<I, Infallible>(v)?;
+        let mut halves = Vec::with_capacity(v.len());
+        unit_halves(v, &mut halves);
+        Ok(UnitHalves(halves))
+    }
+
+    /// The half-precision bit patterns.
+    pub fn halves(&self) -> &[u16] {
+        &self.0
+    }
+}
+
+impl BuildVector for UnitHalves {
+    const BYTES_PER_DIM: usize = 2;
+
+    fn dims(&self) -> usize {
+        self.0.len()
+    }
+
+    fn as_ref(&self) -> VectorRef<'_> {
+        VectorRef::F16(&self.0)
+    }
+
+    fn as_f32(&self) -> Option<&[f32]> {
+        None
+    }
+
+    fn prepare<I: ElementId>(&mut self, params: &Params) -> Result<(), BuildError<I>> {
+        if params.metric != Metric::Cosine {
+            return Err(BuildError::<I>::Build(
+                "unit halves hold cosine vectors only".into(),
+            ));
+        }
+        if self.0.len() != params.dims {
+            return Err(BuildError::<I>::Dimensions {
+                expected: params.dims,
+                got: self.0.len(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// `v` in f32: borrowed when held so, else widened.
+fn f32_of<V: BuildVector>(v: &V) -> Cow<'_, [f32]> {
+    match v.as_ref() {
+        VectorRef::F32(f) => Cow::Borrowed(f),
+        VectorRef::F16(h) => {
+            let mut wide = Vec::with_capacity(h.len());
+            widen_halves(h, &mut wide);
+            Cow::Owned(wide)
+        }
+    }
+}
+
 /// One element of a built graph.
 #[derive(Debug, Clone, PartialEq)]
-pub struct GraphElement<I> {
+pub struct GraphElement<I, V = Vec<f32>> {
     pub id: I,
     pub level: usize,
-    pub vector: Vec<f32>,
+    pub vector: V,
     /// One list per layer `0..=level`, each within [`Params::capacity`].
     pub neighbours: Vec<Vec<I>>,
 }
 
 /// A complete graph held in memory, ready to be written to a store.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Graph<I> {
+pub struct Graph<I, V = Vec<f32>> {
     pub params: Params,
     pub entry: Option<EntryPoint<I>>,
-    pub elements: Vec<GraphElement<I>>,
+    pub elements: Vec<GraphElement<I, V>>,
 }
 
-impl<I: ElementId> Graph<I> {
+impl<I: ElementId, V: BuildVector> Graph<I, V> {
     pub fn len(&self) -> usize {
         self.elements.len()
     }
@@ -71,7 +187,7 @@ impl<I: ElementId> Graph<I> {
     pub fn load_into<S: GraphStore<Id = I>>(&self, store: &mut S) -> Result<(), StoreError<S>> {
         for e in &self.elements {
             store
-                .insert_element(e.id, e.level, &e.vector, &e.neighbours)
+                .insert_element(e.id, e.level, &f32_of(&e.vector), &e.neighbours)
                 .map_err(StoreError::<S>::Storage)?;
         }
         store
@@ -102,7 +218,7 @@ impl<I: ElementId> Graph<I> {
         drop(position);
         let order = locality_order(&links, start, window);
         drop(links);
-        let mut slots: Vec<Option<GraphElement<I>>> = std::mem::take(&mut self.elements)
+        let mut slots: Vec<Option<GraphElement<I, V>>> = std::mem::take(&mut self.elements)
             .into_iter()
             .map(Some)
             .collect();
@@ -111,7 +227,7 @@ impl<I: ElementId> Graph<I> {
 
     /// Renames every element (for a store that assigns addresses only after
     /// the build). `f` must be injective.
-    pub fn map_ids<J: ElementId>(self, mut f: impl FnMut(I) -> J) -> Graph<J> {
+    pub fn map_ids<J: ElementId>(self, mut f: impl FnMut(I) -> J) -> Graph<J, V> {
         Graph {
             params: self.params,
             entry: self.entry.map(|e| EntryPoint {
@@ -138,7 +254,8 @@ impl<I: ElementId> Graph<I> {
 
 type BuildError<I> = Error<I, Infallible>;
 
-/// Bytes [`build`] needs at its peak for `n` vectors of `dims` dimensions,
+/// Bytes [`build`] needs at its peak for `n` vectors of `dims` dimensions
+/// held as `V`,
 /// to compare with `maintenance_work_mem` before choosing the in-memory
 /// build. Counts the caller's vectors (moved, never copied), per element a
 /// lock and list per layer at full capacity (4-byte ids), and our output
@@ -147,8 +264,8 @@ type BuildError<I> = Error<I, Infallible>;
 /// result for locality ([`Graph::order_for_locality`]) comes after the
 /// working lists are freed and needs less than they did
 /// (`tests/build_memory.rs` measures both).
-pub fn estimate_build_memory(n: usize, dims: usize, m: usize) -> usize {
-    let vector = 24 + 4 * dims;
+pub fn estimate_build_memory<V: BuildVector>(n: usize, dims: usize, m: usize) -> usize {
+    let vector = 24 + V::BYTES_PER_DIM * dims;
     // Layer 0 holds up to 2m ids; upper layers add about 1/(m-1) of m more.
     let ids = 2 * m + 2;
     // Boxed slice of layers, one mutex-guarded Vec per layer (about 1.1).
@@ -165,23 +282,20 @@ pub fn estimate_build_memory(n: usize, dims: usize, m: usize) -> usize {
 ///
 /// The vectors are moved into the result (no copy). Errors: invalid
 /// parameters, a bad vector or a duplicate id.
-pub fn build<I: ElementId + Send + Sync>(
+pub fn build<I: ElementId + Send + Sync, V: BuildVector>(
     params: &Params,
-    items: Vec<(I, Vec<f32>)>,
+    items: Vec<(I, V)>,
     threads: usize,
-) -> Result<Graph<I>, BuildError<I>> {
+) -> Result<Graph<I, V>, BuildError<I>> {
     params.validate().map_err(BuildError::<I>::InvalidParams)?;
     let mut items = items;
     let mut ids: IdSet<I> = IdSet::default();
     for (id, v) in &mut items {
-        params.validate_vector::<I, Infallible>(v)?;
+        v.prepare::<I>(params)?;
         if !ids.insert(*id) {
             return Err(BuildError::<I>::Build(format!(
                 "duplicate element id {id:?}"
             )));
-        }
-        if params.metric == Metric::Cosine {
-            normalize(v);
         }
     }
     drop(ids);
@@ -202,7 +316,7 @@ pub fn build<I: ElementId + Send + Sync>(
     let mut rng = LevelRng::new(0x5EED_0000_0000_0000 ^ n as u64);
     let levels: Vec<u8> = (0..n).map(|_| rng.level(params) as u8).collect();
     let order = shuffled(n, &mut rng);
-    let (vectors, ids): (Vec<Vec<f32>>, Vec<I>) = items.into_iter().map(|(id, v)| (v, id)).unzip();
+    let (vectors, ids): (Vec<V>, Vec<I>) = items.into_iter().map(|(id, v)| (v, id)).unzip();
     let store = BuildStore::new(&vectors, levels);
     catch_unwind(AssertUnwindSafe(|| {
         store.insert_all(params, &order, threads)
@@ -256,8 +370,8 @@ type Layers = Vec<Vec<u32>>;
 
 /// The graph under construction, shared by the build threads; see the
 /// module docs for what is locked and why. Ids are input positions.
-struct BuildStore<'a> {
-    vectors: &'a [Vec<f32>],
+struct BuildStore<'a, V> {
+    vectors: &'a [V],
     levels: Vec<u8>,
     /// Per element, one list per layer `0..=level`.
     lists: Vec<Box<[Mutex<Vec<u32>>]>>,
@@ -278,8 +392,8 @@ enum BuildStoreError {
     Unsupported(&'static str),
 }
 
-impl<'a> BuildStore<'a> {
-    fn new(vectors: &'a [Vec<f32>], levels: Vec<u8>) -> Self {
+impl<'a, V: BuildVector> BuildStore<'a, V> {
+    fn new(vectors: &'a [V], levels: Vec<u8>) -> Self {
         let lists = levels
             .iter()
             .map(|&l| (0..=l).map(|_| Mutex::new(Vec::new())).collect())
@@ -332,7 +446,7 @@ impl<'a> BuildStore<'a> {
     /// [`write_element`] raises the entry point.
     fn insert_one(&self, params: &Params, id: u32) -> Result<(), String> {
         let level = usize::from(self.levels[id as usize]);
-        let vector = &self.vectors[id as usize];
+        let vector = &*f32_of(&self.vectors[id as usize]);
         let run = || {
             let mut view = View(self);
             let lists = plan_links(&view, params, vector, level).map_err(|e| e.to_string())?;
@@ -384,9 +498,9 @@ impl<'a> BuildStore<'a> {
 
 /// One thread's handle on the [`BuildStore`]: the algorithm's writes take
 /// `&mut self`, the store is shared.
-struct View<'s, 'a>(&'s BuildStore<'a>);
+struct View<'s, 'a, V>(&'s BuildStore<'a, V>);
 
-impl GraphStore for View<'_, '_> {
+impl<V: BuildVector> GraphStore for View<'_, '_, V> {
     type Id = u32;
     type Error = BuildStoreError;
 
@@ -407,11 +521,14 @@ impl GraphStore for View<'_, '_> {
             level: usize::from(level),
             deleted: false,
         };
-        Ok(f(meta, v))
+        Ok(f(meta, &f32_of(v)))
     }
 
     fn resident_vector(&self, id: u32) -> Option<&[f32]> {
-        self.0.vectors.get(id as usize).map(Vec::as_slice)
+        self.0
+            .vectors
+            .get(id as usize)
+            .and_then(BuildVector::as_f32)
     }
 
     fn with_elements(
@@ -421,11 +538,23 @@ impl GraphStore for View<'_, '_> {
     ) -> Result<(), BuildStoreError> {
         for &id in ids {
             if let Some(v) = self.0.vectors.get(id as usize) {
-                prefetch_bytes(v.as_ptr() as *const u8, std::mem::size_of_val(v.as_slice()));
+                let (at, len) = match v.as_ref() {
+                    VectorRef::F32(x) => (x.as_ptr() as *const u8, std::mem::size_of_val(x)),
+                    VectorRef::F16(h) => (h.as_ptr() as *const u8, std::mem::size_of_val(h)),
+                };
+                prefetch_bytes(at, len);
             }
         }
         for &id in ids {
-            self.with_element(id, |meta, v| f(id, meta, VectorRef::F32(v)))?;
+            let i = id as usize;
+            let (Some(v), Some(&level)) = (self.0.vectors.get(i), self.0.levels.get(i)) else {
+                return Err(BuildStoreError::Unknown(id));
+            };
+            let meta = ElementMeta {
+                level: usize::from(level),
+                deleted: false,
+            };
+            f(id, meta, v.as_ref());
         }
         Ok(())
     }

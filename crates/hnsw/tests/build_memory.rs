@@ -10,7 +10,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::*;
-use vigil_hnsw::build::{build, estimate_build_memory};
+use vigil_hnsw::build::{build, estimate_build_memory, BuildVector, UnitHalves};
 use vigil_hnsw::{Metric, Params};
 
 struct Counting;
@@ -37,30 +37,44 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
+/// Builds `items` and orders the result, measuring the heap's peak over
+/// what was allocated before; `input` bytes of items count too.
+fn measured_peak<V: BuildVector>(params: &Params, items: Vec<(u64, V)>, input: usize) -> usize {
+    let base = CURRENT.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let mut g = build(params, items, 2).unwrap();
+    g.order_for_locality(8);
+    let peak = PEAK.load(Ordering::Relaxed) - base + input;
+    drop(g);
+    peak
+}
+
+fn check<V: BuildVector>(what: &str, n: usize, dims: usize, peak: usize) {
+    let est = estimate_build_memory::<V>(n, dims, 16);
+    println!(
+        "{what}, n {n} dims {dims}: measured peak {peak} bytes, estimate {est} ({:.2}x)",
+        est as f64 / peak as f64
+    );
+    assert!(est >= peak, "estimate {est} below peak {peak}");
+    assert!(est <= 3 * peak, "estimate {est} far above peak {peak}");
+}
+
 #[test]
 fn estimate_covers_the_peak() {
     for (n, dims) in [(5000usize, 32usize), (2000, 384)] {
         let (data, _) = clustered(51, n, 0, dims, 20);
-        let items: Vec<(u64, Vec<f32>)> = data
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| (id_of(i), v))
-            .collect();
-        let params = Params::new(dims, Metric::L2);
-        let base = CURRENT.load(Ordering::Relaxed);
         // The input is part of what the estimate covers.
-        let input = n * (dims * 4 + 32);
-        PEAK.store(base, Ordering::Relaxed);
-        let mut g = build(&params, items, 2).unwrap();
-        g.order_for_locality(8);
-        let peak = PEAK.load(Ordering::Relaxed) - base + input;
-        let est = estimate_build_memory(n, dims, params.m);
-        println!(
-            "n {n} dims {dims}: measured peak {peak} bytes, estimate {est} ({:.2}x)",
-            est as f64 / peak as f64
-        );
-        assert!(est >= peak, "estimate {est} below peak {peak}");
-        assert!(est <= 3 * peak, "estimate {est} far above peak {peak}");
-        drop(g);
+        let params = Params::new(dims, Metric::L2);
+        let peak = measured_peak(&params, with_ids(&data), n * (dims * 4 + 32));
+        check::<Vec<f32>>("f32", n, dims, peak);
+
+        let params = Params::new(dims, Metric::Cosine);
+        let halves: Vec<(u64, UnitHalves)> = data
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (id_of(i), UnitHalves::of::<u64>(&params, v).unwrap()))
+            .collect();
+        let peak = measured_peak(&params, halves, n * (dims * 2 + 32));
+        check::<UnitHalves>("unit halves", n, dims, peak);
     }
 }

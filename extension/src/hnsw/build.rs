@@ -14,7 +14,7 @@
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use vigil_hnsw::build::{build, estimate_build_memory, Graph};
+use vigil_hnsw::build::{build, estimate_build_memory, BuildVector, Graph, UnitHalves};
 use vigil_hnsw::Params;
 
 use super::page::{self, element_size, neighbour_size, Encoding, Meta, Tid, META_BLOCK, PAGE_DATA};
@@ -43,12 +43,56 @@ fn progress(param: u32, value: i64) {
     unsafe { pg_sys::pgstat_progress_update_param(param as i32, value) }
 }
 
+/// The rows gathered for the in-memory build, their vectors held in the
+/// form the index stores: a cosine index's as unit halves (half the memory
+/// of f32, so twice the rows fit in `maintenance_work_mem`, and the build
+/// scores what the pages will hold), the others as given.
+enum Rows {
+    F32(Vec<(Tid, Vec<f32>)>),
+    Halves(Vec<(Tid, UnitHalves)>),
+}
+
+impl Rows {
+    fn new(encoding: Encoding) -> Rows {
+        match encoding {
+            Encoding::F32 => Rows::F32(Vec::new()),
+            Encoding::UnitF16 => Rows::Halves(Vec::new()),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Rows::F32(r) => r.len(),
+            Rows::Halves(r) => r.len(),
+        }
+    }
+
+    /// Bytes the build of `n` of them takes at most.
+    fn estimate(&self, n: usize, params: &Params) -> usize {
+        match self {
+            Rows::F32(_) => estimate_build_memory::<Vec<f32>>(n, params.dims, params.m),
+            Rows::Halves(_) => estimate_build_memory::<UnitHalves>(n, params.dims, params.m),
+        }
+    }
+
+    fn push(&mut self, index: pg_sys::Relation, params: &Params, heap: Tid, vector: &[f32]) {
+        match self {
+            Rows::F32(r) => r.push((heap, vector.to_vec())),
+            Rows::Halves(r) => {
+                let halves = UnitHalves::of::<usize>(params, vector)
+                    .unwrap_or_else(|e| raise(index, format!("row {heap:?}: {e}")));
+                r.push((heap, halves));
+            }
+        }
+    }
+}
+
 /// What the heap scan callback accumulates.
 struct BuildState {
     index: pg_sys::Relation,
     params: Params,
     /// Heap TIDs and vectors of the rows not yet written.
-    rows: Vec<(Tid, Vec<f32>)>,
+    rows: Rows,
     limit: usize,
     /// False once memory ran out: rows go straight to the pages.
     in_memory: bool,
@@ -72,7 +116,7 @@ pub unsafe extern "C-unwind" fn ambuild(
     let mut state = BuildState {
         index,
         params,
-        rows: Vec::new(),
+        rows: Rows::new(Encoding::for_metric(params.metric)),
         limit: (pg_sys::maintenance_work_mem as usize).saturating_mul(1024),
         in_memory: true,
         indexed: 0.0,
@@ -180,7 +224,7 @@ unsafe extern "C-unwind" fn build_callback(
         state.indexed += 1.0;
         return;
     }
-    let need = estimate_build_memory(state.rows.len() + 1, state.params.dims, state.params.m);
+    let need = state.rows.estimate(state.rows.len() + 1, &state.params);
     if need > state.limit {
         notice!(
             "vigil_hnsw graph no longer fits into maintenance_work_mem after {} rows; the rest are inserted one at a time (slower). Raise maintenance_work_mem to build in memory.",
@@ -193,21 +237,31 @@ unsafe extern "C-unwind" fn build_callback(
         state.indexed += 1.0;
         return;
     }
-    state.rows.push((heap, vector.to_vec()));
+    state.rows.push(state.index, &state.params, heap, vector);
 }
 
 /// Builds the gathered rows' graph and writes it after the meta page.
 fn write_graph(state: &mut BuildState) {
-    let rows = std::mem::take(&mut state.rows);
+    let encoding = Encoding::for_metric(state.params.metric);
+    state.indexed += match std::mem::replace(&mut state.rows, Rows::new(encoding)) {
+        Rows::F32(rows) => build_and_write(state.index, state.params, rows),
+        Rows::Halves(rows) => build_and_write(state.index, state.params, rows),
+    } as f64;
+}
+
+/// Builds the graph of `rows` and writes it; the number of rows written.
+fn build_and_write<V: BuildVector + ElementBytes>(
+    index: pg_sys::Relation,
+    params: Params,
+    rows: Vec<(Tid, V)>,
+) -> usize {
     if rows.is_empty() {
-        return;
+        return 0;
     }
-    let index = state.index;
-    let params = state.params;
     store::update_meta(index, |meta| meta.dims = params.dims as u32);
     progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_BUILD);
     let mut heap_tids = Vec::with_capacity(rows.len());
-    let items: Vec<(usize, Vec<f32>)> = rows
+    let items: Vec<(usize, V)> = rows
         .into_iter()
         .enumerate()
         .map(|(i, (heap, v))| {
@@ -222,12 +276,35 @@ fn write_graph(state: &mut BuildState) {
     progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_WRITE);
     progress(pg_sys::PROGRESS_CREATEIDX_TUPLES_TOTAL, graph.len() as i64);
     write_pages(index, &params, graph, &heap_tids);
-    state.indexed += heap_tids.len() as f64;
+    heap_tids.len()
+}
+
+/// An element item's bytes from a vector as the build holds it.
+trait ElementBytes {
+    fn element_item(&self, header: &page::ElementHeader, encoding: Encoding) -> Vec<u8>;
+}
+
+impl ElementBytes for Vec<f32> {
+    fn element_item(&self, header: &page::ElementHeader, encoding: Encoding) -> Vec<u8> {
+        page::encode_element(header, self, encoding)
+    }
+}
+
+impl ElementBytes for UnitHalves {
+    fn element_item(&self, header: &page::ElementHeader, _encoding: Encoding) -> Vec<u8> {
+        // Rows are held in halves only for an index that stores halves.
+        page::encode_halves_element(header, self.halves())
+    }
 }
 
 /// Lays the graph out ([`page::pack`]) and writes each page as one
 /// full-image WAL record, items in page and offset order.
-fn write_pages(index: pg_sys::Relation, params: &Params, graph: Graph<usize>, heap_tids: &[Tid]) {
+fn write_pages<V: BuildVector + ElementBytes>(
+    index: pg_sys::Relation,
+    params: &Params,
+    graph: Graph<usize, V>,
+    heap_tids: &[Tid],
+) {
     let m = params.m;
     let encoding = Encoding::for_metric(params.metric);
     let lens: Vec<(usize, usize)> = graph
@@ -265,14 +342,13 @@ fn write_pages(index: pg_sys::Relation, params: &Params, graph: Graph<usize>, he
     for (done, &(at, k, is_element)) in items.iter().enumerate() {
         let e = &graph.elements[k];
         let item = if is_element {
-            page::encode_element(
+            e.vector.element_item(
                 &page::ElementHeader {
                     level: e.level as u8,
                     flags: 0,
                     heap: heap[k],
                     neighbours: placed[k].1,
                 },
-                &e.vector,
                 encoding,
             )
         } else {

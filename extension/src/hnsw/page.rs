@@ -389,22 +389,30 @@ impl ElementHeader {
 
 /// Builds a whole element item.
 pub fn encode_element(header: &ElementHeader, vector: &[f32], encoding: Encoding) -> Vec<u8> {
-    let mut item = vec![0u8; element_size(vector.len(), encoding)];
-    header.encode(&mut item);
-    let body = &mut item[ELEMENT_HEADER..];
     match encoding {
         Encoding::F32 => {
-            for (chunk, x) in body.chunks_exact_mut(4).zip(vector) {
+            let mut item = vec![0u8; element_size(vector.len(), encoding)];
+            header.encode(&mut item);
+            for (chunk, x) in item[ELEMENT_HEADER..].chunks_exact_mut(4).zip(vector) {
                 chunk.copy_from_slice(&x.to_ne_bytes());
             }
+            item
         }
         Encoding::UnitF16 => {
             let mut halves = Vec::with_capacity(vector.len());
             unit_halves(vector, &mut halves);
-            for (chunk, h) in body.chunks_exact_mut(2).zip(&halves) {
-                chunk.copy_from_slice(&h.to_ne_bytes());
-            }
+            encode_halves_element(header, &halves)
         }
+    }
+}
+
+/// An element item of layout version 2 ([`Encoding::UnitF16`]) from its
+/// unit halves, made already ([`unit_halves`]; a bulk build holds them).
+pub fn encode_halves_element(header: &ElementHeader, halves: &[u16]) -> Vec<u8> {
+    let mut item = vec![0u8; element_size(halves.len(), Encoding::UnitF16)];
+    header.encode(&mut item);
+    for (chunk, h) in item[ELEMENT_HEADER..].chunks_exact_mut(2).zip(halves) {
+        chunk.copy_from_slice(&h.to_ne_bytes());
     }
     item
 }

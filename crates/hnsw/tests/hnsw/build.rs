@@ -1,7 +1,7 @@
 //! The parallel bulk build: edge cases and structure (recall is in recall.rs).
 
 use crate::common::*;
-use vigil_hnsw::build::build;
+use vigil_hnsw::build::{build, UnitHalves};
 use vigil_hnsw::{check, search, CheckOptions, Error, GraphStore, MemStore, Metric, Params};
 
 const STRICT: CheckOptions = CheckOptions {
@@ -12,7 +12,7 @@ const STRICT: CheckOptions = CheckOptions {
 #[test]
 fn empty_single_and_tiny() {
     let params = Params::new(4, Metric::L2);
-    let g = build::<u64>(&params, Vec::new(), 2).unwrap();
+    let g = build::<u64, Vec<f32>>(&params, Vec::new(), 2).unwrap();
     assert!(g.is_empty());
     assert_eq!(g.entry, None);
 
@@ -177,4 +177,46 @@ fn ordering_for_locality_keeps_the_graph_and_puts_linked_elements_together() {
     let mut again = g.clone();
     again.order_for_locality(8);
     assert_eq!(again, ordered);
+}
+
+#[test]
+fn unit_halves_are_checked_and_hold_what_a_cosine_page_holds() {
+    let params = Params::new(4, Metric::Cosine);
+    let h = UnitHalves::of::<u64>(&params, &[3.0, 0.0, -4.0, 0.0]).unwrap();
+    let mut expected = Vec::new();
+    vigil_hnsw::distance::unit_halves(&[3.0, 0.0, -4.0, 0.0], &mut expected);
+    assert_eq!(h.halves(), &expected[..]);
+    assert!(matches!(
+        UnitHalves::of::<u64>(&params, &[0.0; 4]),
+        Err(Error::InvalidVector(_))
+    ));
+    assert!(matches!(
+        UnitHalves::of::<u64>(&params, &[1.0, f32::NAN, 0.0, 0.0]),
+        Err(Error::InvalidVector(_))
+    ));
+    assert!(matches!(
+        UnitHalves::of::<u64>(&params, &[1.0; 3]),
+        Err(Error::Dimensions {
+            expected: 4,
+            got: 3
+        })
+    ));
+    let l2 = Params::new(4, Metric::L2);
+    assert!(matches!(
+        UnitHalves::of::<u64>(&l2, &[1.0; 4]),
+        Err(Error::Build(_))
+    ));
+    // A build over halves refuses another metric and another length too.
+    assert!(matches!(
+        build(&l2, vec![(1u64, h.clone())], 2),
+        Err(Error::Build(_))
+    ));
+    let wide = Params::new(5, Metric::Cosine);
+    assert!(matches!(
+        build(&wide, vec![(1u64, h)], 2),
+        Err(Error::Dimensions {
+            expected: 5,
+            got: 4
+        })
+    ));
 }

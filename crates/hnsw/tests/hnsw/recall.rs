@@ -6,8 +6,10 @@
 use std::time::Instant;
 
 use crate::common::*;
-use vigil_hnsw::build::build;
-use vigil_hnsw::{check, search, CheckOptions, MemStore, Metric, Params, DEFAULT_EF_SEARCH};
+use vigil_hnsw::build::{build, UnitHalves};
+use vigil_hnsw::{
+    check, search, CheckOptions, GraphStore, MemStore, Metric, Params, DEFAULT_EF_SEARCH,
+};
 
 fn measure(
     store: &MemStore<u64>,
@@ -92,4 +94,41 @@ fn recall_parallel_build_l2() {
 #[test]
 fn recall_parallel_build_inner_product() {
     parallel_build(Metric::InnerProduct, 3);
+}
+
+/// A cosine graph built over unit halves (as `CREATE INDEX` builds a cosine
+/// index) links as well as one built over f32: searched with the original
+/// vectors, its recall is the f32 graph's within a point.
+#[test]
+fn recall_parallel_build_cosine_over_unit_halves() {
+    let (data, queries) = clustered(1, N, QUERIES, DIMS, 50);
+    let params = Params::new(DIMS, Metric::Cosine);
+    let halves: Vec<(u64, UnitHalves)> = data
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (id_of(i), UnitHalves::of::<u64>(&params, v).unwrap()))
+        .collect();
+    let t = Instant::now();
+    let graph = build(&params, halves, 2).expect("build");
+    let secs = t.elapsed().as_secs_f64();
+    // The graph's links with the original vectors.
+    let mut store = MemStore::new();
+    for e in &graph.elements {
+        store
+            .insert_element(e.id, e.level, &data[idx_of(e.id)], &e.neighbours)
+            .unwrap();
+    }
+    store.set_entry_point(graph.entry).unwrap();
+    check(&store, &params, CheckOptions::default()).expect("check");
+    let (r, _) = measure(&store, &params, &data, &queries);
+
+    let f32_graph = build(&params, with_ids(&data), 2).expect("build");
+    let mut f32_store = MemStore::new();
+    f32_graph.load_into(&mut f32_store).expect("load");
+    let (r32, _) = measure(&f32_store, &params, &data, &queries);
+    println!("build over unit halves: recall@10 {r:.4} (f32 {r32:.4}), build {secs:.2}s");
+    assert!(
+        r >= 0.95 && r >= r32 - 0.01,
+        "recall {r} against {r32} over f32"
+    );
 }
