@@ -500,6 +500,21 @@ impl<'a, V: BuildVector> BuildStore<'a, V> {
 /// `&mut self`, the store is shared.
 struct View<'s, 'a, V>(&'s BuildStore<'a, V>);
 
+impl<V: BuildVector> View<'_, '_, V> {
+    /// The vector and what is known of element `id`.
+    fn element(&self, id: u32) -> Result<(&V, ElementMeta), BuildStoreError> {
+        let i = id as usize;
+        let (Some(v), Some(&level)) = (self.0.vectors.get(i), self.0.levels.get(i)) else {
+            return Err(BuildStoreError::Unknown(id));
+        };
+        let meta = ElementMeta {
+            level: usize::from(level),
+            deleted: false,
+        };
+        Ok((v, meta))
+    }
+}
+
 impl<V: BuildVector> GraphStore for View<'_, '_, V> {
     type Id = u32;
     type Error = BuildStoreError;
@@ -513,14 +528,7 @@ impl<V: BuildVector> GraphStore for View<'_, '_, V> {
         id: u32,
         f: impl FnOnce(ElementMeta, &[f32]) -> R,
     ) -> Result<R, BuildStoreError> {
-        let i = id as usize;
-        let (Some(v), Some(&level)) = (self.0.vectors.get(i), self.0.levels.get(i)) else {
-            return Err(BuildStoreError::Unknown(id));
-        };
-        let meta = ElementMeta {
-            level: usize::from(level),
-            deleted: false,
-        };
+        let (v, meta) = self.element(id)?;
         Ok(f(meta, &f32_of(v)))
     }
 
@@ -546,14 +554,7 @@ impl<V: BuildVector> GraphStore for View<'_, '_, V> {
             }
         }
         for &id in ids {
-            let i = id as usize;
-            let (Some(v), Some(&level)) = (self.0.vectors.get(i), self.0.levels.get(i)) else {
-                return Err(BuildStoreError::Unknown(id));
-            };
-            let meta = ElementMeta {
-                level: usize::from(level),
-                deleted: false,
-            };
+            let (v, meta) = self.element(id)?;
             f(id, meta, v.as_ref());
         }
         Ok(())

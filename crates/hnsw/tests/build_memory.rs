@@ -69,11 +69,7 @@ fn estimate_covers_the_peak() {
         check::<Vec<f32>>("f32", n, dims, peak);
 
         let params = Params::new(dims, Metric::Cosine);
-        let halves: Vec<(u64, UnitHalves)> = data
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (id_of(i), UnitHalves::of::<u64>(&params, v).unwrap()))
-            .collect();
+        let halves = with_ids_in_halves(&params, &data);
         let peak = measured_peak(&params, halves, n * (dims * 2 + 32));
         check::<UnitHalves>("unit halves", n, dims, peak);
     }

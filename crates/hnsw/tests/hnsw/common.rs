@@ -71,6 +71,22 @@ pub fn with_ids(data: &[Vec<f32>]) -> Vec<(u64, Vec<f32>)> {
         .collect()
 }
 
+/// `data` as build input in unit halves (cosine `params`), as [`with_ids`].
+pub fn with_ids_in_halves(
+    params: &vigil_hnsw::Params,
+    data: &[Vec<f32>],
+) -> Vec<(u64, vigil_hnsw::build::UnitHalves)> {
+    data.iter()
+        .enumerate()
+        .map(|(i, v)| {
+            (
+                id_of(i),
+                vigil_hnsw::build::UnitHalves::of::<u64>(params, v).unwrap(),
+            )
+        })
+        .collect()
+}
+
 /// Sparse, non-dense ids, as slot addresses would be.
 pub fn id_of(i: usize) -> u64 {
     ((i as u64 / 100) << 16) | (i as u64 % 100 + 1)

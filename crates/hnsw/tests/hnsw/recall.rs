@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use crate::common::*;
-use vigil_hnsw::build::{build, UnitHalves};
+use vigil_hnsw::build::build;
 use vigil_hnsw::{
     check, search, CheckOptions, GraphStore, MemStore, Metric, Params, DEFAULT_EF_SEARCH,
 };
@@ -103,11 +103,7 @@ fn recall_parallel_build_inner_product() {
 fn recall_parallel_build_cosine_over_unit_halves() {
     let (data, queries) = clustered(1, N, QUERIES, DIMS, 50);
     let params = Params::new(DIMS, Metric::Cosine);
-    let halves: Vec<(u64, UnitHalves)> = data
-        .iter()
-        .enumerate()
-        .map(|(i, v)| (id_of(i), UnitHalves::of::<u64>(&params, v).unwrap()))
-        .collect();
+    let halves = with_ids_in_halves(&params, &data);
     let t = Instant::now();
     let graph = build(&params, halves, 2).expect("build");
     let secs = t.elapsed().as_secs_f64();
