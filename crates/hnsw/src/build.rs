@@ -52,8 +52,6 @@ pub trait BuildVector: Clone + std::fmt::Debug + PartialEq + Send + Sync {
     fn dims(&self) -> usize;
     /// The vector as the build scores it.
     fn as_ref(&self) -> VectorRef<'_>;
-    /// The vector itself, when it is held in f32.
-    fn as_f32(&self) -> Option<&[f32]>;
     /// Checks it for `params` and brings it to the form the build scores
     /// (unit length under cosine).
     fn prepare<I: ElementId>(&mut self, params: &Params) -> Result<(), BuildError<I>>;
@@ -68,10 +66,6 @@ impl BuildVector for Vec<f32> {
 
     fn as_ref(&self) -> VectorRef<'_> {
         VectorRef::F32(self)
-    }
-
-    fn as_f32(&self) -> Option<&[f32]> {
-        Some(self)
     }
 
     fn prepare<I: ElementId>(&mut self, params: &Params) -> Result<(), BuildError<I>> {
@@ -120,10 +114,6 @@ impl BuildVector for UnitHalves {
 
     fn as_ref(&self) -> VectorRef<'_> {
         VectorRef::F16(&self.0)
-    }
-
-    fn as_f32(&self) -> Option<&[f32]> {
-        None
     }
 
     fn prepare<I: ElementId>(&mut self, params: &Params) -> Result<(), BuildError<I>> {
@@ -532,11 +522,8 @@ impl<V: BuildVector> GraphStore for View<'_, '_, V> {
         Ok(f(meta, &f32_of(v)))
     }
 
-    fn resident_vector(&self, id: u32) -> Option<&[f32]> {
-        self.0
-            .vectors
-            .get(id as usize)
-            .and_then(BuildVector::as_f32)
+    fn resident_vector(&self, id: u32) -> Option<VectorRef<'_>> {
+        self.0.vectors.get(id as usize).map(BuildVector::as_ref)
     }
 
     fn with_elements(

@@ -1,11 +1,10 @@
 //! Inserting one element (algorithm 1 of the paper), the neighbour-selection
 //! heuristic (algorithm 4) and level sampling.
 
-use std::borrow::Cow;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
-use crate::distance::Query;
+use crate::distance::{widen_halves, Query, VectorRef};
 use crate::search::{descend, score, search_layer, Scored};
 use crate::store::{EntryPoint, GraphStore};
 use crate::{Corruption, CorruptionKind, Metric, Params, StoreError, MAX_LEVEL};
@@ -89,7 +88,9 @@ pub(crate) fn select_from_store<S: GraphStore>(
     metric: Metric,
 ) -> Result<Vec<S::Id>, StoreError<S>> {
     // Kept candidates, each with whether a copy of it was kept beside it.
-    let mut kept: Vec<(S::Id, Cow<'_, [f32]>, bool)> = Vec::with_capacity(cap);
+    let mut kept: Vec<(S::Id, Kept<'_>, bool)> = Vec::with_capacity(cap);
+    // A candidate kept in halves, widened to be the query.
+    let mut wide = Vec::new();
     let mut pruned: Vec<S::Id> = Vec::new();
     let copy_metric = metric != Metric::InnerProduct;
     let (copies, candidates) = if copy_metric {
@@ -107,10 +108,11 @@ pub(crate) fn select_from_store<S: GraphStore>(
             let q = Query::new(metric, v);
             let mut twin = None;
             for (i, (_, k, has_twin)) in kept.iter().enumerate() {
+                let k = k.as_ref();
                 if k.len() != v.len() {
                     return None;
                 }
-                let d = q.distance(k);
+                let d = q.distance_to(k);
                 if copy_metric && d <= COPY_DISTANCE && !has_twin && twin.is_none() {
                     twin = Some(i);
                 } else if c.dist >= d {
@@ -120,10 +122,14 @@ pub(crate) fn select_from_store<S: GraphStore>(
             Some(twin)
         };
         let keep = match store.resident_vector(c.id) {
-            Some(v) => verdict(v).map(|twin| (twin, Cow::Borrowed(v))),
+            Some(r @ VectorRef::F32(v)) => verdict(v).map(|twin| (twin, Kept::Lent(r))),
+            Some(r @ VectorRef::F16(h)) => {
+                widen_halves(h, &mut wide);
+                verdict(&wide).map(|twin| (twin, Kept::Lent(r)))
+            }
             None => store
                 .with_element(c.id, |_, v| {
-                    verdict(v).map(|twin| (twin, Cow::Owned(v.to_vec())))
+                    verdict(v).map(|twin| (twin, Kept::Copied(v.to_vec())))
                 })
                 .map_err(StoreError::<S>::Storage)?,
         };
@@ -144,6 +150,22 @@ pub(crate) fn select_from_store<S: GraphStore>(
         out.extend(pruned.into_iter().take(room));
     }
     Ok(out)
+}
+
+/// A kept candidate's vector: lent by a store that keeps it in memory (as
+/// it keeps it, so halves are scored without widening), else copied.
+enum Kept<'s> {
+    Lent(VectorRef<'s>),
+    Copied(Vec<f32>),
+}
+
+impl Kept<'_> {
+    fn as_ref(&self) -> VectorRef<'_> {
+        match self {
+            Kept::Lent(r) => *r,
+            Kept::Copied(v) => VectorRef::F32(v),
+        }
+    }
 }
 
 /// `limit` of the base's `copies`, the same ones for the same candidates

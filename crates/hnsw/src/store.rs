@@ -81,11 +81,12 @@ pub trait GraphStore {
         Ok(())
     }
 
-    /// The element's vector for as long as the store is borrowed, from a
-    /// store that keeps vectors in memory; `None` (the default) where
-    /// vectors are only lent inside [`GraphStore::with_element`], as from
-    /// pages. Lets the neighbour heuristic compare vectors without copying.
-    fn resident_vector(&self, id: Self::Id) -> Option<&[f32]> {
+    /// The element's vector as it is kept, for as long as the store is
+    /// borrowed, from a store that keeps vectors in memory; `None` (the
+    /// default) where vectors are only lent inside
+    /// [`GraphStore::with_element`], as from pages. Lets the neighbour
+    /// heuristic compare vectors without copying them.
+    fn resident_vector(&self, id: Self::Id) -> Option<VectorRef<'_>> {
         let _ = id;
         None
     }
@@ -264,8 +265,8 @@ impl<I: ElementId> GraphStore for MemStore<I> {
         ))
     }
 
-    fn resident_vector(&self, id: I) -> Option<&[f32]> {
-        self.elements.get(&id).map(|e| e.vector.as_slice())
+    fn resident_vector(&self, id: I) -> Option<VectorRef<'_>> {
+        self.elements.get(&id).map(|e| VectorRef::F32(&e.vector))
     }
 
     fn neighbours(&self, id: I, layer: usize, out: &mut Vec<I>) -> Result<(), MemError> {
