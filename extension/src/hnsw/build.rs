@@ -45,8 +45,9 @@ fn progress(param: u32, value: i64) {
 
 /// The rows gathered for the in-memory build, their vectors held in the
 /// form the index stores: a cosine index's as unit halves (half the memory
-/// of f32, so twice the rows fit in `maintenance_work_mem`, and the build
-/// scores what the pages will hold), the others as given.
+/// of f32: at 384 dimensions about 1.5 times the rows fit in
+/// `maintenance_work_mem`; and the build scores what the pages will hold),
+/// the others as given.
 enum Rows {
     F32(Vec<(Tid, Vec<f32>)>),
     Halves(Vec<(Tid, UnitHalves)>),
