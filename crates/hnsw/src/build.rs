@@ -30,13 +30,12 @@
 //! (links above an element's level, lists shrunk by distance alone that
 //! lost the links between clusters). Ours is the graph `INSERT` would build.
 
-use std::borrow::Cow;
 use std::convert::Infallible;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
-use crate::distance::{normalize, prefetch_bytes, unit_halves, widen_halves};
+use crate::distance::{normalize, prefetch_bytes, unit_halves};
 use crate::insert::{plan_links, write_element, LevelRng};
 use crate::layout::{locality_order, Links};
 use crate::store::{ElementId, ElementMeta, ElementVisitor, EntryPoint, GraphStore, VectorRef};
@@ -132,18 +131,6 @@ impl BuildVector for UnitHalves {
     }
 }
 
-/// `v` in f32: borrowed when held so, else widened.
-fn f32_of<V: BuildVector>(v: &V) -> Cow<'_, [f32]> {
-    match v.as_ref() {
-        VectorRef::F32(f) => Cow::Borrowed(f),
-        VectorRef::F16(h) => {
-            let mut wide = Vec::with_capacity(h.len());
-            widen_halves(h, &mut wide);
-            Cow::Owned(wide)
-        }
-    }
-}
-
 /// One element of a built graph.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GraphElement<I, V = Vec<f32>> {
@@ -177,7 +164,7 @@ impl<I: ElementId, V: BuildVector> Graph<I, V> {
     pub fn load_into<S: GraphStore<Id = I>>(&self, store: &mut S) -> Result<(), StoreError<S>> {
         for e in &self.elements {
             store
-                .insert_element(e.id, e.level, &f32_of(&e.vector), &e.neighbours)
+                .insert_element(e.id, e.level, &e.vector.as_ref().to_f32(), &e.neighbours)
                 .map_err(StoreError::<S>::Storage)?;
         }
         store
@@ -436,7 +423,7 @@ impl<'a, V: BuildVector> BuildStore<'a, V> {
     /// [`write_element`] raises the entry point.
     fn insert_one(&self, params: &Params, id: u32) -> Result<(), String> {
         let level = usize::from(self.levels[id as usize]);
-        let vector = &*f32_of(&self.vectors[id as usize]);
+        let vector = &*self.vectors[id as usize].as_ref().to_f32();
         let run = || {
             let mut view = View(self);
             let lists = plan_links(&view, params, vector, level).map_err(|e| e.to_string())?;
@@ -519,7 +506,7 @@ impl<V: BuildVector> GraphStore for View<'_, '_, V> {
         f: impl FnOnce(ElementMeta, &[f32]) -> R,
     ) -> Result<R, BuildStoreError> {
         let (v, meta) = self.element(id)?;
-        Ok(f(meta, &f32_of(v)))
+        Ok(f(meta, &v.as_ref().to_f32()))
     }
 
     fn resident_vector(&self, id: u32) -> Option<VectorRef<'_>> {

@@ -12,6 +12,8 @@
 //! graph code checks dimensions before calling them, so a short vector read
 //! from a corrupt page is an error, never a wrong answer.
 
+use std::borrow::Cow;
+
 /// How distances are measured. Smaller is closer for every metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Metric {
@@ -311,11 +313,7 @@ impl<'a> Query<'a> {
                 let (ab, bb) = dot_and_norm_half(&self.vector[..n], &h[..n]);
                 cosine_from(ab, self.self_dot, bb)
             }
-            VectorRef::F16(h) => {
-                let mut v = Vec::with_capacity(h.len());
-                widen_halves(h, &mut v);
-                self.distance(&v)
-            }
+            VectorRef::F16(_) => self.distance(&v.to_f32()),
         }
     }
 }
@@ -328,7 +326,19 @@ pub enum VectorRef<'a> {
     F16(&'a [u16]),
 }
 
-impl VectorRef<'_> {
+impl<'a> VectorRef<'a> {
+    /// The vector in f32: lent as it is, or widened (exactly) into a copy.
+    pub fn to_f32(self) -> Cow<'a, [f32]> {
+        match self {
+            VectorRef::F32(v) => Cow::Borrowed(v),
+            VectorRef::F16(h) => {
+                let mut wide = Vec::with_capacity(h.len());
+                widen_halves(h, &mut wide);
+                Cow::Owned(wide)
+            }
+        }
+    }
+
     pub fn len(&self) -> usize {
         match self {
             VectorRef::F32(v) => v.len(),

@@ -193,9 +193,12 @@ pub(crate) fn read_vector<S: GraphStore>(
     params: &Params,
     id: S::Id,
 ) -> Result<Vec<f32>, StoreError<S>> {
-    let v = store
-        .with_element(id, |_, v| v.to_vec())
-        .map_err(StoreError::<S>::Storage)?;
+    let v = match store.resident_vector(id) {
+        Some(r) => r.to_f32().into_owned(),
+        None => store
+            .with_element(id, |_, v| v.to_vec())
+            .map_err(StoreError::<S>::Storage)?,
+    };
     if v.len() != params.dims {
         return Err(StoreError::<S>::Corrupt(Corruption {
             element: Some(id),

@@ -633,14 +633,7 @@ impl PageStore {
         id: Tid,
         f: impl FnOnce(ElementMeta, &[f32]) -> R,
     ) -> Result<R, PageError> {
-        self.visit_stored(locked, id, |meta, v| match v {
-            VectorRef::F32(v) => f(meta, v),
-            VectorRef::F16(h) => {
-                let mut wide = Vec::with_capacity(h.len());
-                vigil_hnsw::distance::widen_halves(h, &mut wide);
-                f(meta, &wide)
-            }
-        })
+        self.visit_stored(locked, id, |meta, v| f(meta, &v.to_f32()))
     }
 }
 
