@@ -348,9 +348,8 @@ fn parse_datetime(b: &[u8]) -> Option<Timestamp> {
     ))
 }
 
-/// Field access with `null` treated as absent.
 /// The transaction's fields as SPEC names them, in SPEC order.
-const FIELDS: [&str; 26] = [
+pub const FIELDS: [&str; 26] = [
     "email",
     "product",
     "amount",

@@ -192,37 +192,13 @@ fn arb_json() -> impl Strategy<Value = serde_json::Value> {
         )
         .prop_map(|s| serde_json::Value::String(s.into())),
     ];
-    let keys = proptest::sample::select(
-        &[
-            "email",
-            "product",
-            "amount",
-            "location",
-            "time",
-            "customerProfile",
-            "onlinePurchase",
-            "paymentMethod",
-            "shippingAddress",
-            "billingAddress",
-            "customerEmail",
-            "customerName",
-            "isVPN",
-            "clientBrowser",
-            "deviceType",
-            "ipAddress",
-            "deviceFingerprint",
-            "transactionFrequency",
-            "accountAge",
-            "emailDomain",
-            "addressMismatch",
-            "twoFactorAuth",
-            "referralSource",
-            "proxyOrVPN",
-            "orderQuantity",
-            "strictness",
-            "unknownField",
-        ][..],
-    );
+    // Every field SPEC names, and one it does not.
+    let keys: Vec<&'static str> = vigil_risk::input::FIELDS
+        .iter()
+        .copied()
+        .chain(["unknownField"])
+        .collect();
+    let keys = proptest::sample::select(keys);
     prop_oneof![
         9 => proptest::collection::btree_map(keys, leaf.clone(), 0..12)
             .prop_map(|m| serde_json::Value::Object(m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())),
