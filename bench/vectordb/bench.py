@@ -245,7 +245,8 @@ class MachineProfile:
 
 def sql_latencies():
     """One client in SQL, no HTTP: p50/p99/max of each search over the
-    labelled queries in the big database."""
+    labelled queries in the big database, and of the model alone on the same
+    queries: the machine's speed today, beside the figures it sets."""
     rows = [line.split("\t", 1)[1] for line in QUERY_LINES]
     script = f"""
 SET vigil.account = '{CREDS["account"]}';
@@ -257,6 +258,8 @@ DO $$
 DECLARE r record; t0 timestamptz;
 BEGIN
     FOR r IN SELECT query FROM q ORDER BY i LOOP
+        t0 := clock_timestamp(); PERFORM vigil.embed(r.query);
+        INSERT INTO t VALUES ('vigil.embed, the model alone', extract(epoch FROM clock_timestamp() - t0) * 1000);
         t0 := clock_timestamp(); PERFORM count(*) FROM vigil.query_embeddings(r.query, 'bench', 10);
         INSERT INTO t VALUES ('query_embeddings k 10', extract(epoch FROM clock_timestamp() - t0) * 1000);
         t0 := clock_timestamp(); PERFORM count(*) FROM vigil.keyword_search(r.query, 50, 'bench');
