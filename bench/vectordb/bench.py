@@ -111,6 +111,26 @@ def connect():
     return http.client.HTTPConnection(BASE.hostname, BASE.port, timeout=600)
 
 
+WAITS = {
+    "vigil_db_pool_wait_seconds": "for a database connection",
+    "vigil_query_embedding_wait_seconds": "for the query's embedding",
+}
+
+
+def waits():
+    """{histogram: (count, sum in seconds)} of the sidecar's histograms of
+    the time requests waited (`WAITS`), from its /metrics."""
+    conn = connect()
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    values = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        values[name] = value
+    return {h: (float(values[f"{h}_count"]), float(values[f"{h}_sum"])) for h in WAITS}
+
+
 def run_clients(items, clients, handle):
     """Hands `items` out, in order, to `clients` threads with a connection
     each, calling handle(conn, item); returns the seconds it all took. Any
@@ -377,13 +397,19 @@ def main():
                 kinds.append(("every query new", distinct))
             for kind, asked in kinds:
                 sampled = kind == "every query new" and os.environ.get("BENCH_PERF") == "1"
+                waited_before = waits()
                 with MachineProfile() if sampled else contextlib.nullcontext() as profile:
                     p50, p99, rate, fewest, timeouts, client_cpu = latencies(path, db, asked, QUERIES)
+                waited = {h: (c - waited_before[h][0], t - waited_before[h][1]) for h, (c, t) in waits().items()}
                 print(f"RESULT {path} over {n} records ({db}), {CLIENTS} clients, {QUERIES} requests, "
                       f"{kind}: p50 {p50:.1f} ms, p99 {p99:.1f} ms (of those answered), "
                       f"{rate:.0f} requests/s, fewest results {fewest}, {timeouts} over the time limit (503); "
                       f"this driver used {client_cpu:.0%} of one core",
                       flush=True)
+                for h, (count, total) in waited.items():
+                    if count > 0:
+                        print(f"  waiting {WAITS[h]} ({h}): {count:.0f} requests, "
+                              f"{1000 * total / count:.1f} ms on average", flush=True)
                 if fewest < 10 and n >= 10:
                     print(f"WRONG: {path} over {n} records answered a search with {fewest} results of 10", flush=True)
                 if profile:

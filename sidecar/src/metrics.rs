@@ -73,6 +73,8 @@ pub struct Metrics {
     query_cache_misses: Counter,
     /// Model calls that embedded search queries (batches of misses).
     query_batches: Counter,
+    /// How long a search waited for its query's embedding.
+    query_embedding_wait: Histogram,
 }
 
 /// The route pattern a request matched; "unmatched" for the 404 fallback.
@@ -155,6 +157,7 @@ impl Metrics {
             query_cache_hits: Counter::default(),
             query_cache_misses: Counter::default(),
             query_batches: Counter::default(),
+            query_embedding_wait: Histogram::new(LATENCY_BUCKETS),
         };
         m.registered()
     }
@@ -209,6 +212,11 @@ impl Metrics {
             "Model calls that embedded search queries; the mean batch is the misses over these",
             self.query_batches.clone(),
         );
+        r.register(
+            "vigil_query_embedding_wait_seconds",
+            "Time a search waited for the sidecar to embed its query: the batch queue and the model call",
+            self.query_embedding_wait.clone(),
+        );
         self
     }
 
@@ -239,6 +247,13 @@ impl Metrics {
     /// One model call for a batch of search queries.
     pub fn query_batch_embedded(&self) {
         self.query_batches.inc();
+    }
+
+    /// A search's query embedded for it, after `wait`. Under load this is
+    /// most of a new query's latency (README, "Where a new query's time
+    /// goes"), so it is what to watch when searches slow down.
+    pub fn query_embedding_waited(&self, wait: Duration) {
+        self.query_embedding_wait.observe(wait.as_secs_f64());
     }
 
     fn answered(&self, route: Route, method: &'static str, status: StatusCode, took: Duration) {

@@ -989,7 +989,12 @@ fn a_repeated_query_is_answered_from_kept_embeddings_alike() {
     me.create("kept");
     me.store_all("kept", &VARIED);
     let query = "how long until my order shows up at my door (cache test)";
+    let waits = metric(&me.env, "vigil_query_embedding_wait_seconds_count");
     let first = (me.query("kept", query), me.hybrid("kept", query, 5));
+    assert!(
+        metric(&me.env, "vigil_query_embedding_wait_seconds_count") >= waits + 1.0,
+        "the new query's wait for its embedding is in the histogram"
+    );
     let hits = counter(&me.env, "vigil_query_cache_hits");
     let again = (me.query("kept", query), me.hybrid("kept", query, 5));
     assert!(

@@ -11,6 +11,7 @@ mod records;
 mod requests;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -118,6 +119,7 @@ async fn query_vector(
         state.metrics.query_cache(true);
         return Ok(Some(kept));
     }
+    let started = Instant::now();
     let embedding = match &state.query_batcher {
         Some(batcher) => batcher.embed(query).await?,
         None if cache.enabled() => {
@@ -127,6 +129,7 @@ async fn query_vector(
         }
         None => return Ok(None),
     };
+    state.metrics.query_embedding_waited(started.elapsed());
     if cache.enabled() {
         state.metrics.query_cache(false);
         cache.put(query, Arc::clone(&embedding));
