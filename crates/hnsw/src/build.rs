@@ -87,11 +87,7 @@ impl UnitHalves {
     /// The unit halves of `v`, after the checks every indexed vector passes
     /// (dimensions, finite, not zero); cosine only.
     pub fn of<I: ElementId>(params: &Params, v: &[f32]) -> Result<UnitHalves, BuildError<I>> {
-        if params.metric != Metric::Cosine {
-            return Err(BuildError::<I>::Build(
-                "unit halves hold cosine vectors only".into(),
-            ));
-        }
+        cosine_only::<I>(params)?;
         params.validate_vector::<I, Infallible>(v)?;
         let mut halves = Vec::with_capacity(v.len());
         unit_halves(v, &mut halves);
@@ -101,6 +97,17 @@ impl UnitHalves {
     /// The half-precision bit patterns.
     pub fn halves(&self) -> &[u16] {
         &self.0
+    }
+}
+
+/// Refuses a metric other than cosine: halves are of the unit vector.
+fn cosine_only<I: ElementId>(params: &Params) -> Result<(), BuildError<I>> {
+    if params.metric == Metric::Cosine {
+        Ok(())
+    } else {
+        Err(BuildError::<I>::Build(
+            "unit halves hold cosine vectors only".into(),
+        ))
     }
 }
 
@@ -116,11 +123,7 @@ impl BuildVector for UnitHalves {
     }
 
     fn prepare<I: ElementId>(&mut self, params: &Params) -> Result<(), BuildError<I>> {
-        if params.metric != Metric::Cosine {
-            return Err(BuildError::<I>::Build(
-                "unit halves hold cosine vectors only".into(),
-            ));
-        }
+        cosine_only::<I>(params)?;
         if self.0.len() != params.dims {
             return Err(BuildError::<I>::Dimensions {
                 expected: params.dims,
