@@ -27,8 +27,9 @@ psql as the superuser on the bench cluster).
 
 BENCH_REUSE=1 keeps databases already stored at these sizes (searches only).
 BENCH_PERF=1 also samples the whole machine (`perf record -a -g`, 499 Hz)
-while the queries never asked before run, and prints where its time went:
-idle, ONNX Runtime, the rest of PostgreSQL, the sidecar, this driver.
+while each search of the big database runs (queries in turn, then new ones),
+and prints where its time went: idle, ONNX Runtime, the rest of PostgreSQL,
+the sidecar, this driver, as shares of the cores and per request.
 """
 
 import contextlib
@@ -246,7 +247,9 @@ class MachineProfile:
         self.perf.send_signal(signal.SIGINT)
         self.perf.wait()
 
-    def shares(self):
+    def shares(self, rate):
+        """Each part's share of both cores, and what that is per request at
+        `rate` requests a second."""
         out = subprocess.run(["perf", "report", "-i", self.data, "--no-children", "--sort", "comm,dso",
                               "-g", "none", "--stdio", "--percent-limit", "0"],
                              check=True, text=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
@@ -260,7 +263,9 @@ class MachineProfile:
             share, comm, dso = float(fields[0][:-1]), fields[1], " ".join(fields[2:])
             name = next((n for n, match in self.PARTS if match(comm, dso)), "other")
             totals[name] += share
-        return ", ".join(f"{name} {share:.0f}%" for name, share in totals.items())
+        cores = os.cpu_count()
+        return ", ".join(f"{name} {share:.0f}%" for name, share in totals.items()) + "; per request " + ", ".join(
+            f"{name} {share / 100 * cores / rate * 1000:.2f} ms" for name, share in totals.items() if name != "idle")
 
 
 def sql_latencies():
@@ -396,7 +401,7 @@ def main():
                 distinct = [f"{queries[i % len(queries)]} {words[i // len(queries)]}" for i in range(QUERIES)]
                 kinds.append(("every query new", distinct))
             for kind, asked in kinds:
-                sampled = kind == "every query new" and os.environ.get("BENCH_PERF") == "1"
+                sampled = db == "bench" and os.environ.get("BENCH_PERF") == "1"
                 waited_before = waits()
                 with MachineProfile() if sampled else contextlib.nullcontext() as profile:
                     p50, p99, rate, fewest, timeouts, client_cpu = latencies(path, db, asked, QUERIES)
@@ -413,7 +418,7 @@ def main():
                 if fewest < 10 and n >= 10:
                     print(f"WRONG: {path} over {n} records answered a search with {fewest} results of 10", flush=True)
                 if profile:
-                    print(f"PROFILE {path}, every query new, share of both cores: {profile.shares()}", flush=True)
+                    print(f"PROFILE {path}, {kind}, share of both cores: {profile.shares(rate)}", flush=True)
 
 
 if __name__ == "__main__":
