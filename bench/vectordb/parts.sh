@@ -10,17 +10,7 @@
 #
 #   bench/vectordb/parts.sh
 set -euo pipefail
-. "$(dirname "$0")/../../scripts/lib.sh"
-dir="$VIGIL_STATE/bench-vectordb"
-port="${BENCH_PG_PORT:-28818}"
-cluster="$("$VIGIL_ROOT/scripts/pg-cluster.sh" up "$dir" "$port")"
-trap '"$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir"' EXIT
-psql() { "$VIGIL_ROOT/scripts/pg-cluster.sh" psql "$dir" -X -q -At "$@"; }
-export DATABASE_URL="$(sed -n 's/^DATABASE_URL=//p' <<<"$cluster")"
-export VIGIL_ADMIN_DATABASE_URL="$(sed -n 's/^ADMIN_DATABASE_URL=//p' <<<"$cluster")"
-psql -f "$VIGIL_ROOT/bench/vectordb/prewarm.sql" >/dev/null
-account="bench@example.com"
-key="$("$VIGIL_ROOT/target/release/vigil-sidecar" user-keys create --rate-per-second 100000 --burst 100000 "$account" 2>/dev/null)"
+. "$(dirname "$0")/cluster.sh"
 psql <<SQL
 DROP TABLE IF EXISTS public.bench_parts;
 CREATE TABLE public.bench_parts AS
