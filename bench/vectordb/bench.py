@@ -24,6 +24,9 @@ psql as the superuser on the bench cluster).
    big database a second run asks only queries never asked before (the
    model runs for each). Then the same in a database holding 1% as many
    records as the big one, which must still answer `limit` records.
+   After each, from the sidecar's /metrics: how long its requests waited
+   for a connection and for their query's embedding, and how many queries
+   each model call embedded.
 
 BENCH_REUSE=1 keeps databases already stored at these sizes (searches only).
 BENCH_PERF=1 also samples the whole machine (`perf record -a -g`, 499 Hz)
@@ -120,7 +123,8 @@ WAITS = {
 
 def waits():
     """{histogram: (count, sum in seconds)} of the sidecar's histograms of
-    the time requests waited (`WAITS`), from its /metrics."""
+    the time requests waited (`WAITS`), from its /metrics; also the model
+    calls that embedded queries under "batches" as (calls, texts)."""
     conn = connect()
     conn.request("GET", "/metrics")
     text = conn.getresponse().read().decode()
@@ -129,7 +133,9 @@ def waits():
     for line in text.splitlines():
         name, _, value = line.partition(" ")
         values[name] = value
-    return {h: (float(values[f"{h}_count"]), float(values[f"{h}_sum"])) for h in WAITS}
+    found = {h: (float(values[f"{h}_count"]), float(values[f"{h}_sum"])) for h in WAITS}
+    found["batches"] = (float(values["vigil_query_batches_total"]), float(values["vigil_query_cache_misses_total"]))
+    return found
 
 
 def run_clients(items, clients, handle):
@@ -411,6 +417,10 @@ def main():
                       f"{rate:.0f} requests/s, fewest results {fewest}, {timeouts} over the time limit (503); "
                       f"this driver used {client_cpu:.0%} of one core",
                       flush=True)
+                calls, texts = waited.pop("batches")
+                if calls > 0:
+                    print(f"  the model's calls for queries: {calls:.0f}, {texts / calls:.2f} queries a call on average",
+                          flush=True)
                 for h, (count, total) in waited.items():
                     if count > 0:
                         print(f"  waiting {WAITS[h]} ({h}): {count:.0f} requests, "

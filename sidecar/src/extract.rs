@@ -131,6 +131,8 @@ pub struct Account {
     ip: IpAddr,
     credentials: AccountCredentials,
     db_name: String,
+    /// The request's rate-limit token is taken ([`Account::admit_early`]).
+    charged: bool,
 }
 
 /// The request's transaction, acting for the account (row-level security
@@ -164,12 +166,28 @@ impl<T: DeserializeOwned + Send> FromRequest<AppState> for AccountJson<T> {
                 account: context.account,
             },
             db_name,
+            charged: false,
         };
         Ok(AccountJson { account, body })
     }
 }
 
 impl Account {
+    /// Whether these credentials entered this database a moment ago, so the
+    /// request may do its costly work before [`Account::enter`] (which still
+    /// checks them): see `auth::Limits::admit_early`. Takes the rate-limit
+    /// token when so.
+    pub fn admit_early(&mut self) -> Result<bool, ApiError> {
+        if self.charged {
+            return Ok(true);
+        }
+        self.charged =
+            self.state
+                .limits
+                .admit_early(&self.credentials, Some(&self.db_name), self.ip)?;
+        Ok(self.charged)
+    }
+
     /// Begins the request's transaction and checks the credentials in it
     /// (401/403 otherwise, and the failure counts against the client address).
     pub async fn enter(&mut self) -> Result<Entered<'_>, ApiError> {
@@ -184,6 +202,7 @@ impl Account {
             &self.credentials,
             Some(&self.db_name),
             self.ip,
+            self.charged,
         )
         .await?;
         Ok(Entered {

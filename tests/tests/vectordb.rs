@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use vigil_e2e::{shared, Env, SidecarOptions};
 
 /// An account with a user key, and the sidecar it calls.
+#[derive(Clone)]
 struct Caller {
     env: Env,
     account: String,
@@ -1026,6 +1027,61 @@ fn a_repeated_query_is_answered_from_kept_embeddings_alike() {
         misses,
         "no cache, no misses counted"
     );
+}
+
+/// A search may queue its query for the model before it takes a connection
+/// when its credentials entered the account a moment ago, but every search
+/// is still checked in the database: a wrong key never gets its query
+/// embedded, and a key revoked right after a search is refused on the next
+/// one, after which it no longer reaches the model either.
+#[test]
+fn every_search_is_checked_and_refused_keys_do_not_reach_the_model() {
+    let me = caller("earlyentry");
+    me.create("early");
+    me.store_all("early", &VARIED[..3]);
+    // A sidecar of this test's own, so no other test moves its counters.
+    let mine = Caller {
+        env: me.env.with_sidecar(SidecarOptions::default()),
+        account: me.account.clone(),
+        user_key: me.user_key.clone(),
+    };
+    assert_eq!(mine.query("early", "reset my password").len(), 3);
+    let misses = || counter(&mine.env, "vigil_query_cache_misses");
+
+    let before = misses();
+    let (kept, last) = mine.user_key.split_at(mine.user_key.len() - 1);
+    let wrong = Caller {
+        user_key: format!("{kept}{}", if last == "x" { "y" } else { "x" }),
+        ..mine.clone()
+    };
+    assert_error(
+        wrong.send(
+            "/hybridSearch",
+            "early",
+            json!({"query": "never embedded (wrong key)"}),
+        ),
+        401,
+        "unknown_key",
+        "userKey",
+    );
+    assert_eq!(misses(), before, "a wrong key's query was not embedded");
+
+    mine.env.admin_ok(&["keys", "revoke", &mine.user_key[..11]]);
+    for query in [
+        "asked right after the revocation",
+        "asked once the refusal is known",
+    ] {
+        let at = misses();
+        assert_error(
+            mine.send("/queryEmbeddings", "early", json!({ "query": query })),
+            403,
+            "key_revoked",
+            "userKey",
+        );
+        if query.starts_with("asked once") {
+            assert_eq!(misses(), at, "the refused key's query was not embedded");
+        }
+    }
 }
 
 /// Each record's id and its similarity or score, to compare answers whose

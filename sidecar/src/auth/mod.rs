@@ -6,7 +6,10 @@
 //! themselves are the extension's SECURITY DEFINER functions
 //! `vigil.authenticate_api_key` and `vigil.enter_account`: the keys' hashes never
 //! leave the database. An API key that passed is believed for a moment
-//! ([`recent`]), so a busy client costs one check a second, not one a request. This module reads the credentials, turns each outcome
+//! ([`recent`]), so a busy client costs one check a second, not one a request;
+//! a user key that entered its account a moment ago lets a search queue for
+//! the model before it takes a connection ([`Limits::admit_early`]), and is
+//! checked in the database all the same. This module reads the credentials, turns each outcome
 //! into its status (401 missing or unknown, 403 not allowed here), and applies
 //! the rate limits: a token bucket per key, and one per client address that
 //! only failed attempts drain, so guessing keys is slow.
@@ -29,19 +32,27 @@ use deadpool_postgres::GenericClient;
 use crate::config::LimitArgs;
 use crate::error::ApiError;
 use rate::{retry_after_secs, Buckets, Quota};
-use recent::RecentKeys;
+use recent::Recent;
 
 /// The header that carries API keys.
 pub const API_KEY_HEADER: &str = "x-api-key";
 
-/// Authentication state shared by all requests: the rate limits, and the API
-/// keys that passed a moment ago.
+/// Authentication state shared by all requests: the rate limits, and the
+/// checks that passed a moment ago.
 pub struct Limits {
     per_key: Buckets<KeyRef>,
     failures: Buckets<IpAddr>,
     key_default: Quota,
     failure: Quota,
-    recent: RecentKeys,
+    recent: Recent<ApiCaller>,
+    recent_accounts: Recent<AccountPass>,
+}
+
+/// What entering an account found of the user key: its id and its limits.
+#[derive(Debug, Clone, Copy)]
+struct AccountPass {
+    key_id: i64,
+    quota: Quota,
 }
 
 /// A bucket's key: API and user keys have separate id spaces.
@@ -61,8 +72,30 @@ impl Limits {
                 args.auth_failures_per_minute / 60.0,
                 args.auth_failure_burst,
             )?,
-            recent: RecentKeys::new(Duration::from_millis(args.auth_cache_ms)),
+            recent: Recent::new(Duration::from_millis(args.auth_cache_ms)),
+            recent_accounts: Recent::new(Duration::from_millis(args.auth_cache_ms)),
         })
+    }
+
+    /// Whether a request may do costly work (a search's model call) before
+    /// it enters the account in the database: only when these credentials
+    /// entered it for `db` from `ip` within `--auth-cache-ms`. Then the key's
+    /// rate-limit token is taken here (a 429 before any work), and
+    /// [`enter_account`] must be told so (`charged`). The account is still
+    /// entered, and the key checked, in the request's transaction.
+    pub fn admit_early(
+        &self,
+        credentials: &AccountCredentials,
+        db: Option<&str>,
+        ip: IpAddr,
+    ) -> Result<bool, ApiError> {
+        self.refuse_locked_out(ip)?;
+        let check = credentials.check(db);
+        let Some(pass) = self.recent_accounts.get(&check, ip, Instant::now()) else {
+            return Ok(false);
+        };
+        self.take(KeyRef::User(pass.key_id), pass.quota)?;
+        Ok(true)
     }
 
     /// 429 if this address has used up its failed attempts.
@@ -141,7 +174,7 @@ pub async fn check_api_key(
         // Not visible ASCII, so no key of ours: unknown, without asking the database.
         Some(Err(_)) => return Err(limits.failed(ip, refusal("unknown", Credential::ApiKey))),
     };
-    if let Some(caller) = limits.recent.get(key, scope, ip, Instant::now()) {
+    if let Some(caller) = limits.recent.get(&[Some(key), scope], ip, Instant::now()) {
         tracing::Span::current().record("key", format!("api:{}", caller.key_id));
         limits.take(KeyRef::Api(caller.key_id), caller.quota)?;
         return Ok(caller);
@@ -170,7 +203,7 @@ pub async fn check_api_key(
     };
     limits
         .recent
-        .insert(key, scope, ip, &caller, Instant::now());
+        .insert(&[Some(key), scope], ip, caller.clone(), Instant::now());
     limits.take(KeyRef::Api(key_id), quota)?;
     Ok(caller)
 }
@@ -180,6 +213,13 @@ pub async fn check_api_key(
 pub struct AccountCredentials {
     pub user_key: Option<String>,
     pub account: Option<String>,
+}
+
+impl AccountCredentials {
+    /// What entering the account checks: these credentials, for `db`.
+    fn check<'a>(&'a self, db: Option<&'a str>) -> [Option<&'a str>; 3] {
+        [self.user_key.as_deref(), self.account.as_deref(), db]
+    }
 }
 
 impl fmt::Debug for AccountCredentials {
@@ -194,12 +234,14 @@ impl fmt::Debug for AccountCredentials {
 /// Checks the body credentials for database `db` inside the request's
 /// transaction; on success the rest of that transaction acts for the account
 /// (the database's row-level security keys on it). Returns the user key's id.
+/// `charged`: [`Limits::admit_early`] has taken this request's rate-limit token.
 pub async fn enter_account(
     limits: &Limits,
     tx: &impl GenericClient,
     credentials: &AccountCredentials,
     db: Option<&str>,
     ip: IpAddr,
+    charged: bool,
 ) -> Result<i64, ApiError> {
     limits.refuse_locked_out(ip)?;
     let user_key = credentials.user_key.as_deref().unwrap_or("");
@@ -219,15 +261,20 @@ pub async fn enter_account(
         .query_one(&statement, &[&account, &user_key, &db])
         .await?;
     let outcome: String = row.try_get(1)?;
+    let check = credentials.check(db);
     if outcome != "ok" {
+        limits.recent_accounts.remove(&check, ip);
         return Err(limits.failed(ip, refusal(&outcome, Credential::UserKey)));
     }
     let key_id: i64 = row.try_get(0)?;
     tracing::Span::current().record("key", format!("user:{key_id}"));
-    limits.take(
-        KeyRef::User(key_id),
-        limits.quota_of(row.try_get(2)?, row.try_get(3)?),
-    )?;
+    let quota = limits.quota_of(row.try_get(2)?, row.try_get(3)?);
+    limits
+        .recent_accounts
+        .insert(&check, ip, AccountPass { key_id, quota }, Instant::now());
+    if !charged {
+        limits.take(KeyRef::User(key_id), quota)?;
+    }
     Ok(key_id)
 }
 
@@ -317,4 +364,84 @@ fn refusal(outcome: &str, credential: Credential) -> ApiError {
         }
     };
     ApiError::new(status, code, message).with_field(field)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(auth_cache_ms: u64) -> Limits {
+        Limits::new(&LimitArgs {
+            rate_per_second: 1.0,
+            rate_burst: 1,
+            auth_failures_per_minute: 10.0,
+            auth_failure_burst: 10,
+            auth_cache_ms,
+        })
+        .unwrap()
+    }
+
+    fn credentials(user_key: &str, account: &str) -> AccountCredentials {
+        AccountCredentials {
+            user_key: Some(user_key.into()),
+            account: Some(account.into()),
+        }
+    }
+
+    /// What `enter_account` remembers when the database lets `who` in.
+    fn passed(limits: &Limits, who: &AccountCredentials, db: &str, ip: IpAddr) {
+        let pass = AccountPass {
+            key_id: 7,
+            quota: Quota::new(1.0, 1).unwrap(),
+        };
+        let check = who.check(Some(db));
+        limits
+            .recent_accounts
+            .insert(&check, ip, pass, Instant::now());
+    }
+
+    #[test]
+    fn only_credentials_that_just_entered_are_admitted_early() {
+        let limits = limits(1000);
+        let (me, ip) = (credentials("vu_a", "a@x.org"), IpAddr::from([10, 0, 0, 1]));
+        assert!(!limits.admit_early(&me, Some("notes"), ip).unwrap());
+        passed(&limits, &me, "notes", ip);
+        for (who, db, from) in [
+            (credentials("vu_b", "a@x.org"), "notes", ip),
+            (credentials("vu_a", "b@x.org"), "notes", ip),
+            (credentials("vu_a", "a@x.org"), "other", ip),
+            (
+                credentials("vu_a", "a@x.org"),
+                "notes",
+                IpAddr::from([10, 0, 0, 2]),
+            ),
+        ] {
+            assert!(!limits.admit_early(&who, Some(db), from).unwrap());
+        }
+        assert!(limits.admit_early(&me, Some("notes"), ip).unwrap());
+        // A refusal in the database forgets the pass at once.
+        limits.recent_accounts.remove(&me.check(Some("notes")), ip);
+        assert!(!limits.admit_early(&me, Some("notes"), ip).unwrap());
+    }
+
+    #[test]
+    fn an_early_admission_takes_the_rate_limit_token_first() {
+        let limits = limits(1000);
+        let (me, ip) = (credentials("vu_a", "a@x.org"), IpAddr::from([10, 0, 0, 1]));
+        passed(&limits, &me, "notes", ip);
+        assert!(limits.admit_early(&me, Some("notes"), ip).unwrap());
+        let refused = limits.admit_early(&me, Some("notes"), ip).unwrap_err();
+        assert_eq!(
+            (refused.status, refused.code),
+            (StatusCode::TOO_MANY_REQUESTS, "rate_limited")
+        );
+    }
+
+    #[test]
+    fn with_the_cache_off_nothing_is_admitted_early() {
+        let limits = limits(0);
+        let (me, ip) = (credentials("vu_a", "a@x.org"), IpAddr::from([10, 0, 0, 1]));
+        passed(&limits, &me, "notes", ip);
+        assert!(!limits.admit_early(&me, Some("notes"), ip).unwrap());
+    }
 }

@@ -1,13 +1,18 @@
-//! API key checks that passed a moment ago, so a busy key is not checked in
-//! the database on every request.
+//! Credential checks that passed a moment ago.
 //!
-//! Only successes are remembered, for `--auth-cache-ms` (1 s by default; 0
-//! turns it off): a key revoked, expired, or given other scopes or addresses
-//! is refused at most that long later. Failures always go to the database and
+//! An API key that passed is believed for `--auth-cache-ms` (1 s by default;
+//! 0 turns it off), so a busy key is not checked in the database on every
+//! request: a key revoked, expired, or given other scopes or addresses is
+//! refused at most that long later. A user key that entered its account is
+//! remembered for as long, but only so a search may queue its query for the
+//! model before it takes a connection: the account is still entered in the
+//! database on every request, and a refusal forgets the pass at once.
+//!
+//! Only successes are remembered. Failures always go to the database and
 //! count against the client address. An entry is keyed by a SHA-256 of the
-//! key, the scope asked for and the client address, so the map holds no key
-//! and a hit means the same check on the same key from the same place.
-//! Per-key rate limits apply on every request, hit or not.
+//! credentials, what they were checked for and the client address, so the
+//! map holds no key and a hit means the same check on the same key from the
+//! same place. Per-key rate limits apply on every request, hit or not.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -16,32 +21,41 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use super::ApiCaller;
-
 /// Entries kept at most; beyond it expired ones are dropped, and if all are
 /// fresh the map starts over.
 const CAPACITY: usize = 10_000;
 
-pub struct RecentKeys {
+/// What a check was about: the credentials and what they were checked for,
+/// each part present or absent.
+pub type Check<'a> = [Option<&'a str>];
+
+/// Passes of one kind of check, each with what the check found (`V`).
+pub struct Recent<V> {
     ttl: Duration,
-    entries: Mutex<HashMap<[u8; 32], (Instant, ApiCaller)>>,
+    entries: Mutex<HashMap<[u8; 32], (Instant, V)>>,
 }
 
-impl RecentKeys {
-    pub fn new(ttl: Duration) -> RecentKeys {
-        RecentKeys {
+impl<V: Clone> Recent<V> {
+    pub fn new(ttl: Duration) -> Recent<V> {
+        Recent {
             ttl,
             entries: Mutex::new(HashMap::new()),
         }
     }
 
-    fn id(key: &str, scope: Option<&str>, ip: IpAddr) -> [u8; 32] {
+    /// Each part as its length then its bytes (an absent one as a length no
+    /// text has), so no two different checks digest alike.
+    fn id(check: &Check<'_>, ip: IpAddr) -> [u8; 32] {
         let mut digest = Sha256::new();
-        digest.update(key.as_bytes());
-        // NUL cannot occur in a key or a scope, so the parts cannot run together.
-        digest.update([0]);
-        digest.update(scope.unwrap_or("").as_bytes());
-        digest.update([0, u8::from(scope.is_some())]);
+        for part in check {
+            match part {
+                Some(text) => {
+                    digest.update((text.len() as u64).to_le_bytes());
+                    digest.update(text.as_bytes());
+                }
+                None => digest.update(u64::MAX.to_le_bytes()),
+            }
+        }
         match ip {
             IpAddr::V4(v4) => digest.update(v4.octets()),
             IpAddr::V6(v6) => digest.update(v6.octets()),
@@ -49,38 +63,25 @@ impl RecentKeys {
         digest.finalize().into()
     }
 
-    /// The caller `key` was found to be, if that check passed within the TTL.
-    pub fn get(
-        &self,
-        key: &str,
-        scope: Option<&str>,
-        ip: IpAddr,
-        now: Instant,
-    ) -> Option<ApiCaller> {
+    /// What `check` found, if it passed from `ip` within the TTL.
+    pub fn get(&self, check: &Check<'_>, ip: IpAddr, now: Instant) -> Option<V> {
         if self.ttl.is_zero() {
             return None;
         }
-        let id = Self::id(key, scope, ip);
+        let id = Self::id(check, ip);
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries
             .get(&id)
             .filter(|(at, _)| now.saturating_duration_since(*at) < self.ttl)
-            .map(|(_, caller)| caller.clone())
+            .map(|(_, found)| found.clone())
     }
 
     /// Remembers a check that passed.
-    pub fn insert(
-        &self,
-        key: &str,
-        scope: Option<&str>,
-        ip: IpAddr,
-        caller: &ApiCaller,
-        now: Instant,
-    ) {
+    pub fn insert(&self, check: &Check<'_>, ip: IpAddr, found: V, now: Instant) {
         if self.ttl.is_zero() {
             return;
         }
-        let id = Self::id(key, scope, ip);
+        let id = Self::id(check, ip);
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         if entries.len() >= CAPACITY {
             entries.retain(|_, (at, _)| now.saturating_duration_since(*at) < self.ttl);
@@ -88,7 +89,17 @@ impl RecentKeys {
                 entries.clear();
             }
         }
-        entries.insert(id, (now, caller.clone()));
+        entries.insert(id, (now, found));
+    }
+
+    /// Forgets a pass: the same check has just failed.
+    pub fn remove(&self, check: &Check<'_>, ip: IpAddr) {
+        if self.ttl.is_zero() {
+            return;
+        }
+        let id = Self::id(check, ip);
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.remove(&id);
     }
 }
 
@@ -96,6 +107,9 @@ impl RecentKeys {
 mod tests {
     use super::*;
     use crate::auth::rate::Quota;
+    use crate::auth::ApiCaller;
+
+    type RecentKeys = Recent<ApiCaller>;
 
     fn caller(key_id: i64) -> ApiCaller {
         ApiCaller {
@@ -112,17 +126,22 @@ mod tests {
     fn a_pass_is_remembered_for_the_ttl_only() {
         let recent = RecentKeys::new(Duration::from_secs(1));
         let (ip, t0) = (IpAddr::from([10, 0, 0, 1]), Instant::now());
-        assert!(recent.get("vk_a", Some("transaction"), ip, t0).is_none());
-        recent.insert("vk_a", Some("transaction"), ip, &caller(7), t0);
+        assert!(recent
+            .get(&[Some("vk_a"), Some("transaction")], ip, t0)
+            .is_none());
+        recent.insert(&[Some("vk_a"), Some("transaction")], ip, caller(7), t0);
         let hit = recent.get(
-            "vk_a",
-            Some("transaction"),
+            &[Some("vk_a"), Some("transaction")],
             ip,
             t0 + Duration::from_millis(999),
         );
         assert_eq!(hit.map(|c| c.key_id), Some(7));
         assert!(recent
-            .get("vk_a", Some("transaction"), ip, t0 + Duration::from_secs(1))
+            .get(
+                &[Some("vk_a"), Some("transaction")],
+                ip,
+                t0 + Duration::from_secs(1)
+            )
             .is_none());
     }
 
@@ -130,12 +149,20 @@ mod tests {
     fn another_key_scope_or_address_is_a_miss() {
         let recent = RecentKeys::new(Duration::from_secs(1));
         let (ip, t0) = (IpAddr::from([10, 0, 0, 1]), Instant::now());
-        recent.insert("vk_a", Some("transaction"), ip, &caller(7), t0);
-        assert!(recent.get("vk_b", Some("transaction"), ip, t0).is_none());
-        assert!(recent.get("vk_a", Some("identity"), ip, t0).is_none());
-        assert!(recent.get("vk_a", None, ip, t0).is_none());
+        recent.insert(&[Some("vk_a"), Some("transaction")], ip, caller(7), t0);
         assert!(recent
-            .get("vk_a", Some("transaction"), IpAddr::from([10, 0, 0, 2]), t0)
+            .get(&[Some("vk_b"), Some("transaction")], ip, t0)
+            .is_none());
+        assert!(recent
+            .get(&[Some("vk_a"), Some("identity")], ip, t0)
+            .is_none());
+        assert!(recent.get(&[Some("vk_a"), None], ip, t0).is_none());
+        assert!(recent
+            .get(
+                &[Some("vk_a"), Some("transaction")],
+                IpAddr::from([10, 0, 0, 2]),
+                t0
+            )
             .is_none());
     }
 
@@ -143,8 +170,20 @@ mod tests {
     fn a_zero_ttl_remembers_nothing() {
         let recent = RecentKeys::new(Duration::ZERO);
         let (ip, t0) = (IpAddr::from([10, 0, 0, 1]), Instant::now());
-        recent.insert("vk_a", None, ip, &caller(7), t0);
-        assert!(recent.get("vk_a", None, ip, t0).is_none());
+        recent.insert(&[Some("vk_a"), None], ip, caller(7), t0);
+        assert!(recent.get(&[Some("vk_a"), None], ip, t0).is_none());
+    }
+
+    #[test]
+    fn parts_cannot_run_together_and_a_failure_forgets() {
+        let recent = RecentKeys::new(Duration::from_secs(1));
+        let (ip, t0) = (IpAddr::from([10, 0, 0, 1]), Instant::now());
+        recent.insert(&[Some("ab"), Some("c")], ip, caller(7), t0);
+        assert!(recent.get(&[Some("a"), Some("bc")], ip, t0).is_none());
+        assert!(recent.get(&[Some("ab"), Some("c"), None], ip, t0).is_none());
+        assert!(recent.get(&[Some("ab"), Some("c")], ip, t0).is_some());
+        recent.remove(&[Some("ab"), Some("c")], ip);
+        assert!(recent.get(&[Some("ab"), Some("c")], ip, t0).is_none());
     }
 
     #[test]
@@ -152,11 +191,15 @@ mod tests {
         let recent = RecentKeys::new(Duration::from_secs(60));
         let (ip, t0) = (IpAddr::from([10, 0, 0, 1]), Instant::now());
         for i in 0..CAPACITY + 10 {
-            recent.insert(&format!("vk_{i}"), None, ip, &caller(1), t0);
+            recent.insert(&[Some(format!("vk_{i}").as_str()), None], ip, caller(1), t0);
         }
         assert!(recent.entries.lock().unwrap().len() <= CAPACITY);
         assert!(recent
-            .get(&format!("vk_{}", CAPACITY + 9), None, ip, t0)
+            .get(
+                &[Some(format!("vk_{}", CAPACITY + 9).as_str()), None],
+                ip,
+                t0
+            )
             .is_some());
     }
 }

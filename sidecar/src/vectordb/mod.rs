@@ -23,7 +23,7 @@ use tokio_postgres::Row;
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{AccountJson, BodyCredentials, Entered, NoFields};
+use crate::extract::{Account, AccountJson, BodyCredentials, Entered, NoFields};
 use crate::openapi::{AuthRefusals, BodyRefusals};
 use crate::state::AppState;
 use records::{all, DeletedDatabase, ListedRecord, Record, ScoredRecord, SimilarRecord};
@@ -105,13 +105,36 @@ async fn call(
     Ok(rows)
 }
 
-/// The embedding of `query` for a search in `tx`: the one kept in the
-/// sidecar's cache, or computed in the next batch of queries (or in `tx` when
-/// batching is off), and kept. `None` when neither caches nor batches: the
-/// search embeds the query itself.
+/// Enters the account and finds the embedding of the search's `query`
+/// ([`query_vector`]). When these credentials entered the account a moment
+/// ago (`Account::admit_early`) and queries are batched, the query waits for
+/// its batch before the request takes a connection: a search then holds no
+/// connection while the model runs, and a batch takes every search waiting
+/// for one, not only those holding connections (the pool is a few per
+/// core). README, "Queries embedded before the connection", has the
+/// figures. Otherwise the account is entered first, so the model never runs
+/// for credentials the database has not passed.
+async fn enter_with_query_vector<'a>(
+    state: &AppState,
+    account: &'a mut Account,
+    query: &str,
+) -> Result<(Entered<'a>, Option<Arc<[f32]>>), ApiError> {
+    if state.query_batcher.is_some() && account.admit_early()? {
+        let vector = query_vector(state, None, query).await?;
+        return Ok((account.enter().await?, vector));
+    }
+    let entered = account.enter().await?;
+    let vector = query_vector(state, Some(&entered.tx), query).await?;
+    Ok((entered, vector))
+}
+
+/// The embedding of `query` for a search: the one kept in the sidecar's
+/// cache, or computed in the next batch of queries (or in `tx`, when given,
+/// if batching is off), and kept. `None` when neither caches nor batches (or
+/// batching is off and there is no `tx`): the search embeds the query itself.
 async fn query_vector(
     state: &AppState,
-    tx: &deadpool_postgres::Transaction<'_>,
+    tx: Option<&deadpool_postgres::Transaction<'_>>,
     query: &str,
 ) -> Result<Option<Arc<[f32]>>, ApiError> {
     let cache = &state.query_cache;
@@ -120,14 +143,14 @@ async fn query_vector(
         return Ok(Some(kept));
     }
     let started = Instant::now();
-    let embedding = match &state.query_batcher {
-        Some(batcher) => batcher.embed(query).await?,
-        None if cache.enabled() => {
+    let embedding = match (&state.query_batcher, tx) {
+        (Some(batcher), _) => batcher.embed(query).await?,
+        (None, Some(tx)) if cache.enabled() => {
             let statement = tx.prepare_cached("SELECT vigil.embed($1)").await?;
             let embedding: Vec<f32> = tx.query_one(&statement, &[&query]).await?.try_get(0)?;
             Arc::from(embedding)
         }
-        None => return Ok(None),
+        (None, _) => return Ok(None),
     };
     state.metrics.query_embedding_waited(started.elapsed());
     if cache.enabled() {
@@ -269,11 +292,10 @@ pub async fn query_embeddings(
     State(state): State<AppState>,
     AccountJson { mut account, body }: AccountJson<Search>,
 ) -> Result<Json<Vec<SimilarRecord>>, ApiError> {
-    let entered = account.enter().await?;
-    let db = entered.db_name;
     let query = required_text(body.query, "query")?;
+    let (entered, vector) = enter_with_query_vector(&state, &mut account, &query).await?;
+    let db = entered.db_name;
     let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
-    let vector = query_vector(&state, &entered.tx, &query).await?;
     let vector = vector.as_deref();
     let rows = call(
         entered,
@@ -303,10 +325,9 @@ pub async fn hybrid_search(
     State(state): State<AppState>,
     AccountJson { mut account, body }: AccountJson<HybridSearch>,
 ) -> Result<Json<Vec<ScoredRecord>>, ApiError> {
-    let entered = account.enter().await?;
-    let db = entered.db_name;
     let query = required_text(body.query, "query")?;
-    let vector = query_vector(&state, &entered.tx, &query).await?;
+    let (entered, vector) = enter_with_query_vector(&state, &mut account, &query).await?;
+    let db = entered.db_name;
     let vector = vector.as_deref();
     let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
     // The extension checks the fusion and the weights and names the field.
