@@ -15,9 +15,10 @@
 #            client and at each of AB_CLIENTS (16; a list such as "2 16"
 #            also measures one client per core), pgbench as bench-hnsw runs it
 #            (its clients*.sql, prepared, AB_SECONDS (8) s each), the two
-#            ratios; with AB_PERF=1 also each run's server CPU per query:
-#            `perf record -a` samples of PostgreSQL's processes over the
-#            queries answered (sampling at perf's default 4,000 Hz).
+#            ratios; with AB_CPU=1 also each run's server CPU per query:
+#            the CPU time of the backends that served it (the kernel's own
+#            count, which the postmaster collects as they exit) over the
+#            queries answered.
 # AB_ROUNDS (2) rounds alternate the builds. The last .so named stays installed.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -54,25 +55,30 @@ SQL
 }
 
 # Queries/s of pgbench with $1 clients on bench-hnsw's script $2, and with
-# AB_PERF=1 the server CPU per query in ms after it.
+# AB_CPU=1 the server CPU per query in ms after it.
 clients_run() {
-    local c="$1" script="$dir/$2" tps samples seconds="${AB_SECONDS:-8}"
+    local c="$1" script="$dir/$2" tps n before=0 after
     [ -f "$script" ] || die "no $script: run BENCH_DATASETS=real scripts/bench-hnsw.sh first"
-    hnsw_pgbench "$dir" "$c" "$seconds" "$script" > "$dir/ab-pgbench.out" 2>&1 &
-    local bench=$!
-    if [ "${AB_PERF:-0}" = 1 ]; then
-        sleep 1   # past the connections' start; the sample is the middle of the run
-        perf record -a -o "$dir/ab-perf.data" -- sleep "$(( seconds - 2 ))" >/dev/null 2>&1
-    fi
-    wait "$bench" || die "pgbench failed: $(cat "$dir/ab-pgbench.out")"
+    [ "${AB_CPU:-0}" = 1 ] && before="$(children_cpu_ticks)"
+    hnsw_pgbench "$dir" "$c" "${AB_SECONDS:-8}" "$script" > "$dir/ab-pgbench.out" 2>&1 \
+        || die "pgbench failed: $(cat "$dir/ab-pgbench.out")"
     tps="$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$dir/ab-pgbench.out")"
-    if [ "${AB_PERF:-0}" = 1 ]; then
-        samples="$(perf report -i "$dir/ab-perf.data" --sort comm --no-children -F sample,comm 2>/dev/null \
-            | awk '$2 == "postgres" { print $1 }')"
-        echo "$tps $(awk -v s="$samples" -v t="$tps" -v d="$(( seconds - 2 ))" 'BEGIN { printf "%.3f", s / 4 / (d * t) }')"
+    if [ "${AB_CPU:-0}" = 1 ]; then
+        # The backends' CPU reaches the postmaster's count once each has exited.
+        while [ "$(psql -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'")" != 1 ]; do
+            sleep 0.05
+        done
+        after="$(children_cpu_ticks)"
+        n="$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$dir/ab-pgbench.out")"
+        echo "$tps $(awk -v t="$((after - before))" -v hz="$(getconf CLK_TCK)" -v n="$n" 'BEGIN { printf "%.3f", t / hz * 1000 / n }')"
     else
         echo "$tps"
     fi
+}
+
+# User and system CPU ticks of the postmaster's exited children (backends).
+children_cpu_ticks() {
+    awk '{ print $16 + $17 }' "/proc/$(head -1 "$dir/data/postmaster.pid")/stat"
 }
 
 for _ in $(seq "${AB_ROUNDS:-2}"); do
