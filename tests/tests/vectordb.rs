@@ -1065,6 +1065,19 @@ fn every_search_is_checked_and_refused_keys_do_not_reach_the_model() {
         "userKey",
     );
     assert_eq!(misses(), before, "a wrong key's query was not embedded");
+    // Credentials are refused before the query, also for a recent pass.
+    assert_error(
+        wrong.send("/queryEmbeddings", "early", json!({})),
+        401,
+        "unknown_key",
+        "userKey",
+    );
+    assert_error(
+        mine.send("/queryEmbeddings", "early", json!({})),
+        400,
+        "invalid_field",
+        "query",
+    );
 
     mine.env.admin_ok(&["keys", "revoke", &mine.user_key[..11]]);
     for query in [

@@ -105,27 +105,33 @@ async fn call(
     Ok(rows)
 }
 
-/// Enters the account and finds the embedding of the search's `query`
+/// Enters the account, checks the search's `query` and finds its embedding
 /// ([`query_vector`]). When these credentials entered the account a moment
 /// ago (`Account::admit_early`) and queries are batched, the query waits for
 /// its batch before the request takes a connection: a search then holds no
 /// connection while the model runs, and a batch takes every search waiting
 /// for one, not only those holding connections (the pool is a few per
 /// core). README, "Queries embedded before the connection", has the
-/// figures. Otherwise the account is entered first, so the model never runs
-/// for credentials the database has not passed.
+/// figures. Otherwise, and for a query that would be refused, the account
+/// is entered first: the model never runs for credentials the database has
+/// not passed, and bad credentials are refused before a bad query.
 async fn enter_with_query_vector<'a>(
     state: &AppState,
     account: &'a mut Account,
-    query: &str,
-) -> Result<(Entered<'a>, Option<Arc<[f32]>>), ApiError> {
-    if state.query_batcher.is_some() && account.admit_early()? {
-        let vector = query_vector(state, None, query).await?;
-        return Ok((account.enter().await?, vector));
+    query: Option<String>,
+) -> Result<(Entered<'a>, String, Option<Arc<[f32]>>), ApiError> {
+    if state.query_batcher.is_some() {
+        if let Ok(query) = required_text(query.clone(), "query") {
+            if account.admit_early()? {
+                let vector = query_vector(state, None, &query).await?;
+                return Ok((account.enter().await?, query, vector));
+            }
+        }
     }
     let entered = account.enter().await?;
-    let vector = query_vector(state, Some(&entered.tx), query).await?;
-    Ok((entered, vector))
+    let query = required_text(query, "query")?;
+    let vector = query_vector(state, Some(&entered.tx), &query).await?;
+    Ok((entered, query, vector))
 }
 
 /// The embedding of `query` for a search: the one kept in the sidecar's
@@ -292,8 +298,8 @@ pub async fn query_embeddings(
     State(state): State<AppState>,
     AccountJson { mut account, body }: AccountJson<Search>,
 ) -> Result<Json<Vec<SimilarRecord>>, ApiError> {
-    let query = required_text(body.query, "query")?;
-    let (entered, vector) = enter_with_query_vector(&state, &mut account, &query).await?;
+    let (entered, query, vector) =
+        enter_with_query_vector(&state, &mut account, body.query).await?;
     let db = entered.db_name;
     let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
     let vector = vector.as_deref();
@@ -325,8 +331,8 @@ pub async fn hybrid_search(
     State(state): State<AppState>,
     AccountJson { mut account, body }: AccountJson<HybridSearch>,
 ) -> Result<Json<Vec<ScoredRecord>>, ApiError> {
-    let query = required_text(body.query, "query")?;
-    let (entered, vector) = enter_with_query_vector(&state, &mut account, &query).await?;
+    let (entered, query, vector) =
+        enter_with_query_vector(&state, &mut account, body.query).await?;
     let db = entered.db_name;
     let vector = vector.as_deref();
     let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
