@@ -9,9 +9,11 @@
 //! lone search waits for nobody and batches grow with the load. With several
 //! embedders (one per core by default) each takes an equal share of the
 //! queue, so their batches run side by side at about one size. The calls
-//! run on connections of their own, never the requests' pool: a request waits
-//! for its embedding while holding its pooled connection, so sharing that
-//! pool could leave the batch with no connection to run on.
+//! run on connections of their own, never the requests' pool: a request may
+//! wait for its embedding while holding its pooled connection (a client's
+//! first search, whose credentials have not passed a moment ago: see
+//! `vectordb::enter_with_query_vector`), so sharing that pool could leave the
+//! batch with no connection to run on.
 //!
 //! One text the database refuses must not fail the searches batched with it:
 //! a failed call is retried one text at a time, and each search gets its own
