@@ -120,16 +120,15 @@ async fn enter_with_query_vector<'a>(
     account: &'a mut Account,
     query: Option<String>,
 ) -> Result<(Entered<'a>, String, Option<Arc<[f32]>>), ApiError> {
-    if state.query_batcher.is_some() {
-        if let Ok(query) = required_text(query.clone(), "query") {
-            if account.admit_early()? {
-                let vector = query_vector(state, None, &query).await?;
-                return Ok((account.enter().await?, query, vector));
-            }
+    let query = required_text(query, "query");
+    if let Ok(text) = &query {
+        if state.query_batcher.is_some() && account.admit_early()? {
+            let vector = query_vector(state, None, text).await?;
+            return Ok((account.enter().await?, query?, vector));
         }
     }
     let entered = account.enter().await?;
-    let query = required_text(query, "query")?;
+    let query = query?;
     let vector = query_vector(state, Some(&entered.tx), &query).await?;
     Ok((entered, query, vector))
 }
