@@ -11,6 +11,12 @@ mod tests {
     }
 
     /// `n` rows of `dims`-dimensional vectors around 20 centres, deterministic.
+    /// `n` rows of `dims` dimensions around 20 centres, stored in id order,
+    /// so consecutive rows belong to different centres. (Without the ORDER
+    /// BY the join stores them centre by centre, and a graph built one row at
+    /// a time in that order can leave a centre all but unreachable: HNSW's
+    /// weakness to clustered insertion order, which the test of a build that
+    /// outruns maintenance_work_mem then met by chance.)
     fn make_table(name: &str, n: usize, dims: usize) {
         Spi::run(&format!(
             "CREATE TABLE {name} (id int PRIMARY KEY, cat int, v real[]);
@@ -21,7 +27,8 @@ mod tests {
              INSERT INTO {name}
                SELECT i, i % 10, (SELECT array_agg(x + (random()::real - 0.5) * 0.6 ORDER BY o)
                                   FROM unnest(ce.v) WITH ORDINALITY AS u(x, o))
-               FROM generate_series(1, {n}) i JOIN centres ce ON ce.c = i % 20;
+               FROM generate_series(1, {n}) i JOIN centres ce ON ce.c = i % 20
+               ORDER BY i;
              DROP TABLE centres;"
         ))
         .expect("table made");
