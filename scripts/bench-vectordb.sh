@@ -6,7 +6,8 @@
 # of /queryEmbeddings and /hybridSearch with 16 concurrent clients, in the big
 # database and in one holding 1% as many records. bench/vectordb/bench.py says
 # how each figure is made (BENCH_MODEL, below, picks the model file;
-# BENCH_POOL_SIZE, when set, is the sidecar's --pool-size, else its default).
+# BENCH_POOL_SIZE, when set, is the sidecar's --pool-size, else its default;
+# BENCH_SIDECAR, when set, is the sidecar binary to run, to compare builds).
 # Storing 100,000 records embeds them all: on 2 cores, 7 to 15 minutes.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -47,7 +48,7 @@ psql -c "SELECT pg_reload_conf()" >/dev/null
 psql -f "$VIGIL_ROOT/bench/vectordb/prewarm.sql" >/dev/null
 export DATABASE_URL="$(sed -n 's/^DATABASE_URL=//p' <<<"$cluster")"
 export VIGIL_ADMIN_DATABASE_URL="$(sed -n 's/^ADMIN_DATABASE_URL=//p' <<<"$cluster")"
-bin="$VIGIL_ROOT/target/release/vigil-sidecar"
+bin="${BENCH_SIDECAR:-$VIGIL_ROOT/target/release/vigil-sidecar}"
 
 account="bench@example.com"
 "$bin" accounts create "$account" >/dev/null

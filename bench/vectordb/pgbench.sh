@@ -9,6 +9,9 @@
 #   bench/vectordb/pgbench.sh
 #
 # BENCH_CLIENTS and BENCH_SECONDS change the defaults ("2 16", 15).
+# BENCH_PIPELINE=1 also runs each search with its four statements sent
+# together (pgbench's \startpipeline), as the sidecar sends a search admitted
+# early: the difference is what the round trips cost.
 set -euo pipefail
 work="$(mktemp -d)"
 cleanup() { rm -rf "$work"; }
@@ -34,9 +37,18 @@ SQL
 }
 search "vigil.hybrid_search(b.q, 10, 'bench', 'rrf', 1, 1, b.v)" > "$work/hybrid.sql"
 search "vigil.query_embeddings(b.q, 'bench', 10, b.v)" > "$work/query.sql"
+kinds="hybrid query"
+if [ "${BENCH_PIPELINE:-0}" = 1 ]; then
+    for kind in hybrid query; do
+        { head -n 1 "$work/$kind.sql"; echo '\startpipeline'; tail -n +2 "$work/$kind.sql"; echo '\endpipeline'; } \
+            > "$work/$kind, one round trip.sql"
+    done
+    kinds="hybrid query 'hybrid, one round trip' 'query, one round trip'"
+fi
 echo "extension $(psql -c "SELECT extversion FROM pg_extension WHERE extname = 'vigil'")"
 for clients in ${BENCH_CLIENTS:-2 16}; do
-    for kind in hybrid query; do
+    eval "set -- $kinds"
+    for kind in "$@"; do
         tps="$("$PG_BIN/pgbench" -n -M prepared -c "$clients" -j 2 -T "${BENCH_SECONDS:-15}" \
                 -f "$work/$kind.sql" "$DATABASE_URL" 2>&1 | sed -n 's/^tps = \([0-9.]*\).*/\1/p')"
         echo "RESULT ${kind}, $clients clients: $tps searches/s"

@@ -18,6 +18,8 @@ use axum::http::request::Parts;
 use deadpool_postgres::{Object, Transaction};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
 use utoipa::ToSchema;
 
 use crate::auth::client_ip::ClientIp;
@@ -186,6 +188,41 @@ impl Account {
                 .limits
                 .admit_early(&self.credentials, Some(&self.db_name), self.ip)?;
         Ok(self.charged)
+    }
+
+    /// Runs `sql` for the account in one round trip with the account check
+    /// (`auth::enter_account_and_run`), on the request's connection. Only
+    /// for a request [`Account::admit_early`] admitted: the statement then
+    /// runs before the check answers, so its rate-limit token must be taken.
+    pub async fn run_admitted(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, ApiError> {
+        if !self.charged {
+            return Err(ApiError::internal(
+                "a statement ran before its account was admitted",
+            ));
+        }
+        let db = match self.db.take() {
+            Some(db) => db,
+            None => self.state.db().await?,
+        };
+        auth::enter_account_and_run(
+            &self.state.limits,
+            &db,
+            &self.credentials,
+            Some(&self.db_name),
+            self.ip,
+            sql,
+            params,
+        )
+        .await
+    }
+
+    /// The database the request is about (`dbName`).
+    pub fn db_name(&self) -> &str {
+        &self.db_name
     }
 
     /// Begins the request's transaction and checks the credentials in it

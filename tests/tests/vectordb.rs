@@ -1097,6 +1097,68 @@ fn every_search_is_checked_and_refused_keys_do_not_reach_the_model() {
     }
 }
 
+/// A search admitted early enters the account in the same round trip as
+/// its statement (BEGIN, the check, the search and COMMIT sent together).
+/// On a sidecar with one connection, so every request below shares it, and
+/// passes that last a minute, so every search after an account's first takes
+/// that way: its refusals (400, 404) come as before, none leaves the
+/// connection inside a transaction, and none lets the next account see the
+/// records of the one before.
+#[test]
+fn a_search_in_one_round_trip_leaves_its_connection_clean() {
+    let me = caller("oneroundtrip");
+    let other = caller("oneroundtrip2");
+    for (who, records) in [(&me, &VARIED[..3]), (&other, &VARIED[3..5])] {
+        who.create("same");
+        who.store_all("same", records);
+    }
+    let env = me.env.with_sidecar(SidecarOptions {
+        env: &[("VIGIL_POOL_SIZE", "1"), ("VIGIL_AUTH_CACHE_MS", "60000")],
+        ..Default::default()
+    });
+    let [me, other] = [&me, &other].map(|c| Caller {
+        env: env.clone(),
+        ..(*c).clone()
+    });
+    let ids = |found: Vec<Value>| {
+        let mut ids: Vec<i64> = found.iter().map(id).collect();
+        ids.sort();
+        ids
+    };
+    let mine = ids(me.query("same", "reset my password"));
+    let theirs = ids(other.hybrid("same", "reset my password", 10));
+    assert_eq!((mine.len(), theirs.len()), (3, 2));
+    for round in 0..2 {
+        assert_eq!(ids(me.query("same", "a refund")), mine, "round {round}");
+        assert_error(
+            me.send("/hybridSearch", "same", json!({"query": "q", "limit": 5000})),
+            400,
+            "invalid_field",
+            "limit",
+        );
+        assert_error(
+            me.send("/queryEmbeddings", "nosuch", json!({"query": "q"})),
+            404,
+            "not_found",
+            "dbName",
+        );
+        assert_eq!(ids(other.hybrid("same", "a refund", 10)), theirs, "round {round}");
+        assert_eq!(ids(other.query("same", "a refund")), theirs, "round {round}");
+    }
+    let (kept, last) = me.user_key.split_at(me.user_key.len() - 1);
+    let wrong = Caller {
+        user_key: format!("{kept}{}", if last == "x" { "y" } else { "x" }),
+        ..me.clone()
+    };
+    assert_error(
+        wrong.send("/queryEmbeddings", "same", json!({"query": "a refund"})),
+        401,
+        "unknown_key",
+        "userKey",
+    );
+    assert_eq!(ids(me.hybrid("same", "a refund", 10)), mine);
+}
+
 /// Each record's id and its similarity or score, to compare answers whose
 /// embeddings came from different model calls (the last float bits differ).
 fn ranked(records: &[Value], score: &str) -> Vec<(i64, f64)> {

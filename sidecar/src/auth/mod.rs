@@ -28,6 +28,8 @@ use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, StatusCode};
 use deadpool_postgres::GenericClient;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
 
 use crate::config::LimitArgs;
 use crate::error::ApiError;
@@ -231,6 +233,10 @@ impl fmt::Debug for AccountCredentials {
     }
 }
 
+/// The statement that checks body credentials: `vigil.enter_account`.
+const ENTER_ACCOUNT: &str = "SELECT key_id, outcome, rate_per_second, burst \
+                             FROM vigil.enter_account($1, $2, $3)";
+
 /// Checks the body credentials for database `db` inside the request's
 /// transaction; on success the rest of that transaction acts for the account
 /// (the database's row-level security keys on it). Returns the user key's id.
@@ -243,6 +249,66 @@ pub async fn enter_account(
     ip: IpAddr,
     charged: bool,
 ) -> Result<i64, ApiError> {
+    let (account, user_key) = to_enter(limits, credentials, ip)?;
+    let statement = tx.prepare_cached(ENTER_ACCOUNT).await?;
+    let row = tx
+        .query_one(&statement, &[&account, &user_key, &db])
+        .await?;
+    settle_entry(limits, credentials, db, ip, charged, &row)
+}
+
+/// Runs `sql` for the account in one round trip, for a request whose
+/// credentials [`Limits::admit_early`] admitted (its token taken): BEGIN,
+/// `vigil.enter_account`, `sql` and COMMIT go to the server together, which
+/// runs them in order, and their answers come back together. The refusals
+/// are the ones [`enter_account`] gives, and come first: `sql` has then run
+/// with no account (every vector function refuses at once without one,
+/// row-level security hides every row, and COMMIT rolls back its failure).
+/// The sequential way took four round trips, a wake-up of the backend and
+/// of this task each; README, "One round trip a search", has the figures.
+/// Nothing can leave the connection inside the transaction: the four are
+/// queued before the first answer is awaited, so a request dropped midway
+/// still sends COMMIT.
+pub async fn enter_account_and_run(
+    limits: &Limits,
+    client: &deadpool_postgres::Client,
+    credentials: &AccountCredentials,
+    db: Option<&str>,
+    ip: IpAddr,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<Vec<Row>, ApiError> {
+    let (account, user_key) = to_enter(limits, credentials, ip)?;
+    let enter = client.prepare_cached(ENTER_ACCOUNT).await?;
+    let work = client.prepare_cached(sql).await?;
+    let enter_params: [&(dyn ToSql + Sync); 3] = [&account, &user_key, &db];
+    let (begin, entry, rows, commit) = tokio::join!(
+        client.batch_execute("BEGIN"),
+        client.query(&enter, &enter_params),
+        client.query(&work, params),
+        client.batch_execute("COMMIT"),
+    );
+    begin?;
+    let entry = entry?;
+    let [row] = entry.as_slice() else {
+        return Err(ApiError::internal(&format!(
+            "vigil.enter_account returned {} rows, not one",
+            entry.len()
+        )));
+    };
+    settle_entry(limits, credentials, db, ip, true, row)?;
+    let rows = rows?;
+    commit?;
+    Ok(rows)
+}
+
+/// The account and user key to check, or the refusal that needs no
+/// database (locked out, or either missing).
+fn to_enter<'a>(
+    limits: &Limits,
+    credentials: &'a AccountCredentials,
+    ip: IpAddr,
+) -> Result<(&'a str, &'a str), ApiError> {
     limits.refuse_locked_out(ip)?;
     let user_key = credentials.user_key.as_deref().unwrap_or("");
     if user_key.is_empty() {
@@ -251,15 +317,20 @@ pub async fn enter_account(
     let Some(account) = credentials.account.as_deref().filter(|a| !a.is_empty()) else {
         return Err(limits.failed(ip, refusal("missing", Credential::Account)));
     };
-    let statement = tx
-        .prepare_cached(
-            "SELECT key_id, outcome, rate_per_second, burst \
-             FROM vigil.enter_account($1, $2, $3)",
-        )
-        .await?;
-    let row = tx
-        .query_one(&statement, &[&account, &user_key, &db])
-        .await?;
+    Ok((account, user_key))
+}
+
+/// Acts on what `vigil.enter_account` returned: a refusal forgets the
+/// credentials' pass and counts against the address; a pass is remembered
+/// and takes the key's rate-limit token unless `charged`.
+fn settle_entry(
+    limits: &Limits,
+    credentials: &AccountCredentials,
+    db: Option<&str>,
+    ip: IpAddr,
+    charged: bool,
+    row: &Row,
+) -> Result<i64, ApiError> {
     let outcome: String = row.try_get(1)?;
     let check = credentials.check(db);
     if outcome != "ok" {

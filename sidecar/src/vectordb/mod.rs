@@ -105,32 +105,58 @@ async fn call(
     Ok(rows)
 }
 
-/// Enters the account, checks the search's `query` and finds its embedding
-/// ([`query_vector`]). When these credentials entered the account a moment
-/// ago (`Account::admit_early`) and queries are batched, the query waits for
-/// its batch before the request takes a connection: a search then holds no
-/// connection while the model runs, and a batch takes every search waiting
-/// for one, not only those holding connections (the pool is a few per
-/// core). README, "Queries embedded before the connection", has the
-/// figures. Otherwise, and for a query that would be refused, the account
-/// is entered first: the model never runs for credentials the database has
-/// not passed, and bad credentials are refused before a bad query.
-async fn enter_with_query_vector<'a>(
+/// Where a search runs its statement, as [`prepare_search`] decided.
+enum SearchOn<'a> {
+    /// In the request's transaction, the account entered first.
+    Entered(Entered<'a>),
+    /// Admitted early: the account is entered in the same round trip as the
+    /// statement (`Account::run_admitted`).
+    Admitted(&'a mut Account),
+}
+
+impl SearchOn<'_> {
+    fn db_name(&self) -> String {
+        match self {
+            SearchOn::Entered(entered) => entered.db_name.to_owned(),
+            SearchOn::Admitted(account) => account.db_name().to_owned(),
+        }
+    }
+
+    async fn run(self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, ApiError> {
+        match self {
+            SearchOn::Entered(entered) => call(entered, sql, params).await,
+            SearchOn::Admitted(account) => account.run_admitted(sql, params).await,
+        }
+    }
+}
+
+/// Checks the search's `query`, finds its embedding ([`query_vector`]) and
+/// says where the search runs. When these credentials entered the account a
+/// moment ago (`Account::admit_early`) and queries are batched, the query
+/// waits for its batch before the request takes a connection: a search then
+/// holds no connection while the model runs, and a batch takes every search
+/// waiting for one, not only those holding connections (the pool is a few
+/// per core). README, "Queries embedded before the connection", has the
+/// figures. The search then enters the account in its own round trip.
+/// Otherwise, and for a query that would be refused, the account is entered
+/// first: the model never runs for credentials the database has not passed,
+/// and bad credentials are refused before a bad query.
+async fn prepare_search<'a>(
     state: &AppState,
     account: &'a mut Account,
     query: Option<String>,
-) -> Result<(Entered<'a>, String, Option<Arc<[f32]>>), ApiError> {
+) -> Result<(SearchOn<'a>, String, Option<Arc<[f32]>>), ApiError> {
     let query = required_text(query, "query");
     if let Ok(text) = &query {
         if state.query_batcher.is_some() && account.admit_early()? {
             let vector = query_vector(state, None, text).await?;
-            return Ok((account.enter().await?, query?, vector));
+            return Ok((SearchOn::Admitted(account), query?, vector));
         }
     }
     let entered = account.enter().await?;
     let query = query?;
     let vector = query_vector(state, Some(&entered.tx), &query).await?;
-    Ok((entered, query, vector))
+    Ok((SearchOn::Entered(entered), query, vector))
 }
 
 /// The embedding of `query` for a search: the one kept in the sidecar's
@@ -297,18 +323,17 @@ pub async fn query_embeddings(
     State(state): State<AppState>,
     AccountJson { mut account, body }: AccountJson<Search>,
 ) -> Result<Json<Vec<SimilarRecord>>, ApiError> {
-    let (entered, query, vector) =
-        enter_with_query_vector(&state, &mut account, body.query).await?;
-    let db = entered.db_name;
+    let (on, query, vector) = prepare_search(&state, &mut account, body.query).await?;
+    let db = on.db_name();
     let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
     let vector = vector.as_deref();
-    let rows = call(
-        entered,
-        "SELECT id, title, content, metadata, vigil.epoch_ns(created_at), similarity \
-         FROM vigil.query_embeddings($1, $2, $3::int, $4::real[])",
-        &[&query, &db, &limit, &vector],
-    )
-    .await?;
+    let rows = on
+        .run(
+            "SELECT id, title, content, metadata, vigil.epoch_ns(created_at), similarity \
+             FROM vigil.query_embeddings($1, $2, $3::int, $4::real[])",
+            &[&query, &db, &limit, &vector],
+        )
+        .await?;
     Ok(Json(all(&rows, SimilarRecord::from_row)?))
 }
 
@@ -330,30 +355,29 @@ pub async fn hybrid_search(
     State(state): State<AppState>,
     AccountJson { mut account, body }: AccountJson<HybridSearch>,
 ) -> Result<Json<Vec<ScoredRecord>>, ApiError> {
-    let (entered, query, vector) =
-        enter_with_query_vector(&state, &mut account, body.query).await?;
-    let db = entered.db_name;
+    let (on, query, vector) = prepare_search(&state, &mut account, body.query).await?;
+    let db = on.db_name();
     let vector = vector.as_deref();
     let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
     // The extension checks the fusion and the weights and names the field.
     let fusion = body.fusion.unwrap_or_else(|| "rrf".to_owned());
     let vector_weight = body.vector_weight.unwrap_or(1.0);
     let keyword_weight = body.keyword_weight.unwrap_or(1.0);
-    let rows = call(
-        entered,
-        "SELECT id, title, content, metadata, vigil.epoch_ns(created_at), score \
+    let rows = on
+        .run(
+            "SELECT id, title, content, metadata, vigil.epoch_ns(created_at), score \
          FROM vigil.hybrid_search($1, $2::int, $3, $4, $5::real, $6::real, $7::real[])",
-        &[
-            &query,
-            &limit,
-            &db,
-            &fusion,
-            &vector_weight,
-            &keyword_weight,
-            &vector,
-        ],
-    )
-    .await?;
+            &[
+                &query,
+                &limit,
+                &db,
+                &fusion,
+                &vector_weight,
+                &keyword_weight,
+                &vector,
+            ],
+        )
+        .await?;
     Ok(Json(all(&rows, ScoredRecord::from_row)?))
 }
 

@@ -12,7 +12,7 @@
 //! run on connections of their own, never the requests' pool: a request may
 //! wait for its embedding while holding its pooled connection (a client's
 //! first search, whose credentials have not passed a moment ago: see
-//! `vectordb::enter_with_query_vector`), so sharing that pool could leave the
+//! `vectordb::prepare_search`), so sharing that pool could leave the
 //! batch with no connection to run on.
 //!
 //! One text the database refuses must not fail the searches batched with it:
