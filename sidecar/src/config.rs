@@ -107,6 +107,14 @@ pub struct ServeArgs {
     /// (`vigil.risk_refit()`); 0 turns the schedule off.
     #[arg(long, env = "VIGIL_RISK_REFIT_SECONDS", default_value_t = 3600)]
     pub risk_refit_seconds: u64,
+
+    /// Threads that serve requests; 0, the default, is a quarter of this
+    /// machine's cores, at least one. A request's own work here is under a
+    /// tenth of what it costs PostgreSQL, and each thread more wakes the
+    /// others for work it could have done itself (README, "The sidecar's
+    /// threads").
+    #[arg(long, env = "VIGIL_WORKER_THREADS", default_value_t = 0)]
+    worker_threads: usize,
 }
 
 /// HTTPS: both files, or neither for plain HTTP (behind a TLS-terminating proxy).
@@ -162,6 +170,15 @@ impl ServeArgs {
     pub fn pool_size(&self) -> usize {
         match self.pool_size {
             0 => 3 * cores(),
+            n => n,
+        }
+    }
+
+    /// `--worker-threads`, 0 resolved to a quarter of this machine's cores
+    /// (at least one).
+    pub fn worker_threads(&self) -> usize {
+        match self.worker_threads {
+            0 => cores().div_ceil(4),
             n => n,
         }
     }

@@ -25,7 +25,7 @@ use utoipa::ToSchema;
 use crate::auth::client_ip::ClientIp;
 use crate::auth::{self, AccountCredentials, ApiCaller};
 use crate::error::ApiError;
-use crate::json::{json_bytes, parse, JsonBody};
+use crate::json::{json_bytes, parse, read_body, JsonBody};
 use crate::state::AppState;
 
 /// An API key scope, as a type, so each endpoint names its own in its signature.
@@ -144,7 +144,7 @@ pub struct Entered<'a> {
     pub db_name: &'a str,
 }
 
-impl<T: DeserializeOwned + Send> FromRequest<AppState> for AccountJson<T> {
+impl<T: DeserializeOwned + Send + 'static> FromRequest<AppState> for AccountJson<T> {
     type Rejection = ApiError;
 
     /// The credentials and the endpoint's fields are two reads of the same
@@ -154,8 +154,10 @@ impl<T: DeserializeOwned + Send> FromRequest<AppState> for AccountJson<T> {
         let (mut parts, body) = req.into_parts();
         let ClientIp(ip) = ClientIp::from_request_parts(&mut parts, state).await?;
         let bytes = json_bytes(Request::from_parts(parts, body), state).await?;
-        let context: BodyCredentials = parse(&bytes)?;
-        let body: T = parse(&bytes)?;
+        let (context, body) = read_body(bytes, |bytes| {
+            Ok((parse::<BodyCredentials>(bytes)?, parse::<T>(bytes)?))
+        })
+        .await?;
         let db_name = context
             .db_name
             .ok_or_else(|| ApiError::invalid("dbName", "dbName is required"))?;

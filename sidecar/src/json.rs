@@ -52,6 +52,25 @@ pub fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
+/// Bodies up to this many bytes are parsed where they are read; longer ones
+/// (a batch of records may be megabytes) on tokio's blocking pool.
+const PARSE_HERE_BYTES: usize = 1 << 20;
+
+/// `read(bytes)`, on tokio's blocking pool when the body is long: parsing
+/// megabytes takes milliseconds, which would hold up every request sharing
+/// this thread (the sidecar runs few, `--worker-threads`).
+pub async fn read_body<R: Send + 'static>(
+    bytes: Bytes,
+    read: impl FnOnce(&[u8]) -> Result<R, ApiError> + Send + 'static,
+) -> Result<R, ApiError> {
+    if bytes.len() <= PARSE_HERE_BYTES {
+        return read(&bytes);
+    }
+    tokio::task::spawn_blocking(move || read(&bytes))
+        .await
+        .map_err(|e| ApiError::internal(&format!("reading the body stopped: {e}")))?
+}
+
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let invalid = |message: String| {
         ApiError::new(
@@ -89,6 +108,29 @@ mod tests {
         db_name: Option<String>,
         limit: Option<u32>,
         metadata: Option<serde_json::Value>,
+    }
+
+    /// A long body is read off this thread and answers as a short one does.
+    #[tokio::test]
+    async fn long_bodies_read_elsewhere_read_the_same() {
+        let pad = "x".repeat(PARSE_HERE_BYTES);
+        for (body, limit) in [
+            (format!(r#"{{"dbName":"{pad}","limit":3}}"#), Some(3)),
+            (format!(r#"{{"dbName":"a","limit":3}}"#), Some(3)),
+        ] {
+            let read = read_body(Bytes::from(body), |b| parse::<Body>(b))
+                .await
+                .unwrap();
+            assert_eq!(read.limit, limit);
+        }
+        let bad = format!(r#"{{"dbName":"{pad}","limit":-1}}"#);
+        let e = read_body(Bytes::from(bad), |b| parse::<Body>(b))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (e.status, e.field.as_deref()),
+            (StatusCode::BAD_REQUEST, Some("limit"))
+        );
     }
 
     #[test]

@@ -28,16 +28,28 @@ use tracing_subscriber::EnvFilter;
 
 use crate::config::{Cli, Command};
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(log_filter())
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Serve(args) => serve::serve(args).await,
-        Command::Admin(command) => admin::run(command).await,
+    let threads = match &cli.command {
+        Command::Serve(args) => args.worker_threads(),
+        Command::Admin(_) => 1,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build();
+    let result = match runtime {
+        Ok(runtime) => runtime.block_on(async {
+            match cli.command {
+                Command::Serve(args) => serve::serve(args).await,
+                Command::Admin(command) => admin::run(command).await,
+            }
+        }),
+        Err(e) => Err(format!("cannot start the async runtime: {e}").into()),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
