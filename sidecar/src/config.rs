@@ -108,11 +108,10 @@ pub struct ServeArgs {
     #[arg(long, env = "VIGIL_RISK_REFIT_SECONDS", default_value_t = 3600)]
     pub risk_refit_seconds: u64,
 
-    /// Threads that serve requests; 0, the default, is a quarter of this
-    /// machine's cores, at least one. A request's own work here is under a
-    /// tenth of what it costs PostgreSQL, and each thread more wakes the
-    /// others for work it could have done itself (README, "The sidecar's
-    /// threads").
+    /// Threads that serve requests; 0, the default, is one per core of this
+    /// machine. Fewer wake each other less: one on 2 cores served searches
+    /// a few per cent faster but risk assessments, whose own work here is a
+    /// larger share, 12% slower (README, "The sidecar's threads").
     #[arg(long, env = "VIGIL_WORKER_THREADS", default_value_t = 0)]
     worker_threads: usize,
 }
@@ -174,11 +173,10 @@ impl ServeArgs {
         }
     }
 
-    /// `--worker-threads`, 0 resolved to a quarter of this machine's cores
-    /// (at least one).
+    /// `--worker-threads`, 0 resolved to this machine's cores.
     pub fn worker_threads(&self) -> usize {
         match self.worker_threads {
-            0 => cores().div_ceil(4),
+            0 => cores(),
             n => n,
         }
     }
