@@ -1131,7 +1131,11 @@ fn a_search_in_one_round_trip_leaves_its_connection_clean() {
     for round in 0..2 {
         assert_eq!(ids(me.query("same", "a refund")), mine, "round {round}");
         assert_error(
-            me.send("/hybridSearch", "same", json!({"query": "q", "limit": 5000})),
+            me.send(
+                "/hybridSearch",
+                "same",
+                json!({"query": "q", "limit": 5000}),
+            ),
             400,
             "invalid_field",
             "limit",
@@ -1142,8 +1146,16 @@ fn a_search_in_one_round_trip_leaves_its_connection_clean() {
             "not_found",
             "dbName",
         );
-        assert_eq!(ids(other.hybrid("same", "a refund", 10)), theirs, "round {round}");
-        assert_eq!(ids(other.query("same", "a refund")), theirs, "round {round}");
+        assert_eq!(
+            ids(other.hybrid("same", "a refund", 10)),
+            theirs,
+            "round {round}"
+        );
+        assert_eq!(
+            ids(other.query("same", "a refund")),
+            theirs,
+            "round {round}"
+        );
     }
     let (kept, last) = me.user_key.split_at(me.user_key.len() - 1);
     let wrong = Caller {
