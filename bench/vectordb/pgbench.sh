@@ -37,18 +37,17 @@ SQL
 }
 search "vigil.hybrid_search(b.q, 10, 'bench', 'rrf', 1, 1, b.v)" > "$work/hybrid.sql"
 search "vigil.query_embeddings(b.q, 'bench', 10, b.v)" > "$work/query.sql"
-kinds="hybrid query"
+kinds=(hybrid query)
 if [ "${BENCH_PIPELINE:-0}" = 1 ]; then
     for kind in hybrid query; do
         { head -n 1 "$work/$kind.sql"; echo '\startpipeline'; tail -n +2 "$work/$kind.sql"; echo '\endpipeline'; } \
             > "$work/$kind, one round trip.sql"
     done
-    kinds="hybrid query 'hybrid, one round trip' 'query, one round trip'"
+    kinds+=("hybrid, one round trip" "query, one round trip")
 fi
 echo "extension $(psql -c "SELECT extversion FROM pg_extension WHERE extname = 'vigil'")"
 for clients in ${BENCH_CLIENTS:-2 16}; do
-    eval "set -- $kinds"
-    for kind in "$@"; do
+    for kind in "${kinds[@]}"; do
         tps="$("$PG_BIN/pgbench" -n -M prepared -c "$clients" -j 2 -T "${BENCH_SECONDS:-15}" \
                 -f "$work/$kind.sql" "$DATABASE_URL" 2>&1 | sed -n 's/^tps = \([0-9.]*\).*/\1/p')"
         echo "RESULT ${kind}, $clients clients: $tps searches/s"

@@ -58,7 +58,7 @@ const PARSE_HERE_BYTES: usize = 1 << 20;
 
 /// `read(bytes)`, on tokio's blocking pool when the body is long: parsing
 /// megabytes takes milliseconds, which would hold up every request sharing
-/// this thread (the sidecar runs few, `--worker-threads`).
+/// this worker thread (one per core, or as `--worker-threads` says).
 pub async fn read_body<R: Send + 'static>(
     bytes: Bytes,
     read: impl FnOnce(&[u8]) -> Result<R, ApiError> + Send + 'static,

@@ -366,7 +366,7 @@ pub async fn hybrid_search(
     let rows = on
         .run(
             "SELECT id, title, content, metadata, vigil.epoch_ns(created_at), score \
-         FROM vigil.hybrid_search($1, $2::int, $3, $4, $5::real, $6::real, $7::real[])",
+             FROM vigil.hybrid_search($1, $2::int, $3, $4, $5::real, $6::real, $7::real[])",
             &[
                 &query,
                 &limit,
