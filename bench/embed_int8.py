@@ -9,9 +9,10 @@ versions are compared with it:
 - "int8": onnxruntime.quantization's dynamic mode on the weights folded to
   float (activations quantized per call, over the whole batch; weights int8
   with a scale per column, which gives back the file's own int8 weights);
-- "int8 per token": scripts/model_int8.py, the one set-up installs
-  (activations quantized per token, so a text's embedding never depends on
-  its batch-mates).
+- "int8 per token": scripts/model_int8.py's `rewrite` (activations
+  quantized per token, so a text's embedding never depends on its
+  batch-mates), fed padded; "packed" is the same taking each call's texts
+  packed into one row (`expose_packing`), the model set-up installs.
 
 This script:
 
@@ -27,7 +28,7 @@ This script:
    queries of the per-token model against records of the published one (a
    database stored before the switch).
 
-The per-token model is the one set-up installs (scripts/model_int8.py).
+The packed per-token model is the one set-up installs (scripts/model_int8.py).
 
 usage: embed_int8.py MODEL_DIR WORK_DIR
 """
@@ -45,6 +46,9 @@ from onnxruntime.quantization import QuantType, quantize_dynamic
 from tokenizers import Tokenizer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import model_feed  # noqa: E402
+
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
 
 
@@ -98,29 +102,14 @@ def session(path, fuse_skip_layer_norm=False):
 
 
 def feeds(tokenizer, texts, batch):
-    """Padded inputs per batch, in order."""
-    out = []
-    for i in range(0, len(texts), batch):
-        encoded = [tokenizer.encode(t).ids for t in texts[i:i + batch]]
-        width = max(map(len, encoded))
-        ids = np.zeros((len(encoded), width), np.int64)
-        mask = np.zeros_like(ids)
-        for row, tokens in enumerate(encoded):
-            ids[row, :len(tokens)] = tokens
-            mask[row, :len(tokens)] = 1
-        out.append({"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
-    return out
+    """Token ids per call of `batch` texts, in order."""
+    return [[tokenizer.encode(t).ids for t in texts[i:i + batch]] for i in range(0, len(texts), batch)]
 
 
 def embed(sess, batches):
-    """Mean pooling over the mask, then unit length, as vigil.embed does."""
-    out = []
-    for feed in batches:
-        hidden = sess.run(None, feed)[0]
-        mask = feed["attention_mask"][..., None].astype(np.float32)
-        mean = (hidden * mask).sum(1) / mask.sum(1)
-        out.append(mean / np.linalg.norm(mean, axis=1, keepdims=True))
-    return np.concatenate(out)
+    """Each call fed in the form the model takes, mean pooling and unit
+    length as vigil.embed does (bench/model_feed.py)."""
+    return np.concatenate([model_feed.embed(sess, calls) for calls in batches])
 
 
 def main():
@@ -137,6 +126,9 @@ def main():
     model = onnx.load(f"{model_dir}/model.onnx")
     model_int8.rewrite(model)
     onnx.save(model, per_token)
+    packed = f"{work}/model-int8-packed.onnx"
+    model_int8.expose_packing(model)
+    onnx.save(model, packed)
 
     tokenizer = Tokenizer.from_file(f"{model_dir}/tokenizer.json")
     tokenizer.no_padding()
@@ -151,13 +143,14 @@ def main():
 
     models = {"published": session(f"{model_dir}/model.onnx"), "int8": session(int8),
               "int8 per token": session(per_token),
-              "int8 per token, SkipLayerNorm fused": session(per_token, fuse_skip_layer_norm=True)}
+              "int8 per token, SkipLayerNorm fused": session(per_token, fuse_skip_layer_norm=True),
+              "int8 per token, packed (installed)": session(packed)}
     work_sets = {f"queries, batches of {b}": feeds(tokenizer, queries, b) for b in (1, 8, 16)}
     work_sets["records, batches of 32"] = feeds(tokenizer, [texts[i] for i in by_length[:640]], 32)
     timings = {(name, kind): [] for name in models for kind in work_sets}
     for _ in range(ROUNDS):
         for kind, batches in work_sets.items():
-            n = sum(len(f["input_ids"]) for f in batches)
+            n = sum(len(calls) for calls in batches)
             for name, sess in models.items():
                 embed(sess, batches[:2])  # warm
                 start = time.perf_counter()

@@ -1,8 +1,9 @@
 """Baseline for `make bench-embed`: raw ONNX Runtime on the model file Vigil uses.
 
-Same tokenizer file, same truncation (256 word pieces), padding to the longest text
-of each batch, mean pooling over the mask, L2 normalisation: the work
-`vigil.embed` does, without Postgres. Prints texts/s for each batch size.
+Same tokenizer file, same truncation (256 word pieces), the same input form
+(texts packed into one row where the model takes them so, else padded to the
+longest of each batch: bench/model_feed.py), mean pooling, L2 normalisation:
+the work `vigil.embed` does, without Postgres. Prints texts/s for each batch size.
 
 usage: embed_raw.py MODEL_DIR TEXTS_FILE THREADS BATCH [BATCH...]
 """
@@ -13,6 +14,9 @@ import time
 import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import model_feed  # noqa: E402
 
 
 def model_file(model_dir):
@@ -39,22 +43,9 @@ def main():
     tokenizer = Tokenizer.from_file(f"{model_dir}/tokenizer.json")
     tokenizer.no_padding()
     tokenizer.enable_truncation(256)
-    inputs = {i.name for i in session.get_inputs()}
 
     def embed(chunk):
-        encoded = tokenizer.encode_batch(chunk)
-        width = max(len(e.ids) for e in encoded)
-        ids = np.zeros((len(chunk), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, e in enumerate(encoded):
-            ids[row, : len(e.ids)] = e.ids
-            mask[row, : len(e.ids)] = 1
-        feed = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in inputs:
-            feed["token_type_ids"] = np.zeros_like(ids)
-        hidden = session.run(None, feed)[0]
-        summed = (hidden * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
-        return summed / np.linalg.norm(summed, axis=1, keepdims=True)
+        return model_feed.embed(session, [e.ids for e in tokenizer.encode_batch(chunk)])
 
     embed(texts[:8])  # warm-up, as the database side does
     for batch in batches:

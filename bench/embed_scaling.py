@@ -24,6 +24,8 @@ import onnxruntime as ort
 from tokenizers import Tokenizer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import model_feed  # noqa: E402
 
 
 def session(path, profile=False):
@@ -37,9 +39,9 @@ def session(path, profile=False):
                                 disabled_optimizers=["SkipLayerNormFusion"])
 
 
-def feed(ids):
-    ids = np.asarray(ids, np.int64)
-    return {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+def feed(s, texts):
+    """One call's inputs over `texts` (rows of token ids)."""
+    return model_feed.inputs(s, [[int(i) for i in row] for row in texts])
 
 
 def main():
@@ -51,7 +53,7 @@ def main():
     for batch, tokens in [(1, 4), (1, 8), (1, 12), (1, 16), (1, 32), (1, 64), (1, 128), (4, 12), (8, 12), (16, 12)]:
         ids = np.full((batch, tokens), 2000, np.int64)
         ids[:, 0], ids[:, -1] = 101, 102  # [CLS] ... [SEP]
-        f = feed(ids)
+        f = feed(s, ids)
         for _ in range(20):
             s.run(None, f)
         runs = 200 if batch * tokens < 100 else 40
@@ -65,13 +67,26 @@ def main():
     tokenizer.no_padding()
     with open(os.path.join(HERE, "vectordb", "queries.tsv")) as f:
         queries = [line.split("\t", 1)[1].strip() for line in f.read().splitlines()[1:] if "\t" in line]
-    feeds = [feed([tokenizer.encode(q).ids]) for q in queries]
-    tokens = sum(f["input_ids"].shape[1] for f in feeds) / len(feeds)
+    encoded = [tokenizer.encode(q).ids for q in queries]
+    feeds = [feed(s, [ids]) for ids in encoded]
+    tokens = sum(map(len, encoded)) / len(encoded)
     t0 = time.perf_counter()
     for f in feeds:
         s.run(None, f)
     ms = (time.perf_counter() - t0) / len(feeds) * 1000
     print(f"RESULT {len(feeds)} labelled queries one at a time ({tokens:.1f} tokens on average): {ms:.3f} ms a query")
+    # As the sidecar's query embedders get them: calls of a few queries of
+    # different lengths, packed where the model takes them so.
+    for batch in (4, 8, 16):
+        calls = [feed(s, encoded[i:i + batch]) for i in range(0, len(encoded) - batch + 1, batch)]
+        for f in calls[:5]:
+            s.run(None, f)
+        t0 = time.perf_counter()
+        for f in calls:
+            s.run(None, f)
+        ms = (time.perf_counter() - t0) / (len(calls) * batch) * 1000
+        form = "packed" if model_feed.takes_packed(s) else "padded"
+        print(f"RESULT the labelled queries in calls of {batch}, {form}: {ms:.3f} ms a query")
 
     p = session(path, profile=True)
     for f in feeds:

@@ -5,8 +5,11 @@
 //! holds one ONNX session and one tokenizer; callers keep it alive and reuse it,
 //! because loading the model costs far more than running it.
 //!
-//! Inputs are truncated at [`MAX_TOKENS`] word pieces and padded only to the
-//! longest input of each model call (dynamic padding). Outputs are the mean of
+//! Inputs are truncated at [`MAX_TOKENS`] word pieces. The int8 model set-up
+//! installs takes a call's texts packed into one row, so its matrix products
+//! see no padding and attention pads each text only to the longest of the
+//! call; the published model takes them padded to the longest (dynamic
+//! padding). [`Embedder`] feeds whichever form the model file takes. Outputs are the mean of
 //! the token states under the attention mask, L2-normalised, so the cosine of two
 //! embeddings is their dot product.
 
@@ -116,7 +119,22 @@ pub fn load_runtime(path: &Path) -> Result<Runtime, EmbedError> {
 pub struct Embedder {
     session: Session,
     tokenizer: Tokenizer,
+    /// The model takes its texts packed (scripts/model_int8.py,
+    /// `expose_packing`): [`PACKED_INPUTS`] rather than `attention_mask`.
+    packed: bool,
 }
+
+/// Inputs of a model that takes the texts of a call packed into one row:
+/// their tokens one after another, each text's positions from 0, and where
+/// attention finds each text's tokens in its padded layout and back. Its
+/// matrix products then run on real tokens only.
+const PACKED_INPUTS: [&str; 5] = [
+    "input_ids",
+    "position_ids",
+    "pad_index",
+    "pack_index",
+    "attention_bias",
+];
 
 impl Embedder {
     /// Loads the model ([`model_path`]) and `tokenizer.json` from `model_dir`, running the model
@@ -150,7 +168,14 @@ impl Embedder {
             .and_then(|b| Ok(b.with_disabled_optimizers("SkipLayerNormFusion")?))
             .and_then(|mut b| b.commit_from_file(&model_path))
             .map_err(|e| fail(e.to_string()))?;
-        let embedder = Embedder { session, tokenizer };
+        let packed = PACKED_INPUTS
+            .iter()
+            .all(|wanted| session.inputs().iter().any(|i| i.name() == *wanted));
+        let embedder = Embedder {
+            session,
+            tokenizer,
+            packed,
+        };
         embedder.check_signature().map_err(fail)?;
         Ok(embedder)
     }
@@ -158,7 +183,12 @@ impl Embedder {
     /// Refuses a model that does not take and give what mean pooling needs.
     fn check_signature(&self) -> Result<(), String> {
         let inputs: Vec<&str> = self.session.inputs().iter().map(|i| i.name()).collect();
-        for wanted in ["input_ids", "attention_mask"] {
+        let wants: &[&str] = if self.packed {
+            &PACKED_INPUTS
+        } else {
+            &["input_ids", "attention_mask"]
+        };
+        for &wanted in wants {
             if !inputs.contains(&wanted) {
                 return Err(format!(
                     "the model has no input \"{wanted}\" (inputs: {inputs:?})"
@@ -198,13 +228,90 @@ impl Embedder {
         order.sort_by_key(|&i| encoded[i].len());
         let lengths: Vec<usize> = order.iter().map(|&i| encoded[i].len()).collect();
         let mut out = vec![Vec::new(); texts.len()];
-        for call in plan_calls(&lengths) {
+        for call in plan_calls(&lengths, self.packed) {
             let chunk = &order[call];
             between_calls();
             let ids: Vec<&[u32]> = chunk.iter().map(|&i| encoded[i].as_slice()).collect();
             for (&i, vector) in chunk.iter().zip(self.run(&ids)?) {
                 out[i] = vector;
             }
+        }
+        Ok(out)
+    }
+
+    /// One model call over tokenized inputs packed into one row
+    /// ([`PACKED_INPUTS`]). Attention still sees each text padded to the
+    /// longest of the call, as in a padded call, so a text's embedding is
+    /// the one it gets alone, bit for bit; only the matrix products, which
+    /// are most of the time, skip the padding.
+    fn run_packed(&mut self, ids: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        // A text without tokens (the tokenizer always adds two) embeds as
+        // zeros, as under a mask of zeros; the rest go to the model.
+        let kept: Vec<usize> = (0..ids.len()).filter(|&i| !ids[i].is_empty()).collect();
+        let mut out = vec![vec![0f32; DIMENSIONS]; ids.len()];
+        if kept.is_empty() {
+            return Ok(out);
+        }
+        let batch = kept.len();
+        let seq = kept.iter().map(|&i| ids[i].len()).max().unwrap_or(1);
+        let tokens: usize = kept.iter().map(|&i| ids[i].len()).sum();
+        let mut input_ids = Vec::with_capacity(tokens);
+        let mut positions = Vec::with_capacity(tokens);
+        let mut pack_index = Vec::with_capacity(tokens);
+        let mut pad_index = vec![0i64; batch * seq];
+        let mut bias = vec![f32::MIN; batch * seq];
+        let mut starts = Vec::with_capacity(batch);
+        for (row, &i) in kept.iter().enumerate() {
+            let start = input_ids.len();
+            starts.push(start);
+            for (col, &id) in ids[i].iter().enumerate() {
+                input_ids.push(i64::from(id));
+                positions.push(col as i64);
+                pack_index.push((row * seq + col) as i64);
+                pad_index[row * seq + col] = (start + col) as i64;
+                bias[row * seq + col] = 0.0;
+            }
+            // Padding slots read the text's first token; the bias hides them
+            // as keys and nothing reads them back as queries.
+            for slot in &mut pad_index[row * seq + ids[i].len()..(row + 1) * seq] {
+                *slot = start as i64;
+            }
+        }
+        let row = [1, tokens as i64];
+        let wants_type_ids = self
+            .session
+            .inputs()
+            .iter()
+            .any(|i| i.name() == "token_type_ids");
+        let tensor = |shape: &[i64], v: Vec<i64>| Tensor::from_array((shape.to_vec(), v));
+        let mut inputs = ort::inputs! {
+            "input_ids" => tensor(&row, input_ids).map_err(inference)?,
+            "position_ids" => tensor(&row, positions).map_err(inference)?,
+            "pad_index" => tensor(&[batch as i64, seq as i64], pad_index).map_err(inference)?,
+            "pack_index" => tensor(&row, pack_index).map_err(inference)?,
+            "attention_bias" => Tensor::from_array(([batch as i64, 1, 1, seq as i64], bias)).map_err(inference)?,
+        };
+        if wants_type_ids {
+            inputs.push((
+                "token_type_ids".into(),
+                tensor(&row, vec![0i64; tokens]).map_err(inference)?.into(),
+            ));
+        }
+        let outputs = self.session.run(inputs).map_err(inference)?;
+        let (out_shape, hidden) = outputs[0].try_extract_tensor::<f32>().map_err(inference)?;
+        let expected = [1, tokens as i64, DIMENSIONS as i64];
+        if **out_shape != expected {
+            return Err(inference(format!(
+                "model output has shape {out_shape:?}, expected {expected:?}"
+            )));
+        }
+        let ones = vec![1i64; seq];
+        for (&i, start) in kept.iter().zip(starts) {
+            let len = ids[i].len();
+            out[i] = mean_pool(
+                &hidden[start * DIMENSIONS..(start + len) * DIMENSIONS],
+                &ones[..len],
+            );
         }
         Ok(out)
     }
@@ -222,10 +329,14 @@ impl Embedder {
             .collect()
     }
 
-    /// One model call over already tokenized inputs, padded to the longest.
+    /// One model call over already tokenized inputs: packed where the model
+    /// takes them so, else padded to the longest.
     fn run(&mut self, ids: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
         if ids.is_empty() {
             return Ok(Vec::new());
+        }
+        if self.packed {
+            return self.run_packed(ids);
         }
         let batch = ids.len();
         let seq = ids.iter().map(|t| t.len()).max().unwrap_or(0).max(1);
@@ -279,23 +390,42 @@ impl Embedder {
 /// texts in 21.5 ms, 64 in 80.8 ms, one alone in 2.75 ms).
 const CALL_COST_TOKENS: usize = 16;
 
+/// In a packed call only attention sees the padding: a text padded to `s`
+/// tokens costs attention about `s * s / ATTENTION_TOKENS` tokens of matrix
+/// products (per slot, its scores and weighted sum over `s` keys, in f32, are
+/// about `s / 512` of a token's int8 products through the layers).
+const ATTENTION_TOKENS: usize = 512;
+
 /// Splits texts sorted by token count (`lengths`, ascending) into calls of
-/// consecutive texts, at most [`MAX_BATCH`] each, so that the padded tokens
-/// of all calls plus [`CALL_COST_TOKENS`] per call are fewest: a call pads
-/// every text to its longest, so one long text in a call of short ones
-/// costs as much as making all of them long. Exact, by dynamic programming
-/// over where each call ends (`lengths` is at most a few thousand).
-pub fn plan_calls(lengths: &[usize]) -> Vec<std::ops::Range<usize>> {
+/// consecutive texts, at most [`MAX_BATCH`] each, so that the calls' cost
+/// plus [`CALL_COST_TOKENS`] per call is least. A padded call pads every
+/// text to its longest, so one long text in a call of short ones costs as
+/// much as making all of them long; a `packed` call costs its real tokens
+/// and its attention over the padded layout ([`ATTENTION_TOKENS`]). Exact,
+/// by dynamic programming over where each call ends (`lengths` is at most a
+/// few thousand).
+pub fn plan_calls(lengths: &[usize], packed: bool) -> Vec<std::ops::Range<usize>> {
     let n = lengths.len();
+    let mut sums = vec![0usize; n + 1];
+    for (i, &len) in lengths.iter().enumerate() {
+        sums[i + 1] = sums[i] + len;
+    }
+    let cost_of = |from: usize, end: usize| {
+        let (count, longest) = (end - from, lengths[end - 1]);
+        if packed {
+            sums[end] - sums[from] + count * longest * longest / ATTENTION_TOKENS
+        } else {
+            count * longest
+        }
+    };
     // best[i]: the least cost of the first i texts; start[i]: where the
     // last call of that plan starts.
     let mut best = vec![0usize; n + 1];
     let mut start = vec![0usize; n + 1];
     for end in 1..=n {
         best[end] = usize::MAX;
-        let longest = lengths[end - 1];
         for from in end.saturating_sub(MAX_BATCH)..end {
-            let cost = best[from] + CALL_COST_TOKENS + (end - from) * longest;
+            let cost = best[from] + CALL_COST_TOKENS + cost_of(from, end);
             if cost < best[end] {
                 best[end] = cost;
                 start[end] = from;
@@ -387,7 +517,7 @@ mod tests {
         ] {
             let mut lengths = lengths;
             lengths.sort_unstable();
-            let calls = plan_calls(&lengths);
+            let calls = plan_calls(&lengths, false);
             let covered: Vec<usize> = calls.iter().flat_map(|c| c.clone()).collect();
             assert_eq!(covered, (0..lengths.len()).collect::<Vec<_>>());
             assert!(calls.iter().all(|c| !c.is_empty() && c.len() <= MAX_BATCH));
@@ -396,12 +526,27 @@ mod tests {
 
     #[test]
     fn texts_of_one_length_share_calls_and_far_lengths_do_not() {
-        assert_eq!(sizes(&plan_calls(&[12; 16])), [16]);
-        assert_eq!(sizes(&plan_calls(&[12; 100])), [36, 64]);
+        assert_eq!(sizes(&plan_calls(&[12; 16], false)), [16]);
+        assert_eq!(sizes(&plan_calls(&[12; 100], false)), [36, 64]);
         // Five short texts padded to 200 tokens would cost more than a call.
         let mixed = [10, 10, 11, 11, 12, 190, 195, 200, 200, 200];
-        assert_eq!(sizes(&plan_calls(&mixed)), [5, 5]);
+        assert_eq!(sizes(&plan_calls(&mixed, false)), [5, 5]);
         // Lengths close together are not worth a second call.
-        assert_eq!(sizes(&plan_calls(&[10, 11, 12, 13, 14, 15])), [6]);
+        assert_eq!(sizes(&plan_calls(&[10, 11, 12, 13, 14, 15], false)), [6]);
+    }
+
+    #[test]
+    fn packed_calls_split_only_where_attention_would_pad_long_texts() {
+        // Padded, two short and two longer queries are worth two calls;
+        // packed, the padding costs attention next to nothing: one call.
+        assert_eq!(sizes(&plan_calls(&[7, 8, 19, 22], false)), [2, 2]);
+        assert_eq!(sizes(&plan_calls(&[7, 8, 19, 22], true)), [4]);
+        // Short texts with long ones would be padded to 200 in attention.
+        let mixed = [10, 10, 11, 11, 12, 190, 195, 200, 200, 200];
+        assert_eq!(sizes(&plan_calls(&mixed, true)), [5, 5]);
+        let mut all: Vec<usize> = (1..300).map(|i| i % 90 + 3).collect();
+        all.sort_unstable();
+        let covered: Vec<usize> = plan_calls(&all, true).into_iter().flatten().collect();
+        assert_eq!(covered, (0..all.len()).collect::<Vec<_>>());
     }
 }

@@ -71,6 +71,30 @@ fn many_equals_one_by_one_across_chunks() {
     }
 }
 
+/// What the query embedders rely on: a search's vector never depends on
+/// which other queries shared its model call (the int8 model quantizes per
+/// token, and takes a call's texts packed with attention kept per text).
+#[test]
+fn a_text_embeds_bit_for_bit_as_it_does_alone_in_any_call() {
+    let texts = [
+        "paraphrase of a package description",
+        "XK-42",
+        "a text editor for the terminal with syntax highlighting and plugins",
+        "tiny",
+        "ünïcödé 検索 search",
+        "library for parsing json documents quickly in c",
+    ];
+    let mut e = embedder();
+    let alone: Vec<Vec<f32>> = texts.iter().map(|t| e.embed(t).unwrap()).collect();
+    for call in [&texts[..], &texts[1..4], &texts[2..]] {
+        let together = e.embed_batch(call).unwrap();
+        for (text, v) in call.iter().zip(together) {
+            let i = texts.iter().position(|t| t == text).unwrap();
+            assert_eq!(v, alone[i], "{text:?} changed in a call of {}", call.len());
+        }
+    }
+}
+
 #[test]
 fn missing_runtime_is_an_error_naming_the_path() {
     let err = load_runtime(std::path::Path::new("/nonexistent/libonnxruntime.so")).unwrap_err();
