@@ -27,18 +27,24 @@ One quantization serves every product that reads the same activations
 (Q K^T, softmax V) have no weights and stay in fp32.
 
 Then the graph takes its texts packed (`expose_packing`): the tokens of all
-the texts of a call in one row, so the matrix products (nearly all of the
-model's time) run on real tokens only, not on the padding every text gets
-up to the longest of its call. Attention alone needs the texts apart: its
-queries, keys and values are gathered into one padded row per text
-(`pad_index`), attended there under the key padding mask
-(`attention_bias`, 0 or the lowest float, as the graph built it from
-`attention_mask`), and gathered back (`pack_index`); `position_ids` restart
-at 0 for each text. A text's embedding is bit for bit what it is alone (the
+the texts of a call in one row, so the matrix products after attention's
+(the output projection and the feed-forward layers, three quarters of the
+model's products) run on real tokens only, not on the padding every text
+gets up to the longest of its call. Attention needs the texts apart: the
+quantized input of its query, key and value products (one byte a value)
+and its per-token scale are gathered into one padded row per text
+(`pad_index`), so those three products write the padded layout attention
+has always run in, under the key padding mask (`attention_bias`, 0 or the
+lowest float, as the graph built it from `attention_mask`); its result is
+gathered back into the packed row (`pack_index`); `position_ids` restart at
+0 for each text. A text's embedding is bit for bit what it is alone (the
 integer products and every per-token operator do not see the other rows,
-and attention runs in the padded layout it always had); on the 300 labelled
-queries in calls of 4 to 16 the model took 0.70 to 0.80x the time of padded
-calls (bench/embed_scaling.py). crates/embed feeds either form.
+and attention runs as before). Gathering the one-byte input rather than
+the products' float output copies a twelfth as much: a version that ran
+the three products packed, as one over the weights side by side, then
+gathered and split their output, was about as fast on short queries but
+embedded 500-character records 4% slower than padded calls, this one 2%
+faster (README, "Texts packed in one model call").
 
 The rewrite is deterministic: the same source gives the same bytes.
 """
@@ -167,10 +173,10 @@ def expose_packing(model):
     for node in graph.node:
         if node.op_type == "Shape" and node.input[0] in ("token_type_ids", "input_ids"):
             node.input[0] = "pad_index"
-    # 4. Around each attention: its queries, keys and values gathered from
-    # the packed rows into padded ones just before their Reshape to heads,
-    # and its context gathered back into packed rows just after its Reshape
-    # from heads.
+    # 4. Around each attention: the input of its query, key and value
+    # products gathered from the packed rows into padded ones, and its
+    # context gathered back into packed rows just after its Reshape from
+    # heads.
     def reshape_to_heads(name):
         """The Reshape to heads above `name`: the first one up its first
         inputs that reads a projection's bias Add."""
@@ -193,46 +199,34 @@ def expose_packing(model):
             raise SystemExit(f"{reshape.name}: its input is not an int8 projection with a bias")
         return product, mul, add
 
-    arrays = {i.name: i for i in graph.initializer}
-    fused, dropped, after, added = {}, set(), {}, []
-    for layer, softmax in enumerate(softmaxes):
+    before, after = {}, {}
+    for softmax in softmaxes:
         scores = producer[producer[softmax.input[0]].input[0]]  # MatMul(q, k^T)
         cleaned = [n for n in readers[softmax.output[0]] if n.op_type == "Where"]
         context = [n for r in cleaned for n in readers[r.output[0]] if n.op_type == "MatMul"]
         if len(context) != 1:
             raise SystemExit(f"{softmax.name}: no single MatMul of its probabilities and the values")
         context = context[0]
-        # Queries, keys and values: one int8 product over the weights side
-        # by side (one call instead of three), gathered into the padded
-        # layout once, then split for their Reshapes to heads.
+        # Queries, keys and values: their products' shared input, quantized
+        # (one byte a value) and its per-token scale, gathered into the
+        # padded layout, so the three products write padded rows straight
+        # for their Reshapes to heads.
         reshapes = [reshape_to_heads(scores.input[0]), reshape_to_heads(scores.input[1]),
                     reshape_to_heads(context.input[1])]
         parts = [projection(r) for r in reshapes]
-        products = [p for p, _, _ in parts]
-        if len({p.input[0] for p in products}) != 1 or len({m.input[1] for _, m, _ in parts}) != 1:
+        quantized = {p.input[0] for p, _, _ in parts}
+        scales = {m.input[1] for _, m, _ in parts}
+        if len(quantized) != 1 or len(scales) != 1:
             raise SystemExit(f"{softmax.name}: its projections do not read one quantized input")
-        q = f"pack/qkv{layer}"
-        weights = np.concatenate([numpy_helper.to_array(arrays[p.input[1]]) for p in products], axis=1)
-        scales = np.concatenate([numpy_helper.to_array(arrays[p.input[3]]) for p in products])
-        biases = np.concatenate([numpy_helper.to_array(arrays[a.input[1]]) for _, _, a in parts])
-        widths = np.array([numpy_helper.to_array(arrays[a.input[1]]).shape[0] for _, _, a in parts], np.int64)
-        added += [numpy_helper.from_array(weights, f"{q}/w"), numpy_helper.from_array(scales, f"{q}/w_scale"),
-                  numpy_helper.from_array(biases, f"{q}/bias"), numpy_helper.from_array(widths, f"{q}/widths")]
-        first = products[0]
-        heads = [f"{q}/{name}" for name in ("q", "k", "v")]
-        fused[id(first)] = [
-            helper.make_node("MatMulIntegerToFloat",
-                             [first.input[0], f"{q}/w", first.input[2], f"{q}/w_scale", first.input[4]],
-                             [f"{q}/cols"], name=f"{q}/cols", domain="com.microsoft"),
-            helper.make_node("Mul", [f"{q}/cols", parts[0][1].input[1]], [f"{q}/scaled"], name=f"{q}/scaled"),
-            helper.make_node("Add", [f"{q}/scaled", f"{q}/bias"], [f"{q}/rows"], name=f"{q}/rows"),
-            helper.make_node("Gather", [f"{q}/rows", "pad_index"], [f"{q}/padded"], name=f"{q}/padded", axis=1),
-            helper.make_node("Split", [f"{q}/padded", f"{q}/widths"], heads, name=f"{q}/split", axis=-1),
+        xq, scale = quantized.pop(), scales.pop()
+        gathered = {xq: f"pack/{xq}/padded", scale: f"pack/{scale}/padded"}
+        before[id(parts[0][0])] = [
+            helper.make_node("Gather", [name, "pad_index"], [padded], name=padded, axis=1)
+            for name, padded in gathered.items()
         ]
-        for node in (n for part in parts for n in part):
-            dropped.add(id(node))
-        for reshape, head in zip(reshapes, heads):
-            reshape.input[0] = head
+        for product, mul, _ in parts:
+            product.input[0] = gathered[xq]
+            mul.input[1] = gathered[scale]
         # The context back to packed rows after its Reshape from heads.
         transpose = readers[context.output[0]][0]
         merge = readers[transpose.output[0]][0]
@@ -248,13 +242,10 @@ def expose_packing(model):
     count = len(softmaxes)
     nodes = []
     for node in graph.node:
-        nodes += fused.get(id(node), [])
-        if id(node) not in dropped:
-            nodes += [node] + after.get(id(node), [])
+        nodes += before.get(id(node), []) + [node] + after.get(id(node), [])
     del graph.node[:]
     graph.node.extend(nodes)
     hidden = next(numpy_helper.to_array(i).shape[0] for i in graph.initializer if i.name.endswith("query.bias"))
-    graph.initializer.extend(added)
     graph.initializer.append(numpy_helper.from_array(np.array([-1, hidden], np.int64), "pack_hidden_rows"))
     # 5. Drop what no output needs (the mask's and positions' subgraphs).
     needed = {o.name for o in graph.output}
@@ -278,6 +269,8 @@ def expose_packing(model):
     ]
     del graph.input[:]
     graph.input.extend(inputs)
+    # The exporter's shape hints no longer hold for the tensors now padded.
+    del graph.value_info[:]
     onnx.checker.check_model(model)
     return count
 

@@ -6,10 +6,11 @@
 //! because loading the model costs far more than running it.
 //!
 //! Inputs are truncated at [`MAX_TOKENS`] word pieces. The int8 model set-up
-//! installs takes a call's texts packed into one row, so its matrix products
-//! see no padding and attention pads each text only to the longest of the
-//! call; the published model takes them padded to the longest (dynamic
-//! padding). [`Embedder`] feeds whichever form the model file takes. Outputs are the mean of
+//! installs takes a call's texts packed into one row, so most of its matrix
+//! products see no padding, and only attention (with its query, key and
+//! value products) pads each text to the longest of the call; the published
+//! model takes them padded to the longest (dynamic padding). [`Embedder`]
+//! feeds whichever form the model file takes. Outputs are the mean of
 //! the token states under the attention mask, L2-normalised, so the cosine of two
 //! embeddings is their dot product.
 
@@ -126,8 +127,8 @@ pub struct Embedder {
 
 /// Inputs of a model that takes the texts of a call packed into one row:
 /// their tokens one after another, each text's positions from 0, and where
-/// attention finds each text's tokens in its padded layout and back. Its
-/// matrix products then run on real tokens only.
+/// attention finds each text's tokens in its padded layout and back. The
+/// matrix products outside attention then run on real tokens only.
 const PACKED_INPUTS: [&str; 5] = [
     "input_ids",
     "position_ids",
@@ -242,8 +243,8 @@ impl Embedder {
     /// One model call over tokenized inputs packed into one row
     /// ([`PACKED_INPUTS`]). Attention still sees each text padded to the
     /// longest of the call, as in a padded call, so a text's embedding is
-    /// the one it gets alone, bit for bit; only the matrix products, which
-    /// are most of the time, skip the padding.
+    /// the one it gets alone, bit for bit; the other matrix products, most
+    /// of the time, skip the padding.
     fn run_packed(&mut self, ids: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
         // A text without tokens (the tokenizer always adds two) embeds as
         // zeros, as under a mask of zeros; the rest go to the model.
@@ -390,10 +391,12 @@ impl Embedder {
 /// texts in 21.5 ms, 64 in 80.8 ms, one alone in 2.75 ms).
 const CALL_COST_TOKENS: usize = 16;
 
-/// In a packed call only attention sees the padding: a text padded to `s`
-/// tokens costs attention about `s * s / ATTENTION_TOKENS` tokens of matrix
-/// products (per slot, its scores and weighted sum over `s` keys, in f32, are
-/// about `s / 512` of a token's int8 products through the layers).
+/// In a packed call only attention sees the padding: its query, key and
+/// value products (a quarter of a token's) run on every padded slot, and a
+/// text padded to `s` tokens costs attention itself about
+/// `s * s / ATTENTION_TOKENS` tokens of products (per slot, its scores and
+/// weighted sum over `s` keys, in f32, are about `s / 512` of a token's int8
+/// products through the layers).
 const ATTENTION_TOKENS: usize = 512;
 
 /// Splits texts sorted by token count (`lengths`, ascending) into calls of
@@ -413,7 +416,8 @@ pub fn plan_calls(lengths: &[usize], packed: bool) -> Vec<std::ops::Range<usize>
     let cost_of = |from: usize, end: usize| {
         let (count, longest) = (end - from, lengths[end - 1]);
         if packed {
-            sums[end] - sums[from] + count * longest * longest / ATTENTION_TOKENS
+            let (real, slots) = (sums[end] - sums[from], count * longest);
+            (3 * real + slots) / 4 + slots * longest / ATTENTION_TOKENS
         } else {
             count * longest
         }
@@ -538,7 +542,7 @@ mod tests {
     #[test]
     fn packed_calls_split_only_where_attention_would_pad_long_texts() {
         // Padded, two short and two longer queries are worth two calls;
-        // packed, the padding costs attention next to nothing: one call.
+        // packed, it costs only attention's share of the products: one call.
         assert_eq!(sizes(&plan_calls(&[7, 8, 19, 22], false)), [2, 2]);
         assert_eq!(sizes(&plan_calls(&[7, 8, 19, 22], true)), [4]);
         // Short texts with long ones would be padded to 200 in attention.
