@@ -142,7 +142,7 @@ def expose_packing(model):
     for node in graph.node:
         for x in node.input:
             readers.setdefault(x, []).append(node)
-    inits = {i.name for i in graph.initializer}
+    inits = {i.name: i for i in graph.initializer}
 
     # 1. The additive attention mask becomes an input.
     biases, softmaxes = set(), [n for n in graph.node if n.op_type == "Softmax"]
@@ -199,7 +199,7 @@ def expose_packing(model):
             raise SystemExit(f"{reshape.name}: its input is not an int8 projection with a bias")
         return product, mul, add
 
-    before, after = {}, {}
+    before, after, widths = {}, {}, set()
     for softmax in softmaxes:
         scores = producer[producer[softmax.input[0]].input[0]]  # MatMul(q, k^T)
         cleaned = [n for n in readers[softmax.output[0]] if n.op_type == "Where"]
@@ -219,6 +219,8 @@ def expose_packing(model):
         if len(quantized) != 1 or len(scales) != 1:
             raise SystemExit(f"{softmax.name}: its projections do not read one quantized input")
         xq, scale = quantized.pop(), scales.pop()
+        # The context is as wide as the values' projection.
+        widths.add(numpy_helper.to_array(inits[parts[2][2].input[1]]).shape[0])
         gathered = {xq: f"pack/{xq}/padded", scale: f"pack/{scale}/padded"}
         before[id(parts[0][0])] = [
             helper.make_node("Gather", [name, "pad_index"], [padded], name=padded, axis=1)
@@ -245,8 +247,9 @@ def expose_packing(model):
         nodes += before.get(id(node), []) + [node] + after.get(id(node), [])
     del graph.node[:]
     graph.node.extend(nodes)
-    hidden = next(numpy_helper.to_array(i).shape[0] for i in graph.initializer if i.name.endswith("query.bias"))
-    graph.initializer.append(numpy_helper.from_array(np.array([-1, hidden], np.int64), "pack_hidden_rows"))
+    if len(widths) != 1:
+        raise SystemExit(f"the attention layers' contexts have widths {sorted(widths)}, expected one")
+    graph.initializer.append(numpy_helper.from_array(np.array([-1, widths.pop()], np.int64), "pack_hidden_rows"))
     # 5. Drop what no output needs (the mask's and positions' subgraphs).
     needed = {o.name for o in graph.output}
     keep = []

@@ -123,6 +123,8 @@ pub struct Embedder {
     /// The model takes its texts packed (scripts/model_int8.py,
     /// `expose_packing`): [`PACKED_INPUTS`] rather than `attention_mask`.
     packed: bool,
+    /// The model takes `token_type_ids` (all zeros for one-segment texts).
+    type_ids: bool,
 }
 
 /// Inputs of a model that takes the texts of a call packed into one row:
@@ -169,13 +171,14 @@ impl Embedder {
             .and_then(|b| Ok(b.with_disabled_optimizers("SkipLayerNormFusion")?))
             .and_then(|mut b| b.commit_from_file(&model_path))
             .map_err(|e| fail(e.to_string()))?;
-        let packed = PACKED_INPUTS
-            .iter()
-            .all(|wanted| session.inputs().iter().any(|i| i.name() == *wanted));
+        let takes = |name: &str| session.inputs().iter().any(|i| i.name() == name);
+        let packed = PACKED_INPUTS.iter().all(|wanted| takes(wanted));
+        let type_ids = takes("token_type_ids");
         let embedder = Embedder {
             session,
             tokenizer,
             packed,
+            type_ids,
         };
         embedder.check_signature().map_err(fail)?;
         Ok(embedder)
@@ -279,11 +282,6 @@ impl Embedder {
             }
         }
         let row = [1, tokens as i64];
-        let wants_type_ids = self
-            .session
-            .inputs()
-            .iter()
-            .any(|i| i.name() == "token_type_ids");
         let tensor = |shape: &[i64], v: Vec<i64>| Tensor::from_array((shape.to_vec(), v));
         let mut inputs = ort::inputs! {
             "input_ids" => tensor(&row, input_ids).map_err(inference)?,
@@ -292,7 +290,7 @@ impl Embedder {
             "pack_index" => tensor(&row, pack_index).map_err(inference)?,
             "attention_bias" => Tensor::from_array(([batch as i64, 1, 1, seq as i64], bias)).map_err(inference)?,
         };
-        if wants_type_ids {
+        if self.type_ids {
             inputs.push((
                 "token_type_ids".into(),
                 tensor(&row, vec![0i64; tokens]).map_err(inference)?.into(),
@@ -350,14 +348,9 @@ impl Embedder {
             }
         }
         let shape = [batch as i64, seq as i64];
-        let wants_type_ids = self
-            .session
-            .inputs()
-            .iter()
-            .any(|i| i.name() == "token_type_ids");
         let ids_tensor = Tensor::from_array((shape, input_ids)).map_err(inference)?;
         let mask_tensor = Tensor::from_array((shape, mask.clone())).map_err(inference)?;
-        let outputs = if wants_type_ids {
+        let outputs = if self.type_ids {
             let types = Tensor::from_array((shape, vec![0i64; batch * seq])).map_err(inference)?;
             self.session.run(ort::inputs! {
                 "input_ids" => ids_tensor, "attention_mask" => mask_tensor, "token_type_ids" => types
