@@ -16,6 +16,7 @@ use std::ffi::CString;
 
 use pgrx::prelude::*;
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
+use vigil_search::fusion::Fusion;
 use vigil_search::postings::{self, Posting, QueryTerm};
 use vigil_search::{bm25, tokens, tsvector::TsVector};
 
@@ -200,6 +201,48 @@ fn bm25_top<'a>(
     TableIterator::new(top)
 }
 
+/// Hybrid search's fusion (`vigil_search::fusion`): the `k` best records of
+/// the vector branch (`vector_ids` with their `similarities`) and the keyword
+/// branch (`keyword_ids` with their BM25 `scores`), each in any order, where
+/// the keyword records `identified` hold an identifier of the query. `fusion`
+/// is 'rrf' or 'convex'; the weights are checked by the caller. Best first,
+/// ties by smaller id. A NULL array is an empty branch.
+#[allow(clippy::too_many_arguments)]
+#[pg_extern(immutable, parallel_safe, name = "_fuse")]
+fn fuse(
+    vector_ids: Option<Vec<i64>>,
+    similarities: Option<Vec<f32>>,
+    keyword_ids: Option<Vec<i64>>,
+    scores: Option<Vec<f32>>,
+    identified: Option<Vec<i64>>,
+    k: i32,
+    fusion: &str,
+    vector_weight: f32,
+    keyword_weight: f32,
+) -> TableIterator<'static, (name!(id, i64), name!(score, f64))> {
+    let pairs = |ids: Option<Vec<i64>>, values: Option<Vec<f32>>, field: &str| {
+        let (ids, values) = (ids.unwrap_or_default(), values.unwrap_or_default());
+        if ids.len() != values.len() {
+            crate::pg::invalid_input(field, "as many ids as scores are needed");
+        }
+        ids.into_iter().zip(values).collect::<Vec<_>>()
+    };
+    let by_vector = pairs(vector_ids, similarities, "similarities");
+    let by_keyword = pairs(keyword_ids, scores, "scores");
+    let fusion = Fusion::parse(fusion)
+        .unwrap_or_else(|| crate::pg::invalid_input("fusion", "fusion must be 'rrf' or 'convex'"));
+    let fused = vigil_search::fusion::fuse(
+        &by_vector,
+        &by_keyword,
+        &identified.unwrap_or_default(),
+        fusion,
+        vector_weight,
+        keyword_weight,
+        k.max(0) as usize,
+    );
+    TableIterator::new(fused)
+}
+
 /// Functions of earlier versions' scripts, kept as symbols only so that
 /// `CREATE EXTENSION vigil VERSION '0.6.0'` still loads with this library
 /// (PostgreSQL checks a C function's symbol when it is created). Called
@@ -236,6 +279,7 @@ extension_sql_file!(
         postings_append,
         postings_holds_any,
         postings_remove,
-        bm25_top
+        bm25_top,
+        fuse
     ]
 );

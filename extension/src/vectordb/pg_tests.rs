@@ -185,7 +185,9 @@ mod tests {
         let big = fill("big", 2500);
         let small = fill("small", 40);
         let q = "ARRAY(SELECT cos(d * 0.5)::real FROM generate_series(1, 384) d)";
-        for (db, k) in [(small, 30), (big, 50)] {
+        // 2,000: what a hybrid search of limit 1,000 asks of each branch,
+        // past ef_search's largest.
+        for (db, k) in [(small, 30), (big, 50), (big, 2000)] {
             let found = count(&format!(
                 "SELECT count(*) FROM vigil._nearest({db}, {q}, {k}) x
                  JOIN vigil.vector_records r ON r.id = x.id AND r.db = {db}"
@@ -199,6 +201,10 @@ mod tests {
             ));
             assert!(overlap * 10 >= k * 9, "{db}: recall {overlap}/{k}");
         }
+        let hybrid = count(&format!(
+            "SELECT count(*) FROM vigil.hybrid_search('w1 w2', 1000, 'big', query_vector => {q})"
+        ));
+        assert_eq!(hybrid, 1000);
         // The graph itself, filtered to the small database, still yields k.
         Spi::run("SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off").unwrap();
         let through_index = count(&format!(

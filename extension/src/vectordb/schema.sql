@@ -505,7 +505,9 @@ BEGIN
              LIMIT $3'
             USING db_id, query_vector, k;
     ELSE
-        PERFORM set_config('vigil.hnsw_ef_search', greatest(k, 40)::text, true);
+        -- ef_search stops at its largest (1,000): the scan goes on past it
+        -- (vigil.hnsw_iterative_scan) for a hybrid search's 2,000.
+        PERFORM set_config('vigil.hnsw_ef_search', least(greatest(k, 40), 1000)::text, true);
         RETURN QUERY
         SELECT r.id, (1 - (r.embedding <=> query_vector))::real
         FROM vector_records r WHERE (r.db + 0) = db_id
@@ -644,7 +646,9 @@ $$;
 --   (similarity below 0 counts 0), absent from a branch counting 0.
 -- Each branch fetches more than `k` (2k, at least 30), so a record ranked
 -- well by both but first by neither is still seen. `query_vector`, when given,
--- is taken as the query's embedding.
+-- is taken as the query's embedding. vigil._fuse (vigil_search::fusion)
+-- fuses the branches' rankings, where a join of the two in SQL, with its
+-- window functions and sorts, took a fifth of a search (README).
 CREATE FUNCTION vigil.hybrid_search(
     query text,
     k integer,
@@ -662,6 +666,11 @@ DECLARE
     db_id bigint := vigil._database(db);
     fetched integer;
     identifiers text[];
+    vector_ids bigint[];
+    similarities real[];
+    keyword_ids bigint[];
+    scores real[];
+    identified bigint[];
 BEGIN
     PERFORM vigil._check_search(query, k);
     IF fusion IS NULL OR fusion NOT IN ('rrf', 'convex') THEN
@@ -672,34 +681,20 @@ BEGIN
         PERFORM vigil._refuse('weights', 'vector_weight and keyword_weight must be 0 or more, not both 0');
     END IF;
     fetched := least(greatest(2 * k, 30), 2000);
+    SELECT array_agg(v.id), array_agg(v.similarity) INTO vector_ids, similarities
+    FROM vigil._nearest(db_id, vigil._query_vector(query, query_vector), fetched) v;
+    SELECT array_agg(w.id), array_agg(w.score) INTO keyword_ids, scores
+    FROM vigil._keyword_ranked(db_id, query, fetched) w;
     -- identifiers: with a digit or a joiner other than "-" (not "open-source")
     identifiers := ARRAY(SELECT t FROM unnest(vigil.exact_tokens(query)) AS t WHERE t ~ '[0-9@_/:#+.]');
+    IF cardinality(identifiers) > 0 AND keyword_ids IS NOT NULL THEN
+        SELECT array_agg(r.id) INTO identified
+        FROM vector_records r WHERE r.id = ANY (keyword_ids) AND r.terms @@ vigil._any_term(identifiers);
+    END IF;
     RETURN QUERY
-    WITH by_vector AS (
-        SELECT v.id, v.similarity, row_number() OVER (ORDER BY v.similarity DESC, v.id) AS rank
-        FROM vigil._nearest(db_id, vigil._query_vector(query, query_vector), fetched) v
-    ), by_keyword AS (
-        SELECT w.id, w.score, row_number() OVER (ORDER BY w.score DESC, w.id) AS rank
-        FROM vigil._keyword_ranked(db_id, query, fetched) w
-    ), by_exact_token AS (
-        SELECT w.id, row_number() OVER (ORDER BY w.score DESC, w.id) AS rank
-        FROM by_keyword w JOIN vector_records r ON r.id = w.id
-        WHERE cardinality(identifiers) > 0 AND r.terms @@ vigil._any_term(identifiers)
-    ), fused AS (
-        SELECT coalesce(v.id, w.id) AS id,
-               CASE fusion
-               WHEN 'rrf' THEN coalesce(vector_weight / (60 + v.rank), 0)
-                             + coalesce(keyword_weight / (60 + w.rank), 0)
-                             + coalesce(keyword_weight / (60 + e.rank), 0)
-               ELSE (vector_weight * coalesce(greatest(v.similarity, 0) / nullif(max(v.similarity) OVER (), 0), 0)
-                   + keyword_weight * coalesce(w.score / nullif(max(w.score) OVER (), 0), 0))
-                   / (vector_weight + keyword_weight)
-               END AS score
-        FROM by_vector v FULL JOIN by_keyword w ON v.id = w.id
-        LEFT JOIN by_exact_token e ON e.id = w.id
-    )
     SELECT r.id, r.title, r.content, r.metadata, r.created_at, f.score::real
-    FROM (SELECT * FROM fused ORDER BY fused.score DESC, fused.id LIMIT k) f
+    FROM vigil._fuse(vector_ids, similarities, keyword_ids, scores, identified, k, fusion,
+                     vector_weight, keyword_weight) f
     JOIN vector_records r ON r.id = f.id
     ORDER BY f.score DESC, r.id;
 END
