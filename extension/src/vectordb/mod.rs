@@ -6,8 +6,9 @@
 //! `schema.sql`; every function there runs as its caller, so row-level
 //! security decides which account's data it sees. Here are the pieces the
 //! SQL calls that are Rust: exact tokens, BM25 over a `tsvector`, the
-//! keyword index's posting blocks and the top k over them, from the pure
-//! `vigil-search` crate, and the `vigil.db` setting.
+//! keyword index's posting blocks and the top k over them, hybrid search's
+//! fusion of its two rankings, from the pure `vigil-search` crate, and the
+//! `vigil.db` setting.
 
 #[cfg(any(test, feature = "pg_test"))]
 mod pg_tests;
