@@ -1,10 +1,29 @@
 -- vigil 0.7.6 -> 0.7.7: hybrid search fuses its two branches in Rust
 -- (vigil._fuse, vigil_search::fusion) rather than in one SQL statement
 -- joining them with window functions and sorts: the same rankings and scores
--- bit for bit, about a tenth less time per search (README, "Fusion in
--- Rust"). And a hybrid search of limit over 500, whose vector branch fetches
--- up to 2,000 records, no longer asks for an ef_search past its largest
--- (1,000): vigil._nearest caps it, and the scan goes on past it.
+-- bit for bit. The keyword branch keeps the posting blocks it reads in the
+-- backend (vigil._bm25_top_kept, `vigil.keyword_cache`), for the next search
+-- of the same version of the database. A hybrid search of limit over 500,
+-- whose vector branch fetches up to 2,000 records, no longer asks for an
+-- ef_search past its largest (1,000): vigil._nearest caps it, and the scan
+-- goes on past it. README, "Fusion in Rust, and the keyword index kept".
+
+-- vigil::vectordb::_bm25_top_kept
+CREATE  FUNCTION "_bm25_top_kept"(
+	"db_id" bigint, /* i64 */
+	"xmin" bigint, /* i64 */
+	"ctid" tid, /* pg_sys :: ItemPointerData */
+	"lexemes" TEXT[], /* Vec < String > */
+	"idfs" real[], /* Vec < f32 > */
+	"average_length" real, /* f32 */
+	"k" INT /* i32 */
+) RETURNS TABLE (
+	"id" bigint,  /* i64 */
+	"score" real  /* f32 */
+)
+STRICT STABLE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'bm25_top_kept_wrapper';
 
 -- vigil::vectordb::_fuse
 CREATE  FUNCTION "_fuse"(
@@ -56,6 +75,37 @@ BEGIN
         ORDER BY r.embedding <=> query_vector
         LIMIT k;
     END IF;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION vigil._keyword_ranked(db_id bigint, query text, k integer)
+RETURNS TABLE (id bigint, score real)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, vigil
+AS $$
+#variable_conflict use_column
+DECLARE
+    n bigint;
+    average real;
+    version_xmin bigint;
+    version_ctid tid;
+    lexemes text[];
+    idfs real[];
+BEGIN
+    SELECT d.records, d.total_length::real / greatest(d.records, 1), d.xmin::text::bigint, d.ctid
+    INTO n, average, version_xmin, version_ctid
+    FROM vector_databases d WHERE d.id = db_id AND d.account = vigil.current_account();
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    SELECT array_agg(t.term ORDER BY t.records, t.term),
+           array_agg(vigil.bm25_idf(n, t.records) ORDER BY t.records, t.term)
+    INTO lexemes, idfs
+    FROM vector_terms t
+    WHERE t.db = db_id AND t.term = ANY (tsvector_to_array(vigil.search_terms(query))) AND t.records > 0;
+    IF lexemes IS NULL THEN
+        RETURN;
+    END IF;
+    RETURN QUERY SELECT * FROM vigil._bm25_top_kept(db_id, version_xmin, version_ctid, lexemes, idfs, average, k);
 END
 $$;
 

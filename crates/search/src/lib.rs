@@ -10,12 +10,15 @@
 //! - [`bm25`]: the scoring function.
 //! - [`postings`]: the keyword index's posting blocks and the exact top k
 //!   over them (MaxScore with block-max bounds), reading no record.
+//! - [`cache`]: a backend's copy of the posting blocks its searches read,
+//!   per database version, within a budget.
 //! - [`fusion`]: hybrid search's fusion of the keyword and vector rankings
 //!   (Reciprocal Rank Fusion, or a convex combination of normalised scores).
 //! - [`tokens`]: exact tokens (`XK-42`, `a.b@c.org`, `foo_bar`) that
 //!   PostgreSQL's parser would split, kept whole so they match whole.
 
 pub mod bm25;
+pub mod cache;
 pub mod fusion;
 pub mod postings;
 pub mod tokens;

@@ -13,10 +13,13 @@
 #[cfg(any(test, feature = "pg_test"))]
 mod pg_tests;
 
+use std::cell::RefCell;
 use std::ffi::CString;
 
+use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
+use vigil_search::cache::PostingsCache;
 use vigil_search::fusion::Fusion;
 use vigil_search::postings::{self, Posting, QueryTerm};
 use vigil_search::{bm25, tokens, tsvector::TsVector};
@@ -24,8 +27,11 @@ use vigil_search::{bm25, tokens, tsvector::TsVector};
 use crate::pg::tsvector::TsVectorBytes;
 
 static DB: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+static KEYWORD_CACHE: GucSetting<i32> = GucSetting::<i32>::new(32 * 1024);
 
-/// `vigil.db`: the database a vector function means when not given one.
+/// `vigil.db`: the database a vector function means when not given one;
+/// `vigil.keyword_cache`: how much of the keyword index one backend keeps
+/// between searches (kB; `vigil_search::cache`).
 pub fn register_settings() {
     GucRegistry::define_string_guc(
         c"vigil.db",
@@ -34,6 +40,16 @@ pub fn register_settings() {
         &DB,
         GucContext::Userset,
         GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"vigil.keyword_cache",
+        c"Posting blocks of the keyword index one backend keeps between searches (0: none).",
+        c"Per backend; a database's blocks are read again after any write to it.",
+        &KEYWORD_CACHE,
+        0,
+        i32::MAX / 1024,
+        GucContext::Userset,
+        GucFlags::UNIT_KB,
     );
 }
 
@@ -202,6 +218,66 @@ fn bm25_top<'a>(
     TableIterator::new(top)
 }
 
+thread_local! {
+    /// This backend's posting blocks (`vigil_search::cache`).
+    static POSTINGS: RefCell<PostingsCache> = RefCell::new(PostingsCache::new());
+}
+
+/// The blocks of some terms of a database, read as `_keyword_ranked`, a
+/// security definer that checked the database is the account's, reads them.
+const READ_POSTINGS: &str = "SELECT p.term, p.postings FROM vigil.vector_postings p \
+                             WHERE p.db = $1 AND p.term = ANY ($2)";
+
+/// BM25's top `k` in database `db_id` over `lexemes` weighing `idfs`, as
+/// `_bm25_top` ranks given blocks, the blocks read here: those this backend
+/// read before for the same row version `(xmin, ctid)` of the database's
+/// counts, which every write of its postings replaces, are taken as kept
+/// (`vigil.keyword_cache`, the budget); the others are read and kept.
+#[allow(clippy::too_many_arguments)]
+#[pg_extern(stable, strict, name = "_bm25_top_kept")]
+fn bm25_top_kept(
+    db_id: i64,
+    xmin: i64,
+    ctid: pg_sys::ItemPointerData,
+    lexemes: Vec<String>,
+    idfs: Vec<f32>,
+    average_length: f32,
+    k: i32,
+) -> TableIterator<'static, (name!(id, i64), name!(score, f32))> {
+    if lexemes.len() != idfs.len() {
+        crate::pg::invalid_input("idfs", "lexemes and idfs must be as long as each other");
+    }
+    let (block, offset) = pgrx::itemptr::item_pointer_get_both(ctid);
+    let version = (xmin as u64, (u64::from(block) << 16) | u64::from(offset));
+    let budget = usize::try_from(KEYWORD_CACHE.get()).unwrap_or(0) * 1024;
+    let read = |missing: &[String]| {
+        Spi::connect(|client| {
+            let args: [DatumWithOid; 2] = [db_id.into(), missing.to_vec().into()];
+            let mut out = Vec::new();
+            for row in client.select(READ_POSTINGS, None, &args)? {
+                if let (Some(term), Some(block)) = (row.get::<String>(1)?, row.get::<Vec<u8>>(2)?) {
+                    out.push((term, vec![block]));
+                }
+            }
+            Ok::<_, pgrx::spi::Error>(out)
+        })
+    };
+    let blocks = POSTINGS
+        .with_borrow_mut(|cache| cache.blocks(db_id, version, &lexemes, budget, read))
+        .unwrap_or_else(|e| error!("could not read the keyword index: {e}"));
+    let terms: Vec<QueryTerm> = idfs
+        .iter()
+        .zip(&blocks)
+        .map(|(&idf, term)| QueryTerm {
+            idf,
+            blocks: term.iter().map(Vec::as_slice).collect(),
+        })
+        .collect();
+    let top = postings::top_k(&terms, average_length, k.max(0) as usize)
+        .unwrap_or_else(|e| malformed_block(e.0));
+    TableIterator::new(top)
+}
+
 /// Hybrid search's fusion (`vigil_search::fusion`): the `k` best records of
 /// the vector branch (`vector_ids` with their `similarities`) and the keyword
 /// branch (`keyword_ids` with their BM25 `scores`), each in any order, where
@@ -281,6 +357,7 @@ extension_sql_file!(
         postings_holds_any,
         postings_remove,
         bm25_top,
+        bm25_top_kept,
         fuse
     ]
 );

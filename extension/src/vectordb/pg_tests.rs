@@ -307,6 +307,42 @@ mod tests {
         );
     }
 
+    /// The posting blocks a backend keeps between searches
+    /// (`vigil.keyword_cache`) follow each write, also within one
+    /// transaction: the search right after a store finds the new record, and
+    /// after its delete no longer does; with nothing kept the answers are
+    /// the same.
+    #[pg_test]
+    fn a_search_after_a_write_sees_it_though_blocks_are_kept() {
+        enter("a@example.com");
+        let db = fill("kept", 500);
+        let first = || {
+            text(&format!(
+                "SELECT coalesce((SELECT id::text FROM vigil._keyword_ranked({db}, 'w3 w5', 1)), '')"
+            ))
+        };
+        let before = first();
+        assert!(!before.is_empty());
+        assert_eq!(first(), before, "the same from the blocks kept");
+        Spi::run(&format!(
+            "INSERT INTO vigil.vector_records (db, account, title, content, embedding)
+             VALUES ({db}, vigil.current_account(), 'new', 'w3 w3 w3 w5 w5',
+                     array_fill(0.5::real, ARRAY[384]))"
+        ))
+        .unwrap();
+        let new_id = count(&format!(
+            "SELECT max(id) FROM vigil.vector_records WHERE db = {db}"
+        ));
+        assert_eq!(first(), new_id.to_string());
+        Spi::run(&format!(
+            "DELETE FROM vigil.vector_records WHERE id = {new_id}"
+        ))
+        .unwrap();
+        assert_eq!(first(), before);
+        Spi::run("SET LOCAL vigil.keyword_cache = 0").unwrap();
+        assert_eq!(first(), before);
+    }
+
     #[pg_test]
     fn keyword_ranking_from_the_index_equals_scoring_every_record() {
         enter("a@example.com");

@@ -521,6 +521,10 @@ $$;
 -- any of its terms matching, ties by id: exact, from the blocks of
 -- vector_postings alone (vigil_search::postings::top_k, MaxScore with
 -- block-max bounds). Terms go rarest first, the order scores are summed in.
+-- The blocks are read by vigil._bm25_top_kept, which keeps them in the
+-- backend for the next search of the same version of the database (the row
+-- version of its counts, which every write of its postings replaces): a
+-- common word's blocks are a few hundred rows, read once, not every search.
 --
 -- SECURITY DEFINER, checking itself that `db_id` is a database of the
 -- current account: row-level security on vector_postings would make every
@@ -535,12 +539,13 @@ AS $$
 DECLARE
     n bigint;
     average real;
+    version_xmin bigint;
+    version_ctid tid;
     lexemes text[];
     idfs real[];
-    block_terms integer[];
-    blocks bytea[];
 BEGIN
-    SELECT d.records, d.total_length::real / greatest(d.records, 1) INTO n, average
+    SELECT d.records, d.total_length::real / greatest(d.records, 1), d.xmin::text::bigint, d.ctid
+    INTO n, average, version_xmin, version_ctid
     FROM vector_databases d WHERE d.id = db_id AND d.account = vigil.current_account();
     IF NOT FOUND THEN
         RETURN;
@@ -553,14 +558,7 @@ BEGIN
     IF lexemes IS NULL THEN
         RETURN;
     END IF;
-    SELECT array_agg(array_position(lexemes, p.term)), array_agg(p.postings)
-    INTO block_terms, blocks
-    FROM vector_postings p
-    WHERE p.db = db_id AND p.term = ANY (lexemes);
-    IF blocks IS NULL THEN
-        RETURN;
-    END IF;
-    RETURN QUERY SELECT * FROM vigil._bm25_top(block_terms, blocks, idfs, average, k);
+    RETURN QUERY SELECT * FROM vigil._bm25_top_kept(db_id, version_xmin, version_ctid, lexemes, idfs, average, k);
 END
 $$;
 
