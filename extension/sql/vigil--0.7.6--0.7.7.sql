@@ -24,6 +24,7 @@ CREATE  FUNCTION "_bm25_top_kept"(
 STRICT STABLE 
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'bm25_top_kept_wrapper';
+REVOKE EXECUTE ON FUNCTION vigil._bm25_top_kept(bigint, bigint, tid, text[], real[], real, integer) FROM PUBLIC;
 
 -- vigil::vectordb::_fuse
 CREATE  FUNCTION "_fuse"(

@@ -343,6 +343,20 @@ mod tests {
         assert_eq!(first(), before);
     }
 
+    /// Kept blocks are read only through `_keyword_ranked`'s account check:
+    /// the application role, which pooled connections share between
+    /// accounts, may not ask for a database's blocks itself.
+    #[pg_test(error = "permission denied for function _bm25_top_kept")]
+    fn kept_blocks_are_read_only_through_the_account_check() {
+        Spi::run("CREATE ROLE vigil_test_kept NOSUPERUSER NOBYPASSRLS").unwrap();
+        Spi::run("GRANT USAGE ON SCHEMA vigil TO vigil_test_kept").unwrap();
+        Spi::run("SET ROLE vigil_test_kept").unwrap();
+        Spi::run(
+            "SELECT * FROM vigil._bm25_top_kept(1, 1, '(0,1)', ARRAY['w1'], ARRAY[1::real], 1, 10)",
+        )
+        .unwrap();
+    }
+
     #[pg_test]
     fn keyword_ranking_from_the_index_equals_scoring_every_record() {
         enter("a@example.com");

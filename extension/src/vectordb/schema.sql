@@ -562,6 +562,11 @@ BEGIN
 END
 $$;
 
+-- The blocks a backend keeps are those of the accounts whose searches read
+-- them, and pooled connections change accounts: only _keyword_ranked,
+-- running as the owner after its account check, reads them.
+REVOKE EXECUTE ON FUNCTION vigil._bm25_top_kept(bigint, bigint, tid, text[], real[], real, integer) FROM PUBLIC;
+
 -- A tsquery matching any of `lexemes`, taken as they are (not stemmed again).
 CREATE FUNCTION vigil._any_term(lexemes text[]) RETURNS tsquery
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
