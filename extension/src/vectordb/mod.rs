@@ -6,9 +6,10 @@
 //! `schema.sql`; every function there runs as its caller, so row-level
 //! security decides which account's data it sees. Here are the pieces the
 //! SQL calls that are Rust: exact tokens, BM25 over a `tsvector`, the
-//! keyword index's posting blocks and the top k over them, hybrid search's
-//! fusion of its two rankings, from the pure `vigil-search` crate, and the
-//! `vigil.db` setting.
+//! keyword index's posting blocks and the top k over them (with the blocks a
+//! backend keeps between searches), hybrid search's fusion of its two
+//! rankings, from the pure `vigil-search` crate, and the `vigil.db` and
+//! `vigil.keyword_cache` settings.
 
 #[cfg(any(test, feature = "pg_test"))]
 mod pg_tests;
@@ -223,16 +224,17 @@ thread_local! {
     static POSTINGS: RefCell<PostingsCache> = RefCell::new(PostingsCache::new());
 }
 
-/// The blocks of some terms of a database, read as `_keyword_ranked`, a
-/// security definer that checked the database is the account's, reads them.
+/// The blocks of some terms of a database; run inside `_keyword_ranked`, a
+/// security definer that has checked the database is the account's.
 const READ_POSTINGS: &str = "SELECT p.term, p.postings FROM vigil.vector_postings p \
                              WHERE p.db = $1 AND p.term = ANY ($2)";
 
 /// BM25's top `k` in database `db_id` over `lexemes` weighing `idfs`, as
-/// `_bm25_top` ranks given blocks, the blocks read here: those this backend
-/// read before for the same row version `(xmin, ctid)` of the database's
-/// counts, which every write of its postings replaces, are taken as kept
-/// (`vigil.keyword_cache`, the budget); the others are read and kept.
+/// `_bm25_top` ranks the blocks it is given, but finding the blocks itself:
+/// those this backend read before for the same row version `(xmin, ctid)`
+/// of the database's counts, which every write of its postings replaces,
+/// come from its cache (at most `vigil.keyword_cache`); the rest are read
+/// and kept.
 #[allow(clippy::too_many_arguments)]
 #[pg_extern(stable, strict, name = "_bm25_top_kept")]
 fn bm25_top_kept(
