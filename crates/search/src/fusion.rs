@@ -15,7 +15,7 @@
 //! so rankings and ties are the same as they were: RRF sums in `double
 //! precision`, the convex combination is `real` throughout.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// How the branches' rankings become one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +72,8 @@ pub fn fuse(
     for (rank, &(id, similarity)) in (1..).zip(&by_vector) {
         seen.entry(id).or_default().vector = Some((rank, similarity));
     }
+    // Up to 2,000 keyword records each: a set, not a scan per record.
+    let identified: HashSet<i64> = identified.iter().copied().collect();
     let mut identifier_rank = 0;
     for (rank, &(id, score)) in (1..).zip(&by_keyword) {
         let entry = seen.entry(id).or_default();
