@@ -6,7 +6,7 @@
 //! `schema.sql`; every function there runs as its caller, so row-level
 //! security decides which account's data it sees. Here are the pieces the
 //! SQL calls that are Rust: exact tokens, BM25 over a `tsvector`, the
-//! keyword index's posting blocks and the top k over them (with the blocks a
+//! keyword index's posting blocks and the top k over them (with the terms a
 //! backend keeps between searches), hybrid search's fusion of its two
 //! rankings, from the pure `vigil-search` crate, and the `vigil.db` and
 //! `vigil.keyword_cache` settings.
@@ -15,12 +15,14 @@
 mod pg_tests;
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ffi::CString;
 
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
+use pgrx::spi::OwnedPreparedStatement;
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
-use vigil_search::cache::PostingsCache;
+use vigil_search::cache::{PostingsCache, Term};
 use vigil_search::fusion::Fusion;
 use vigil_search::postings::{self, Posting, QueryTerm};
 use vigil_search::{bm25, tokens, tsvector::TsVector};
@@ -220,59 +222,95 @@ fn bm25_top<'a>(
 }
 
 thread_local! {
-    /// This backend's posting blocks (`vigil_search::cache`).
+    /// This backend's copy of the keyword index (`vigil_search::cache`).
     static POSTINGS: RefCell<PostingsCache> = RefCell::new(PostingsCache::new());
+    /// [`READ_TERMS`], planned once per backend: a search of a word this
+    /// backend has not kept reads it, and parsing and planning the read
+    /// each time cost about as much as running it.
+    static READ_TERMS_PLAN: RefCell<Option<OwnedPreparedStatement>> = const { RefCell::new(None) };
 }
 
-/// The blocks of some terms of a database; run inside `_keyword_ranked`, a
-/// security definer that has checked the database is the account's.
-const READ_POSTINGS: &str = "SELECT p.term, p.postings FROM vigil.vector_postings p \
-                             WHERE p.db = $1 AND p.term = ANY ($2)";
+/// What a database holds of some terms: each term's record count, with a
+/// row per posting block (none when no record holds it). Run inside
+/// `_keyword_ranked`, a security definer that has checked the database is
+/// the account's.
+const READ_TERMS: &str = "SELECT t.term, t.records, p.postings FROM vigil.vector_terms t \
+                          LEFT JOIN vigil.vector_postings p ON p.db = t.db AND p.term = t.term \
+                          WHERE t.db = $1 AND t.term = ANY ($2)";
 
-/// BM25's top `k` in database `db_id` over `lexemes` weighing `idfs`, as
-/// `_bm25_top` ranks the blocks it is given, but finding the blocks itself:
-/// those this backend read before for the same row version `(xmin, ctid)`
-/// of the database's counts, which every write of its postings replaces,
-/// come from its cache (at most `vigil.keyword_cache`); the rest are read
-/// and kept.
+/// Reads what database `db_id` holds of `missing` ([`READ_TERMS`]).
+fn read_terms(db_id: i64, missing: &[String]) -> Result<Vec<(String, Term)>, pgrx::spi::Error> {
+    Spi::connect(|client| {
+        READ_TERMS_PLAN.with_borrow_mut(|plan| {
+            if plan.is_none() {
+                let types = [PgBuiltInOids::INT8OID, PgBuiltInOids::TEXTARRAYOID].map(|t| t.oid());
+                *plan = Some(client.prepare(READ_TERMS, &types)?.keep());
+            }
+            let Some(statement) = plan.as_ref() else {
+                unreachable!("prepared above")
+            };
+            let args: [DatumWithOid; 2] = [db_id.into(), missing.to_vec().into()];
+            let mut held: HashMap<String, Term> = HashMap::new();
+            for row in client.select(statement, None, &args)? {
+                let (Some(name), Some(records)) = (row.get::<String>(1)?, row.get::<i64>(2)?)
+                else {
+                    continue;
+                };
+                let term = held.entry(name).or_default();
+                term.records = records.max(0) as u64;
+                term.blocks.extend(row.get::<Vec<u8>>(3)?);
+            }
+            Ok(held.into_iter().collect())
+        })
+    })
+}
+
+/// BM25's top `k` in database `db_id`, which holds `records` records of
+/// `average_length` tokens on average, over the query's `lexemes`: each
+/// term's record count (its IDF) and posting blocks come from this
+/// backend's copy of the keyword index when it holds them for the same row
+/// version `(xmin, ctid)` of the database's counts, which every write of
+/// its postings replaces (at most `vigil.keyword_cache`); the rest are read
+/// and kept. Terms no record holds are left out; the others are summed
+/// rarest first, ties by the term's bytes, as `vigil_search::postings::
+/// top_k` sums them.
 #[allow(clippy::too_many_arguments)]
-#[pg_extern(stable, strict, name = "_bm25_top_kept")]
-fn bm25_top_kept(
+#[pg_extern(stable, strict, name = "_bm25_search_kept")]
+fn bm25_search_kept(
     db_id: i64,
     xmin: i64,
     ctid: pg_sys::ItemPointerData,
     lexemes: Vec<String>,
-    idfs: Vec<f32>,
+    records: i64,
     average_length: f32,
     k: i32,
 ) -> TableIterator<'static, (name!(id, i64), name!(score, f32))> {
-    if lexemes.len() != idfs.len() {
-        crate::pg::invalid_input("idfs", "lexemes and idfs must be as long as each other");
-    }
     let (block, offset) = pgrx::itemptr::item_pointer_get_both(ctid);
     let version = (xmin as u64, (u64::from(block) << 16) | u64::from(offset));
     let budget = usize::try_from(KEYWORD_CACHE.get()).unwrap_or(0) * 1024;
-    let read = |missing: &[String]| {
-        Spi::connect(|client| {
-            let args: [DatumWithOid; 2] = [db_id.into(), missing.to_vec().into()];
-            let mut out = Vec::new();
-            for row in client.select(READ_POSTINGS, None, &args)? {
-                if let (Some(term), Some(block)) = (row.get::<String>(1)?, row.get::<Vec<u8>>(2)?) {
-                    out.push((term, vec![block]));
-                }
-            }
-            Ok::<_, pgrx::spi::Error>(out)
+    let mut lexemes = lexemes;
+    lexemes.sort_unstable();
+    lexemes.dedup();
+    let held = POSTINGS
+        .with_borrow_mut(|cache| {
+            cache.terms(db_id, version, &lexemes, budget, |missing| {
+                read_terms(db_id, missing)
+            })
         })
-    };
-    let blocks = POSTINGS
-        .with_borrow_mut(|cache| cache.blocks(db_id, version, &lexemes, budget, read))
         .unwrap_or_else(|e| error!("could not read the keyword index: {e}"));
-    let terms: Vec<QueryTerm> = idfs
+    let mut found: Vec<(&String, &Term)> = lexemes
         .iter()
-        .zip(&blocks)
-        .map(|(&idf, term)| QueryTerm {
-            idf,
-            blocks: term.iter().map(Vec::as_slice).collect(),
+        .zip(&held)
+        .map(|(name, term)| (name, term.as_ref()))
+        .filter(|(_, term)| term.records > 0)
+        .collect();
+    found.sort_by(|a, b| (a.1.records, a.0).cmp(&(b.1.records, b.0)));
+    let n = records.max(0) as u64;
+    let terms: Vec<QueryTerm> = found
+        .iter()
+        .map(|(_, term)| QueryTerm {
+            idf: bm25::idf(n, term.records),
+            blocks: term.blocks.iter().map(Vec::as_slice).collect(),
         })
         .collect();
     let top = postings::top_k(&terms, average_length, k.max(0) as usize)
@@ -323,24 +361,40 @@ fn fuse(
 }
 
 /// Functions of earlier versions' scripts, kept as symbols only so that
-/// `CREATE EXTENSION vigil VERSION '0.6.0'` still loads with this library
-/// (PostgreSQL checks a C function's symbol when it is created). Called
-/// before `ALTER EXTENSION vigil UPDATE`, they say so.
+/// `CREATE EXTENSION vigil VERSION '0.6.0'` (or any later version kept)
+/// still loads with this library (PostgreSQL checks a C function's symbol
+/// when it is created), with the signature they had, so their arguments
+/// are read as they are passed. Called before `ALTER EXTENSION vigil
+/// UPDATE`, they say so.
 mod retired {
     use pgrx::prelude::*;
 
-    fn retired(name: &str) -> ! {
-        error!("vigil.{name} was removed in 0.7.0: run ALTER EXTENSION vigil UPDATE")
+    fn retired(name: &str, version: &str) -> ! {
+        error!("vigil.{name} was removed in {version}: run ALTER EXTENSION vigil UPDATE")
     }
 
     #[pg_extern(sql = false)]
     fn bm25_essential_terms(_dfs: Vec<i64>, _budget: i64) -> i32 {
-        retired("bm25_essential_terms")
+        retired("bm25_essential_terms", "0.7.0")
     }
 
     #[pg_extern(sql = false)]
     fn bm25_upper_bound(_idf: f32) -> f32 {
-        retired("bm25_upper_bound")
+        retired("bm25_upper_bound", "0.7.0")
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[pg_extern(sql = false)]
+    fn bm25_top_kept(
+        _db_id: i64,
+        _xmin: i64,
+        _ctid: pg_sys::ItemPointerData,
+        _lexemes: Vec<String>,
+        _idfs: Vec<f32>,
+        _average_length: f32,
+        _k: i32,
+    ) -> TableIterator<'static, (name!(id, i64), name!(score, f32))> {
+        retired("_bm25_top_kept", "0.7.8")
     }
 }
 
@@ -359,7 +413,7 @@ extension_sql_file!(
         postings_holds_any,
         postings_remove,
         bm25_top,
-        bm25_top_kept,
+        bm25_search_kept,
         fuse
     ]
 );

@@ -307,54 +307,54 @@ mod tests {
         );
     }
 
-    /// The posting blocks a backend keeps between searches
-    /// (`vigil.keyword_cache`) follow each write, also within one
-    /// transaction: the search right after a store finds the new record, and
-    /// after its delete no longer does; with nothing kept the answers are
-    /// the same.
+    /// The terms a backend keeps between searches (`vigil.keyword_cache`:
+    /// their record counts and posting blocks) follow each write, also
+    /// within one transaction: the search right after a store finds the new
+    /// record, and after its delete no longer does, with the scores of
+    /// every record scored from the tables (record counts weigh them).
     #[pg_test]
-    fn a_search_after_a_write_sees_it_though_blocks_are_kept() {
+    fn a_search_after_a_write_sees_it_though_terms_are_kept() {
         enter("a@example.com");
         let db = fill("kept", 500);
-        let first = || {
-            text(&format!(
-                "SELECT coalesce((SELECT id::text FROM vigil._keyword_ranked({db}, 'w3 w5', 1)), '')"
-            ))
+        let query = "w3 w5 w41";
+        let ranked = || {
+            let (from_index, exhaustive) = ranked_from_index_and_exhaustively(db, query, 5);
+            assert_eq!(from_index, exhaustive);
+            from_index
         };
-        let before = first();
+        let before = ranked();
         assert!(!before.is_empty());
-        assert_eq!(first(), before, "the same from the blocks kept");
+        assert_eq!(ranked(), before, "the same from the terms kept");
+        // The rare word twice more: its weight falls for every record.
         Spi::run(&format!(
             "INSERT INTO vigil.vector_records (db, account, title, content, embedding)
-             VALUES ({db}, vigil.current_account(), 'new', 'w3 w3 w3 w5 w5',
-                     array_fill(0.5::real, ARRAY[384]))"
+             SELECT {db}, vigil.current_account(), 'new', c, array_fill(0.5::real, ARRAY[384])
+             FROM unnest(ARRAY['w3 w3 w3 w5 w5 w41 w41', 'w41']) c"
         ))
         .unwrap();
         let new_id = count(&format!(
-            "SELECT max(id) FROM vigil.vector_records WHERE db = {db}"
+            "SELECT min(id) FROM vigil.vector_records WHERE db = {db} AND title = 'new'"
         ));
-        assert_eq!(first(), new_id.to_string());
+        assert!(ranked().starts_with(&format!("{new_id}:")));
         Spi::run(&format!(
-            "DELETE FROM vigil.vector_records WHERE id = {new_id}"
+            "DELETE FROM vigil.vector_records WHERE db = {db} AND title = 'new'"
         ))
         .unwrap();
-        assert_eq!(first(), before);
+        assert_eq!(ranked(), before);
         Spi::run("SET LOCAL vigil.keyword_cache = 0").unwrap();
-        assert_eq!(first(), before);
+        assert_eq!(ranked(), before);
     }
 
-    /// Kept blocks are read only through `_keyword_ranked`'s account check:
+    /// Kept terms are read only through `_keyword_ranked`'s account check:
     /// the application role, which pooled connections share between
-    /// accounts, may not ask for a database's blocks itself.
-    #[pg_test(error = "permission denied for function _bm25_top_kept")]
-    fn kept_blocks_are_read_only_through_the_account_check() {
+    /// accounts, may not ask for a database's terms itself.
+    #[pg_test(error = "permission denied for function _bm25_search_kept")]
+    fn kept_terms_are_read_only_through_the_account_check() {
         Spi::run("CREATE ROLE vigil_test_kept NOSUPERUSER NOBYPASSRLS").unwrap();
         Spi::run("GRANT USAGE ON SCHEMA vigil TO vigil_test_kept").unwrap();
         Spi::run("SET ROLE vigil_test_kept").unwrap();
-        Spi::run(
-            "SELECT * FROM vigil._bm25_top_kept(1, 1, '(0,1)', ARRAY['w1'], ARRAY[1::real], 1, 10)",
-        )
-        .unwrap();
+        Spi::run("SELECT * FROM vigil._bm25_search_kept(1, 1, '(0,1)', ARRAY['w1'], 10, 1, 10)")
+            .unwrap();
     }
 
     #[pg_test]

@@ -518,13 +518,15 @@ END
 $$;
 
 -- The `k` records of database `db_id` ranked highest by BM25 for `query`,
--- any of its terms matching, ties by id: exact, from the blocks of
--- vector_postings alone (vigil_search::postings::top_k, MaxScore with
--- block-max bounds). Terms go rarest first, the order scores are summed in.
--- The blocks are read by vigil._bm25_top_kept, which keeps them in the
--- backend for the next search of the same version of the database (the row
--- version of its counts, which every write of its postings replaces): a
--- common word's blocks are a few hundred rows, read once, not every search.
+-- any of its terms matching, ties by id: exact, from vector_terms and the
+-- blocks of vector_postings alone (vigil_search::postings::top_k, MaxScore
+-- with block-max bounds). Terms go rarest first, the order scores are summed
+-- in. The terms' record counts and blocks are read by vigil._bm25_search_kept,
+-- which keeps them in the backend for the next search of the same version of
+-- the database (the row version of its counts, which every write of its
+-- postings replaces): a common word's blocks are a few hundred rows, read
+-- once, not every search, and a search of words the backend knows reads no
+-- table but the database's row.
 --
 -- SECURITY DEFINER, checking itself that `db_id` is a database of the
 -- current account: row-level security on vector_postings would make every
@@ -541,8 +543,6 @@ DECLARE
     average real;
     version_xmin bigint;
     version_ctid tid;
-    lexemes text[];
-    idfs real[];
 BEGIN
     SELECT d.records, d.total_length::real / greatest(d.records, 1), d.xmin::text::bigint, d.ctid
     INTO n, average, version_xmin, version_ctid
@@ -550,22 +550,15 @@ BEGIN
     IF NOT FOUND THEN
         RETURN;
     END IF;
-    SELECT array_agg(t.term ORDER BY t.records, t.term),
-           array_agg(vigil.bm25_idf(n, t.records) ORDER BY t.records, t.term)
-    INTO lexemes, idfs
-    FROM vector_terms t
-    WHERE t.db = db_id AND t.term = ANY (tsvector_to_array(vigil.search_terms(query))) AND t.records > 0;
-    IF lexemes IS NULL THEN
-        RETURN;
-    END IF;
-    RETURN QUERY SELECT * FROM vigil._bm25_top_kept(db_id, version_xmin, version_ctid, lexemes, idfs, average, k);
+    RETURN QUERY SELECT * FROM vigil._bm25_search_kept(db_id, version_xmin, version_ctid,
+        tsvector_to_array(vigil.search_terms(query)), n, average, k);
 END
 $$;
 
--- The blocks a backend keeps are those of the accounts whose searches read
+-- The terms a backend keeps are those of the accounts whose searches read
 -- them, and pooled connections change accounts: only _keyword_ranked,
 -- running as the owner after its account check, reads them.
-REVOKE EXECUTE ON FUNCTION vigil._bm25_top_kept(bigint, bigint, tid, text[], real[], real, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION vigil._bm25_search_kept(bigint, bigint, tid, text[], bigint, real, integer) FROM PUBLIC;
 
 -- A tsquery matching any of `lexemes`, taken as they are (not stemmed again).
 CREATE FUNCTION vigil._any_term(lexemes text[]) RETURNS tsquery
