@@ -419,15 +419,16 @@ SQL
 # statements, ef_search 40 set per connection through PGOPTIONS), random
 # held-out queries, the index forced as in the one-backend loop (on a small
 # table the planner may prefer a sort). $client_rounds rounds of
-# $client_seconds s per run, each round running vigil_hnsw and then pgvector
-# at one client, then both at $clients: the machine's drift moves each
+# $client_seconds s per run, each round running both at one client, then
+# both at $clients (vigil_hnsw first in odd rounds, pgvector first in even
+# ones): the machine's drift moves each
 # figure by up to 2x between minutes, so each round's ratios count, and the
 # summary takes their median. Appends `[pgv_]client1_qps=` and
 # `[pgv_]clients_qps=` per run and `client1_ratio=`, `clients_ratio=` per
 # round. One client through pgbench, not the PL/pgSQL loop, is the baseline
 # for the many: both then pay the same round trips per query.
 throughput() {
-    local ds="$1" nq sfx c r tps key prefix v
+    local ds="$1" nq sfx c r tps key prefix v p sides
     nq="$(psql -c "SELECT count(*) FROM bench.${ds}_queries")"
     for sfx in "" _pgv; do
         [ -z "$sfx" ] || [ "$pgvector" = 1 ] || continue
@@ -439,8 +440,11 @@ SQL
     for r in $(seq "$client_rounds"); do
         for c in 1 "$clients"; do
             key=clients_qps; [ "$c" != 1 ] || key=client1_qps
-            v=""
-            for sfx in "" _pgv; do
+            v=""; p=""
+            # vigil_hnsw first in odd rounds, pgvector first in even ones: of
+            # two runs in a row the second tended to be the faster.
+            sides=("" _pgv); [ $((r % 2)) = 1 ] || sides=(_pgv "")
+            for sfx in "${sides[@]}"; do
                 [ -z "$sfx" ] || [ "$pgvector" = 1 ] || continue
                 prefix=""; [ -z "$sfx" ] || prefix="pgv_"
                 step "$ds: ${prefix:-vigil_}$c client(s) for $client_seconds s, round $r of $client_rounds (pgbench, ef_search 40)"
@@ -448,10 +452,11 @@ SQL
                     | sed -n 's/^tps = \([0-9.]*\).*/\1/p')"
                 [ -n "$tps" ] || die "pgbench failed: $(cat "$dir/pgbench.err")"
                 echo "${prefix}$key=$tps" >> "$dir/$ds.txt"
-                if [ -z "$sfx" ]; then v="$tps"; else
-                    echo "${key%_qps}_ratio=$(awk -v a="$v" -v b="$tps" 'BEGIN { print a / b }')" >> "$dir/$ds.txt"
-                fi
+                if [ -z "$sfx" ]; then v="$tps"; else p="$tps"; fi
             done
+            if [ -n "$p" ]; then
+                echo "${key%_qps}_ratio=$(awk -v a="$v" -v b="$p" 'BEGIN { print a / b }')" >> "$dir/$ds.txt"
+            fi
         done
     done
 }

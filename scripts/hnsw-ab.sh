@@ -19,7 +19,8 @@
 #            the CPU time of the backends that served it (the kernel's own
 #            count, which the postmaster collects as they exit) over the
 #            queries answered.
-# AB_ROUNDS (2) rounds alternate the builds. The last .so named stays installed.
+# AB_ROUNDS (2) rounds alternate the builds, in the order named in odd rounds
+# and the other way round in even ones. The last .so named stays installed.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 mode="${1:-}"; shift || true
@@ -81,8 +82,18 @@ children_cpu_ticks() {
     awk '{ print $16 + $17 }' "/proc/$(head -1 "$dir/data/postmaster.pid")/stat"
 }
 
-for _ in $(seq "${AB_ROUNDS:-2}"); do
-    for so in "$@"; do
+builds=("$@")
+for r in $(seq "${AB_ROUNDS:-2}"); do
+    # Odd rounds run the builds in the order named, even rounds the other way
+    # round (and pgvector before vigil_hnsw in `clients`): of two runs in a
+    # row the second tended to be the faster, whichever build it was (README,
+    # "Term counts kept", stop 37), so a fixed order favours one side.
+    order=("${builds[@]}")
+    if [ $((r % 2)) = 0 ]; then
+        order=()
+        for ((i = ${#builds[@]} - 1; i >= 0; i--)); do order+=("${builds[i]}"); done
+    fi
+    for so in "${order[@]}"; do
         [ -f "$so" ] || die "no such file: $so"
         install -m 0755 "$so" "$lib/vigil.so"
         "$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir" >/dev/null
@@ -91,7 +102,11 @@ for _ in $(seq "${AB_ROUNDS:-2}"); do
             psql -c "SELECT pg_prewarm('bench.real_items'), pg_prewarm('bench.real_items_v'), pg_prewarm('bench.real_items_pgv'), pg_prewarm('bench.real_items_pgv_v')" >/dev/null
             line="$so:"
             for c in 1 ${AB_CLIENTS:-16}; do
-                v="$(clients_run "$c" clients.sql)"; p="$(clients_run "$c" clients_pgv.sql)"
+                if [ $((r % 2)) = 1 ]; then
+                    v="$(clients_run "$c" clients.sql)"; p="$(clients_run "$c" clients_pgv.sql)"
+                else
+                    p="$(clients_run "$c" clients_pgv.sql)"; v="$(clients_run "$c" clients.sql)"
+                fi
                 line="$line $c client(s): $(awk -v v="$v" -v p="$p" 'BEGIN {
                     split(v, a, " "); split(p, b, " ")
                     printf "vigil %.0f q/s", a[1]; if (a[2] != "") printf " (%s ms CPU/query)", a[2]
@@ -119,3 +134,4 @@ SQL
     done
 done
 "$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir" >/dev/null
+install -m 0755 "${builds[${#builds[@]} - 1]}" "$lib/vigil.so"
