@@ -10,8 +10,12 @@
 //! bits, SimHash) at hand, where a neighbour whose estimated distance
 //! (1 - cos(pi * hamming / bits)) is farther than the beam's worst by more
 //! than `delta` is passed over without reading it (it may be reached again
-//! from another element). Prints recall@10 against the exact top 10 and the
-//! exact and code distances a query took, for ef 20, 40, 80 and 120.
+//! from another element). With `asym` the query is not reduced to bits: the
+//! estimate is the mean of its projections signed by the element's bits
+//! (sqrt(pi / 2) times it estimates the cosine for Gaussian hyperplanes), as
+//! RaBitQ estimates from one-bit codes and a full query. Prints recall@10
+//! against the exact top 10 and the exact and code distances a query took,
+//! for ef 20, 40, 80 and 120.
 //!
 //! The rows and queries of `make bench-hnsw`, exported from its cluster
 //! (`psql` writes as the server's user, so into a directory it may write):
@@ -22,7 +26,7 @@
 //! scripts/pg-cluster.sh psql .vigil/bench-hnsw -c "\copy (SELECT id, array_to_string(v, ' ') FROM bench.real_items ORDER BY id) TO '/tmp/codes/items.txt'"
 //! scripts/pg-cluster.sh psql .vigil/bench-hnsw -c "\copy (SELECT id, array_to_string(v, ' ') FROM bench.real_queries ORDER BY id) TO '/tmp/codes/queries.txt'"
 //! cargo run --release -p vigil-hnsw --example neighbour_codes -- \
-//!     /tmp/codes/items.txt /tmp/codes/queries.txt 0,128,256 0,0.05
+//!     /tmp/codes/items.txt /tmp/codes/queries.txt 0,128,256 0,0.05 [asym]
 //! ```
 //!
 //! (bits 0: no codes, the index's search.)
@@ -119,6 +123,31 @@ impl Codes {
         words
     }
 
+    /// The query's projections on the hyperplanes, each scaled as if its
+    /// entries had unit variance, for [`Codes::estimate_asymmetric`].
+    fn project(&self, q: &[f32]) -> Vec<f32> {
+        self.planes
+            .iter()
+            .map(|p| dot(p, q) / dot(p, p).sqrt() * (p.len() as f32).sqrt())
+            .collect()
+    }
+
+    fn estimate_asymmetric(&self, projected: &[f32], element: u32) -> f32 {
+        let code = &self.codes[element as usize];
+        let signed: f32 = projected
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| {
+                if code[i / 64] >> (i % 64) & 1 == 1 {
+                    x
+                } else {
+                    -x
+                }
+            })
+            .sum();
+        1.0 - signed / self.bits as f32 * (std::f32::consts::PI / 2.0).sqrt()
+    }
+
     fn estimate(&self, query: &[u64], element: u32) -> f32 {
         let hamming: u32 = query
             .iter()
@@ -135,6 +164,7 @@ fn main() {
     let queries = load(&args.next().expect("queries file"));
     let bit_counts: Vec<usize> = list(args.next(), "0,128,256");
     let deltas: Vec<f32> = list(args.next(), "0,0.05");
+    let asymmetric = args.next().as_deref() == Some("asym");
     // Elements are numbered by position; the file's ids only order them.
     let vectors: Vec<Vec<f32>> = items.into_iter().map(|(_, v)| v).collect();
     let n = vectors.len();
@@ -175,6 +205,7 @@ fn main() {
                 let (mut exact, mut estimated, mut found) = (0u64, 0u64, 0usize);
                 for ((_, q), wanted) in queries.iter().zip(&truth) {
                     let query_code = codes.as_ref().map(|c| c.code(q));
+                    let projected = codes.as_ref().map(|c| c.project(q));
                     let (mut at_id, mut at_distance) = (entry.id, distance(q, entry.id));
                     exact += 1;
                     for layer in (1..=entry.level).rev() {
@@ -203,11 +234,16 @@ fn main() {
                                 continue;
                             }
                             let worst = beam.peek().map_or(f32::INFINITY, |s| s.0);
-                            if let (Some(codes), Some(query_code), true) =
-                                (&codes, &query_code, beam.len() >= ef)
+                            if let (Some(codes), Some(query_code), Some(projected), true) =
+                                (&codes, &query_code, &projected, beam.len() >= ef)
                             {
                                 estimated += 1;
-                                if codes.estimate(query_code, x) > worst + delta {
+                                let estimate = if asymmetric {
+                                    codes.estimate_asymmetric(projected, x)
+                                } else {
+                                    codes.estimate(query_code, x)
+                                };
+                                if estimate > worst + delta {
                                     continue;
                                 }
                             }
@@ -233,7 +269,8 @@ fn main() {
                 }
                 let nq = queries.len() as f64;
                 println!(
-                    "bits {bits:3} delta {delta:.2} ef {ef:3}: recall@10 {:.4}, exact distances a query {:.0}, code distances {:.0}",
+                    "bits {bits:3}{} delta {delta:.2} ef {ef:3}: recall@10 {:.4}, exact distances a query {:.0}, code distances {:.0}",
+                    if asymmetric { " asym" } else { "" },
                     found as f64 / (10.0 * nq),
                     exact as f64 / nq,
                     estimated as f64 / nq
