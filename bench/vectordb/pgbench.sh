@@ -9,6 +9,9 @@
 #   bench/vectordb/pgbench.sh
 #
 # BENCH_CLIENTS and BENCH_SECONDS change the defaults ("2 16", 15).
+# BENCH_CPU=1 also gives the CPU a search took: both cores' busy time
+# (from /proc/stat, every process: the backends, pgbench, the kernel) over
+# the searches pgbench answered, so run it on an otherwise idle machine.
 # BENCH_PIPELINE=1 also runs each search with its four statements sent
 # together (pgbench's \startpipeline), as the sidecar sends a search admitted
 # early: the difference is what the round trips cost.
@@ -46,11 +49,22 @@ if [ "${BENCH_PIPELINE:-0}" = 1 ]; then
     kinds+=("hybrid, one round trip" "query, one round trip")
 fi
 echo "extension $(psql -c "SELECT extversion FROM pg_extension WHERE extname = 'vigil'")"
+# Busy CPU ticks of the whole machine (user, nice, system, irq, softirq).
+busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 for clients in ${BENCH_CLIENTS:-2 16}; do
     for kind in "${kinds[@]}"; do
-        tps="$("$PG_BIN/pgbench" -n -M prepared -c "$clients" -j 2 -T "${BENCH_SECONDS:-15}" \
-                -f "$work/$kind.sql" "$DATABASE_URL" 2>&1 | sed -n 's/^tps = \([0-9.]*\).*/\1/p')"
-        echo "RESULT ${kind}, $clients clients: $tps searches/s"
+        before="$(busy_ticks)"
+        "$PG_BIN/pgbench" -n -M prepared -c "$clients" -j "$((clients < 2 ? 1 : 2))" -T "${BENCH_SECONDS:-15}" \
+            -f "$work/$kind.sql" "$DATABASE_URL" > "$work/out" 2>&1 || { cat "$work/out" >&2; exit 1; }
+        after="$(busy_ticks)"
+        tps="$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$work/out")"
+        cpu=""
+        if [ "${BENCH_CPU:-0}" = 1 ]; then
+            n="$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/out")"
+            cpu="$(awk -v t="$((after - before))" -v hz="$(getconf CLK_TCK)" -v n="$n" \
+                'BEGIN { printf ", %.3f ms of CPU a search", t / hz * 1000 / n }')"
+        fi
+        echo "RESULT ${kind}, $clients clients: $tps searches/s$cpu"
     done
 done
 psql -c "DROP TABLE public.bench_queries"

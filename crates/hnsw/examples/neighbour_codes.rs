@@ -34,6 +34,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashSet};
 
+use vigil_hnsw::distance::{dot, normalize};
 use vigil_hnsw::{build, Metric, Params};
 
 /// `id<TAB>x1 x2 ...` lines, each vector scaled to unit length.
@@ -43,15 +44,10 @@ fn load(path: &str) -> Vec<(u32, Vec<f32>)> {
         .map(|line| {
             let (id, v) = line.split_once('\t').expect("id<TAB>vector");
             let mut v: Vec<f32> = v.split(' ').map(|x| x.parse().expect("a number")).collect();
-            let norm = dot(&v, &v).sqrt();
-            v.iter_mut().for_each(|x| *x /= norm);
+            normalize(&mut v);
             (id.parse().expect("an id"), v)
         })
         .collect()
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 fn list<T: std::str::FromStr>(arg: Option<String>, default: &str) -> Vec<T> {

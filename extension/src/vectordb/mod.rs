@@ -46,8 +46,8 @@ pub fn register_settings() {
     );
     GucRegistry::define_int_guc(
         c"vigil.keyword_cache",
-        c"Posting blocks of the keyword index one backend keeps between searches (0: none).",
-        c"Per backend; a database's blocks are read again after any write to it.",
+        c"Terms of the keyword index (record counts and posting blocks) one backend keeps between searches (0: none).",
+        c"Per backend; a database's terms are read again after any write to it.",
         &KEYWORD_CACHE,
         0,
         i32::MAX / 1024,
