@@ -331,6 +331,7 @@ pub fn plan_links<S: GraphStore>(
         let found = search_layer(
             store,
             &query,
+            None,
             &entries,
             params.ef_construction,
             layer,

@@ -47,6 +47,7 @@
 
 pub mod build;
 pub mod check;
+pub mod codes;
 pub mod distance;
 pub mod insert;
 pub mod layout;

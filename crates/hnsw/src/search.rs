@@ -4,6 +4,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
+use crate::codes::{Code, CodedQuery, Directions, SKIP_MARGIN};
 use crate::distance::Query;
 use crate::store::{ElementMeta, EntryPoint, GraphStore};
 use crate::{IdSet, Metric, Params, StoreError};
@@ -113,15 +114,76 @@ fn visited_set<I: crate::ElementId>(ef: usize) -> IdSet<I> {
     IdSet::with_capacity_and_hasher(ef.saturating_mul(16).clamp(64, 1 << 14), Default::default())
 }
 
+/// The coded form of `query` when a search may pass over neighbours by
+/// their codes: cosine, and a store that keeps codes.
+pub(crate) fn coded_query<S: GraphStore>(
+    store: &S,
+    params: &Params,
+    query: &[f32],
+) -> Option<CodedQuery> {
+    (params.metric == Metric::Cosine && store.keeps_codes())
+        .then(|| Directions::for_dims(params.dims).query(query))
+}
+
+/// Expansion's read of a neighbour list: the neighbours of `id` on `layer`
+/// not visited yet into `buf`, each marked visited now. Given a coded query
+/// and a `bound` (on layer 0, from a store that keeps codes), a neighbour
+/// whose estimated distance is past `bound + SKIP_MARGIN` is left out
+/// unread and unvisited, so another element may still lead to it; it is
+/// pushed to `passed` when that is given.
+fn unvisited_neighbours<S: GraphStore>(
+    store: &S,
+    id: S::Id,
+    layer: usize,
+    bound: Option<(&CodedQuery, f32)>,
+    visited: &mut IdSet<S::Id>,
+    (buf, codes): (&mut Vec<S::Id>, &mut Vec<Code>),
+    mut passed: Option<&mut Vec<S::Id>>,
+) -> Result<(), StoreError<S>> {
+    let coded = bound.filter(|_| layer == 0);
+    match coded {
+        Some(_) => store.neighbours_coded(id, buf, codes),
+        None => store.neighbours(id, layer, buf),
+    }
+    .map_err(StoreError::<S>::Storage)?;
+    match coded {
+        Some((query, bound)) if codes.len() == buf.len() => {
+            let limit = bound + SKIP_MARGIN;
+            let mut kept = 0;
+            for i in 0..buf.len() {
+                let n = buf[i];
+                if visited.contains(&n) {
+                    continue;
+                }
+                if query.estimate(&codes[i]) > limit {
+                    if let Some(passed) = passed.as_deref_mut() {
+                        passed.push(n);
+                    }
+                    continue;
+                }
+                visited.insert(n);
+                buf[kept] = n;
+                kept += 1;
+            }
+            buf.truncate(kept);
+        }
+        _ => buf.retain(|n| visited.insert(*n)),
+    }
+    Ok(())
+}
+
 /// Beam search on one layer (algorithm 2 of the paper).
 ///
 /// Starts from `entries`, keeps the `ef` closest elements found and returns
 /// them sorted ascending. With `live_only`, deleted elements are expanded
 /// (they still connect the graph) but not kept as results, so they neither
-/// take result slots nor tighten the stopping bound.
+/// take result slots nor tighten the stopping bound. With `coded` (see
+/// [`coded_query`]), a full beam reads on layer 0 only the neighbours whose
+/// estimate could enter it.
 pub(crate) fn search_layer<S: GraphStore>(
     store: &S,
     query: &Query<'_>,
+    coded: Option<&CodedQuery>,
     entries: &[Scored<S::Id>],
     ef: usize,
     layer: usize,
@@ -142,15 +204,23 @@ pub(crate) fn search_layer<S: GraphStore>(
     while results.len() > ef {
         results.pop();
     }
-    let (mut buf, mut scored) = (Vec::new(), Vec::new());
+    let (mut buf, mut codes, mut scored) = (Vec::new(), Vec::new(), Vec::new());
     while let Some(Reverse(c)) = candidates.pop() {
         if results.len() >= ef && results.peek().is_some_and(|f| c.dist > f.dist) {
             break;
         }
-        store
-            .neighbours(c.id, layer, &mut buf)
-            .map_err(StoreError::<S>::Storage)?;
-        buf.retain(|n| visited.insert(*n));
+        let bound = coded
+            .filter(|_| results.len() >= ef)
+            .zip(results.peek().map(|f| f.dist));
+        unvisited_neighbours(
+            store,
+            c.id,
+            layer,
+            bound,
+            &mut visited,
+            (&mut buf, &mut codes),
+            None,
+        )?;
         scored.clear();
         score_all(store, query, &buf, &mut scored)?;
         for &s in &scored {
@@ -181,7 +251,7 @@ pub(crate) fn descend<S: GraphStore>(
     let mut cur = vec![start];
     let mut layer = entry.level;
     while layer > down_to {
-        let next = search_layer(store, query, &cur, 1, layer, false)?;
+        let next = search_layer(store, query, None, &cur, 1, layer, false)?;
         if !next.is_empty() {
             cur = next;
         }
@@ -207,9 +277,10 @@ pub fn search<S: GraphStore>(
     let Some(entry) = store.entry_point().map_err(StoreError::<S>::Storage)? else {
         return Ok(Vec::new());
     };
+    let coded = coded_query(store, params, query);
     let query = Query::new(params.metric, query);
     let entries = descend(store, &query, entry, 0)?;
-    let found = search_layer(store, &query, &entries, ef.max(k), 0, true)?;
+    let found = search_layer(store, &query, coded.as_ref(), &entries, ef.max(k), 0, true)?;
     Ok(found.into_iter().take(k).map(|s| (s.dist, s.id)).collect())
 }
 
@@ -303,8 +374,13 @@ pub struct IterativeScan<I> {
     returned_dists: Vec<f32>,
     last: Option<f32>,
     skipped: usize,
-    /// A neighbour list and its scores, reused between expansions.
-    buf: (Vec<I>, Vec<Scored<I>>),
+    /// The query's coded form, when the store keeps neighbour codes.
+    coded: Option<CodedQuery>,
+    /// Neighbours passed over by their codes this round, unread: the next
+    /// round reads them (those nothing else led to), so no element is lost.
+    passed: Vec<I>,
+    /// A neighbour list, its codes and its scores, reused between expansions.
+    buf: (Vec<I>, Vec<Code>, Vec<Scored<I>>),
 }
 
 impl<I: crate::ElementId> IterativeScan<I> {
@@ -319,6 +395,7 @@ impl<I: crate::ElementId> IterativeScan<I> {
         params.validate().map_err(StoreError::<S>::InvalidParams)?;
         params.validate_vector::<S::Id, S::Error>(query)?;
         let prepared = Query::new(params.metric, query);
+        let coded = coded_query(store, params, query);
         let mut scan = IterativeScan {
             query: query.to_vec(),
             metric: params.metric,
@@ -335,7 +412,9 @@ impl<I: crate::ElementId> IterativeScan<I> {
             returned_dists: Vec::new(),
             last: None,
             skipped: 0,
-            buf: (Vec::new(), Vec::new()),
+            coded,
+            passed: Vec::new(),
+            buf: (Vec::new(), Vec::new(), Vec::new()),
         };
         if let Some(entry) = store.entry_point().map_err(StoreError::<S>::Storage)? {
             for s in descend(store, &prepared, entry, 0)? {
@@ -406,20 +485,61 @@ impl<I: crate::ElementId> IterativeScan<I> {
                 return Ok(());
             }
             self.frontier.pop();
-            let (mut buf, mut scored) = std::mem::take(&mut self.buf);
-            store
-                .neighbours(c.id, 0, &mut buf)
-                .map_err(StoreError::<S>::Storage)?;
-            buf.retain(|n| self.visited.insert(*n));
-            scored.clear();
-            let outcome = score_all(store, query, &buf, &mut scored);
-            for &s in &scored {
-                self.discover(s);
-            }
-            self.buf = (buf, scored);
+            let (mut buf, mut codes, scored) = std::mem::take(&mut self.buf);
+            let bound = self
+                .coded
+                .as_ref()
+                .filter(|_| self.best.len() >= self.target)
+                .zip(self.best.peek().map(|f| f.0));
+            let outcome = unvisited_neighbours(
+                store,
+                c.id,
+                0,
+                bound,
+                &mut self.visited,
+                (&mut buf, &mut codes),
+                Some(&mut self.passed),
+            );
+            let outcome = outcome.and_then(|()| self.score(store, query, &buf, scored));
+            self.buf.0 = buf;
+            self.buf.1 = codes;
             outcome?;
         }
         Ok(())
+    }
+
+    /// Scores `ids` (already marked visited) and takes each in; `scored`
+    /// is the reused buffer, put back.
+    fn score<S: GraphStore<Id = I>>(
+        &mut self,
+        store: &S,
+        query: &Query<'_>,
+        ids: &[I],
+        mut scored: Vec<Scored<I>>,
+    ) -> Result<(), StoreError<S>> {
+        scored.clear();
+        let outcome = score_all(store, query, ids, &mut scored);
+        for &s in &scored {
+            self.discover(s);
+        }
+        self.buf.2 = scored;
+        outcome
+    }
+
+    /// Reads the neighbours passed over by their codes in the last round
+    /// that nothing since has led to: a new round's wider bound may take
+    /// them in, and when none do the scan has still seen every element.
+    fn read_passed<S: GraphStore<Id = I>>(&mut self, store: &S) -> Result<(), StoreError<S>> {
+        let mut passed = std::mem::take(&mut self.passed);
+        passed.retain(|n| self.visited.insert(*n));
+        let vector = std::mem::take(&mut self.query);
+        let query = Query::with_self_dot(self.metric, &vector, self.self_dot);
+        let scored = std::mem::take(&mut self.buf.2);
+        let outcome = self.score(store, &query, &passed, scored);
+        self.query = vector;
+        passed.clear();
+        self.passed = passed;
+        outcome
     }
 
     /// Starts the next round: doubles the target and recomputes the bound
@@ -469,10 +589,15 @@ impl<I: crate::ElementId> IterativeScan<I> {
                 self.last = Some(self.last.map_or(s.dist, |l| l.max(s.dist)));
                 return Ok(Some((s.dist, s.id)));
             }
-            if self.frontier.is_empty() && self.pending.is_empty() && self.deferred.is_empty() {
+            if self.frontier.is_empty()
+                && self.pending.is_empty()
+                && self.deferred.is_empty()
+                && self.passed.is_empty()
+            {
                 return Ok(None);
             }
             self.grow();
+            self.read_passed(store)?;
         }
     }
 }

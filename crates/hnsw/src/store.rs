@@ -16,6 +16,7 @@
 use std::fmt::Debug;
 use std::hash::Hash;
 
+pub use crate::codes::Code;
 pub use crate::distance::VectorRef;
 
 /// What an element id must be. In Postgres: block number and line offset
@@ -99,6 +100,26 @@ pub trait GraphStore {
         layer: usize,
         out: &mut Vec<Self::Id>,
     ) -> Result<(), Self::Error>;
+
+    /// Whether the store keeps each layer-0 link's code ([`crate::codes`])
+    /// and lends it with [`GraphStore::neighbours_coded`]. A cosine search
+    /// then reads only the neighbours whose estimate could enter its beam.
+    fn keeps_codes(&self) -> bool {
+        false
+    }
+
+    /// The layer-0 neighbours of `id` into `out` and, when the store keeps
+    /// codes, their codes into `codes` in the same order (the default
+    /// leaves `codes` empty: no neighbour is passed over).
+    fn neighbours_coded(
+        &self,
+        id: Self::Id,
+        out: &mut Vec<Self::Id>,
+        codes: &mut Vec<Code>,
+    ) -> Result<(), Self::Error> {
+        codes.clear();
+        self.neighbours(id, 0, out)
+    }
 
     /// Visits every stored element (live and deleted), in any order.
     /// Used by vacuum repair and by the consistency check.
@@ -187,6 +208,8 @@ pub struct MemElement<I> {
 pub struct MemStore<I: ElementId = u64> {
     elements: crate::IdMap<I, MemElement<I>>,
     entry: Option<EntryPoint<I>>,
+    /// Lends codes with layer-0 lists ([`MemStore::with_codes`]).
+    codes: bool,
 }
 
 impl<I: ElementId> Default for MemStore<I> {
@@ -200,6 +223,16 @@ impl<I: ElementId> MemStore<I> {
         MemStore {
             elements: crate::IdMap::default(),
             entry: None,
+            codes: false,
+        }
+    }
+
+    /// A store that keeps neighbour codes, as the index's pages do (it
+    /// computes them when asked: tests and tools only).
+    pub fn with_codes() -> Self {
+        MemStore {
+            codes: true,
+            ..Self::new()
         }
     }
 
@@ -278,6 +311,27 @@ impl<I: ElementId> GraphStore for MemStore<I> {
         })?;
         out.clear();
         out.extend_from_slice(list);
+        Ok(())
+    }
+
+    fn keeps_codes(&self) -> bool {
+        self.codes
+    }
+
+    fn neighbours_coded(
+        &self,
+        id: I,
+        out: &mut Vec<I>,
+        codes: &mut Vec<Code>,
+    ) -> Result<(), MemError> {
+        self.neighbours(id, 0, out)?;
+        codes.clear();
+        if self.codes {
+            for n in out.iter() {
+                let v = &self.get(*n)?.vector;
+                codes.push(crate::codes::Directions::for_dims(v.len()).code(v));
+            }
+        }
         Ok(())
     }
 

@@ -50,13 +50,27 @@ pub fn clustered(
     dims: usize,
     clusters: usize,
 ) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
+    spread_clusters(seed, n, q, dims, clusters, 0.35)
+}
+
+/// As [`clustered`], each point `spread` standard deviations from its
+/// centre in each coordinate (0.35 there; near 1, points of a cluster are
+/// about as far from each other as sentence embeddings of one topic are).
+pub fn spread_clusters(
+    seed: u64,
+    n: usize,
+    q: usize,
+    dims: usize,
+    clusters: usize,
+    spread: f32,
+) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
     let mut rng = Rng::new(seed);
     let centres: Vec<Vec<f32>> = (0..clusters)
         .map(|_| (0..dims).map(|_| rng.gauss()).collect())
         .collect();
     let point = |rng: &mut Rng| -> Vec<f32> {
         let c = &centres[rng.below(clusters)];
-        c.iter().map(|x| x + 0.35 * rng.gauss()).collect()
+        c.iter().map(|x| x + spread * rng.gauss()).collect()
     };
     let data = (0..n).map(|_| point(&mut rng)).collect();
     let queries = (0..q).map(|_| point(&mut rng)).collect();

@@ -4,6 +4,7 @@
 
 mod build;
 mod check;
+mod codes;
 mod common;
 mod delete_repair;
 mod duplicates;
