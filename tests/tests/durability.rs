@@ -14,16 +14,22 @@ use std::time::Instant;
 use serde_json::Value;
 use vigil_e2e::{Cluster, Writers};
 
-/// Dimensions of every vector here.
-const DIMS: usize = 16;
+/// Dimensions of the vectors of the concurrent and replica tests: enough
+/// for a cosine index to keep neighbour codes (page.rs, `CODED_MIN_DIMS`),
+/// so concurrent inserts and replay cover them.
+const DIMS: usize = 256;
+/// Dimensions of the crash test's vectors, which must all find themselves:
+/// uniform random vectors of many dimensions are the hardest data there is
+/// for a graph, and one in thousands would not.
+const CRASH_DIMS: usize = 16;
 
-/// A fresh random `DIMS`-dimensional vector per row of the statement:
+/// A fresh random `dims`-dimensional vector per row of the statement:
 /// `outer` must be a column of the row being made, so that the subquery is
 /// correlated and evaluated again for every row (uncorrelated, Postgres runs
 /// it once and every row gets the same vector).
-fn random_vector(outer: &str) -> String {
+fn random_vector(outer: &str, dims: usize) -> String {
     format!(
-        "(SELECT array_agg(random()::real ORDER BY d) FROM generate_series(1, {DIMS}) d
+        "(SELECT array_agg(random()::real ORDER BY d) FROM generate_series(1, {dims}) d
           WHERE ({outer}) IS NOT NULL)"
     )
 }
@@ -41,11 +47,11 @@ fn count(report: &Value, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {key} in {report}"))
 }
 
-/// Asserts that the report is of a healthy graph of `DIMS`-dimensional vectors
-/// with no element marked deleted; returns its element count.
-fn check_clean(cluster: &Cluster, index: &str) -> u64 {
+/// Asserts that the report is of a healthy graph of `dims`-dimensional
+/// vectors with no element marked deleted; returns its element count.
+fn check_clean(cluster: &Cluster, index: &str, dims: usize) -> u64 {
     let report = hnsw_check(cluster, index);
-    assert_eq!(count(&report, "dims"), DIMS as u64, "{report}");
+    assert_eq!(count(&report, "dims"), dims as u64, "{report}");
     assert_eq!(count(&report, "deleted"), 0, "{report}");
     assert!(count(&report, "links") > 0, "{report}");
     let levels: u64 = report["levels"]
@@ -141,7 +147,7 @@ fn check_crash_indexes(cluster: &Cluster) -> [u64; 2] {
         hnsw_check(cluster, "hnsw_crash_cos")["vectors"],
         "unit half"
     );
-    CRASH_INDEXES.map(|(index, _)| check_clean(cluster, index))
+    CRASH_INDEXES.map(|(index, _)| check_clean(cluster, index, CRASH_DIMS))
 }
 
 #[test]
@@ -156,7 +162,7 @@ fn hnsw_index_survives_a_crash_mid_insert() {
          INSERT INTO hnsw_crash SELECT -g, {} FROM generate_series(1, 300) g;
          CREATE INDEX hnsw_crash_v ON hnsw_crash USING vigil_hnsw (v vigil.l2_ops);
          CREATE INDEX hnsw_crash_cos ON hnsw_crash USING vigil_hnsw (v);",
-        random_vector("g")
+        random_vector("g", CRASH_DIMS)
     ));
     assert_eq!(check_crash_indexes(&cluster), [300, 300]);
 
@@ -164,7 +170,7 @@ fn hnsw_index_survives_a_crash_mid_insert() {
         format!(
             "INSERT INTO hnsw_crash SELECT {tx} * {ROWS_PER_TX} + g, {}
              FROM generate_series(0, {}) g;",
-            random_vector("g"),
+            random_vector("g", CRASH_DIMS),
             ROWS_PER_TX - 1
         )
     });
@@ -232,7 +238,7 @@ fn hnsw_index_survives_a_crash_mid_insert() {
     // The recovered index takes inserts again.
     cluster.psql(&format!(
         "INSERT INTO hnsw_crash VALUES (2000000000, {})",
-        random_vector("1")
+        random_vector("1", CRASH_DIMS)
     ));
     assert_eq!(check_crash_indexes(&cluster), [heap_rows + 1; 2]);
     assert_eq!(every_crash_row_finds_itself(&cluster) as u64, heap_rows + 1);
@@ -325,7 +331,15 @@ fn concurrent_inserts_build_a_sound_graph() {
         cluster.psql("SELECT count(*) FROM hnsw_concurrent"),
         ROWS.to_string()
     );
-    assert_eq!(check_clean(&cluster, "hnsw_concurrent_v"), ROWS as u64);
+    assert_eq!(
+        check_clean(&cluster, "hnsw_concurrent_v", DIMS),
+        ROWS as u64
+    );
+    // Racing inserts kept every link's neighbour code (the check compares them).
+    assert_eq!(
+        hnsw_check(&cluster, "hnsw_concurrent_v")["vectors"],
+        "unit half, coded"
+    );
     assert_eq!(
         cluster.psql("SELECT count(DISTINCT v) FROM hnsw_concurrent"),
         ROWS.to_string()
@@ -404,9 +418,13 @@ fn a_streaming_replica_answers_hnsw_scans_like_its_primary() {
          VACUUM hnsw_replicated;
          CREATE TABLE public.hnsw_queries AS SELECT g AS q, {vector} AS v
            FROM generate_series(1, 10) g;",
-        vector = random_vector("g")
+        vector = random_vector("g", DIMS)
     ));
     replica.wait_for_replay(&primary);
+    assert_eq!(
+        hnsw_check(&replica, "hnsw_replicated_cos")["vectors"],
+        "unit half, coded"
+    );
     // The same on both, through the index of f32 vectors (L2) and the one of
     // half-precision unit vectors (cosine, re-ranked by exact distance).
     for (index, op) in [("hnsw_replicated_v", "<->"), ("hnsw_replicated_cos", "<=>")] {
@@ -419,7 +437,7 @@ fn a_streaming_replica_answers_hnsw_scans_like_its_primary() {
 /// graph is whole, and the replica answers and checks out the same.
 fn replicated_alike(primary: &Cluster, replica: &Cluster, index: &str, op: &str) {
     let on_primary = hnsw_check(primary, index);
-    assert_eq!(check_clean(primary, index), 1600);
+    assert_eq!(check_clean(primary, index, DIMS), 1600);
 
     let settings = "SET enable_seqscan = off;";
     let index_scan = format!("Index Scan using {index} on hnsw_replicated");

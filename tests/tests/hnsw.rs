@@ -44,11 +44,16 @@ fn error(script: &str) -> String {
 
 /// `n` rows of 16-dimensional vectors around 20 centres.
 fn make_table(name: &str, n: usize) {
+    make_table_of(name, n, 16)
+}
+
+/// `n` rows of `dims`-dimensional vectors around 20 centres.
+fn make_table_of(name: &str, n: usize, dims: usize) {
     ok(&format!(
         "CREATE TABLE {name} (id int PRIMARY KEY, v real[]);
          SELECT setseed(0.7);
          CREATE TEMP TABLE centres AS
-           SELECT c, array_agg(random()::real * 2 - 1) AS v FROM generate_series(0, 19) c, generate_series(1, 16) GROUP BY c;
+           SELECT c, array_agg(random()::real * 2 - 1) AS v FROM generate_series(0, 19) c, generate_series(1, {dims}) GROUP BY c;
          INSERT INTO {name}
            SELECT i, (SELECT array_agg(x + (random()::real - 0.5) * 0.6 ORDER BY o) FROM unnest(ce.v) WITH ORDINALITY u(x, o))
            FROM generate_series(1, {n}) i JOIN centres ce ON ce.c = i % 20;"
@@ -177,8 +182,28 @@ fn iterative_scan_takes_its_own_and_pgvectors_spellings() {
 #[test]
 fn vacuum_repairs_the_graph_and_reindex_rebuilds_it() {
     let _serial = serial();
-    make_table("churn", 3000);
-    ok("CREATE INDEX churn_v ON churn USING vigil_hnsw (v)");
+    churn("churn", 16, "unit half");
+}
+
+/// The same with vectors long enough for neighbour codes: every write of a
+/// layer-0 list (build, insert, vacuum's repair) keeps each link's code,
+/// which the check compares with the linked element's own.
+#[test]
+fn vacuum_repairs_the_graph_and_keeps_neighbour_codes() {
+    let _serial = serial();
+    churn("coded", 320, "unit half, coded");
+}
+
+/// Deletes a third of `table`, vacuums, inserts, reindexes; checks the
+/// graph and the recall at each step.
+fn churn(table: &str, dims: usize, vectors: &str) {
+    make_table_of(table, 3000, dims);
+    let sql = |s: &str| s.replace("churn", table);
+    ok(&sql("CREATE INDEX churn_v ON churn USING vigil_hnsw (v)"));
+    let check = |index: &str| check(&sql(index));
+    let recall = |table: &str, queries: &str| recall(&sql(table), &sql(queries));
+    let ok = |s: &str| ok(&sql(s));
+    assert_eq!(check("churn_v")["vectors"], vectors);
     ok("DELETE FROM churn WHERE id % 3 = 0");
     // Before vacuum the deleted elements are still in the graph, never returned.
     assert_eq!(check("churn_v")["elements"], 3000);

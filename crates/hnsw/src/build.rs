@@ -35,6 +35,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
+use crate::codes::{Code, Directions};
 use crate::distance::{normalize, prefetch_bytes, unit_halves};
 use crate::insert::{plan_links, write_element, LevelRng};
 use crate::layout::{locality_order, Links};
@@ -81,7 +82,7 @@ impl BuildVector for Vec<f32> {
 /// of the f32 vector, in half the memory, scored by the same kernel a scan
 /// uses on a cosine index's pages.
 #[derive(Debug, Clone, PartialEq)]
-pub struct UnitHalves(Vec<u16>);
+pub struct UnitHalves(Vec<u16>, Code);
 
 impl UnitHalves {
     /// The unit halves of `v`, after the checks every indexed vector passes
@@ -91,7 +92,13 @@ impl UnitHalves {
         params.validate_vector::<I, Infallible>(v)?;
         let mut halves = Vec::with_capacity(v.len());
         unit_halves(v, &mut halves);
-        Ok(UnitHalves(halves))
+        Ok(UnitHalves(halves, Directions::for_dims(v.len()).code(v)))
+    }
+
+    /// The vector's neighbour code ([`crate::codes`]), made from the f32
+    /// vector as an insert makes it.
+    pub fn code(&self) -> Code {
+        self.1
     }
 
     /// The half-precision bit patterns.

@@ -49,12 +49,37 @@ fn corrupt<S: GraphStore>(
     })
 }
 
+/// Each layer-0 link's code is the one its element keeps.
+fn check_codes<S: GraphStore>(
+    store: &S,
+    id: S::Id,
+    list: &[S::Id],
+    codes: &[crate::codes::Code],
+) -> Result<(), StoreError<S>> {
+    if codes.len() != list.len() {
+        let kind = CorruptionKind::WrongCode { target: None };
+        return Err(corrupt::<S>(Some(id), Some(0), kind));
+    }
+    for (&target, code) in list.iter().zip(codes) {
+        // A dangling link is reported as such by the caller.
+        let kept = store.element_code(target).ok().flatten();
+        if kept.is_some_and(|k| k != *code) {
+            let kind = CorruptionKind::WrongCode {
+                target: Some(target),
+            };
+            return Err(corrupt::<S>(Some(id), Some(0), kind));
+        }
+    }
+    Ok(())
+}
+
 /// Verifies the graph: every link points at an existing element (a live
 /// one, with `require_live_links`), whose level reaches the link's layer;
 /// no element links to itself or twice to the same element; lists are
 /// within capacity; levels are at most [`MAX_LEVEL`]; vectors have the
 /// index's dimensions and are finite; the entry point exists, its recorded
-/// level is its level, and no element has a higher level.
+/// level is its level, and no element has a higher level; in a store that
+/// keeps codes, each layer-0 link's code is its element's.
 pub fn check<S: GraphStore>(
     store: &S,
     params: &Params,
@@ -75,6 +100,7 @@ pub fn check<S: GraphStore>(
         ..CheckReport::default()
     };
     let mut list = Vec::new();
+    let (mut codes, coded) = (Vec::new(), store.keeps_codes());
     let mut seen: IdSet<S::Id> = IdSet::default();
     for &id in &ids {
         let meta = metas[&id];
@@ -110,9 +136,16 @@ pub fn check<S: GraphStore>(
             }
         }
         for layer in 0..=meta.level {
-            store
-                .neighbours(id, layer, &mut list)
-                .map_err(StoreError::<S>::Storage)?;
+            let with_codes = coded && layer == 0;
+            if with_codes {
+                store.neighbours_coded(id, &mut list, &mut codes)
+            } else {
+                store.neighbours(id, layer, &mut list)
+            }
+            .map_err(StoreError::<S>::Storage)?;
+            if with_codes {
+                check_codes(store, id, &list, &codes)?;
+            }
             let capacity = params.capacity(layer);
             if list.len() > capacity {
                 let kind = CorruptionKind::TooManyNeighbours {

@@ -143,7 +143,11 @@ impl Directions {
     /// A query ready to estimate its cosine distance to coded vectors.
     pub fn query(&self, q: &[f32]) -> CodedQuery {
         let n = norm_squared(q).sqrt();
-        let inv = if n > 0.0 && n.is_finite() { 1.0 / n } else { 0.0 };
+        let inv = if n > 0.0 && n.is_finite() {
+            1.0 / n
+        } else {
+            0.0
+        };
         // estimate = 1 - c * sum(s_i p_i), s_i = +-1 by bit i, p_i the unit
         // variance projection: = 1 + c * sum(p) - 2c * sum(p_i, bit i set).
         // Tables per nibble of the code hold the last sum's parts, so an
@@ -197,10 +201,14 @@ mod tests {
     fn vectors(n: usize, dims: usize, seed: u64) -> Vec<Vec<f32>> {
         let mut s = seed;
         let mut next = move || {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((s >> 33) as f32 / (1u64 << 31) as f32) - 0.5
         };
-        (0..n).map(|_| (0..dims).map(|_| next()).collect()).collect()
+        (0..n)
+            .map(|_| (0..dims).map(|_| next()).collect())
+            .collect()
     }
 
     #[test]
@@ -212,7 +220,10 @@ mod tests {
         assert_ne!(a.rows[..384], Directions::new(383).rows[..384]);
         // A golden code: the format on disk depends on these numbers.
         let v: Vec<f32> = (0..384).map(|i| ((i * 7919) % 97) as f32 - 48.0).collect();
-        assert_eq!(a.code(&v), Code([0x1344_4c7c_67a4_6aa1, 0x1570_a69f_2018_0214]));
+        assert_eq!(
+            a.code(&v),
+            Code([0x1344_4c7c_67a4_6aa1, 0x1570_a69f_2018_0214])
+        );
     }
 
     #[test]
@@ -228,7 +239,11 @@ mod tests {
         for v in vectors(20, 64, 7) {
             let q = d.query(&v);
             let opposite: Vec<f32> = v.iter().map(|x| -x).collect();
-            assert!(q.estimate(&d.code(&v)) < 0.35, "{}", q.estimate(&d.code(&v)));
+            assert!(
+                q.estimate(&d.code(&v)) < 0.35,
+                "{}",
+                q.estimate(&d.code(&v))
+            );
             assert!(q.estimate(&d.code(&opposite)) > 1.65);
             // Scale does not matter to cosine, nor to codes.
             let scaled: Vec<f32> = v.iter().map(|x| 3.0 * x).collect();

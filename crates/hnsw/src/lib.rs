@@ -227,6 +227,11 @@ pub enum CorruptionKind<I> {
         len: usize,
         expected: usize,
     },
+    /// A layer-0 link's code differs from the code its element keeps, or
+    /// the list has not one code per link.
+    WrongCode {
+        target: Option<I>,
+    },
     NonFiniteVector,
     LevelTooHigh {
         level: usize,
@@ -283,6 +288,17 @@ impl<I: fmt::Debug> fmt::Display for Corruption<I> {
                 write!(f, "vector has {len} dimensions, expected {expected}")
             }
             CorruptionKind::NonFiniteVector => write!(f, "vector contains NaN or infinity"),
+            CorruptionKind::WrongCode {
+                target: Some(target),
+            } => {
+                write!(
+                    f,
+                    "the code kept with the link to {target:?} is not that element's"
+                )
+            }
+            CorruptionKind::WrongCode { target: None } => {
+                write!(f, "the list does not keep one code per link")
+            }
             CorruptionKind::LevelTooHigh { level } => {
                 write!(f, "level {level} exceeds the maximum {MAX_LEVEL}")
             }

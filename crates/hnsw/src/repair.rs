@@ -137,7 +137,15 @@ fn search_pool<S: GraphStore>(
     let vector = crate::insert::read_vector(store, params, id)?;
     let query = Query::new(params.metric, &vector);
     let entries = descend(store, &query, entry, layer)?;
-    let found = search_layer(store, &query, None, &entries, params.ef_construction, layer, true)?;
+    let found = search_layer(
+        store,
+        &query,
+        None,
+        &entries,
+        params.ef_construction,
+        layer,
+        true,
+    )?;
     Ok(found
         .into_iter()
         .map(|s| s.id)

@@ -108,6 +108,14 @@ pub trait GraphStore {
         false
     }
 
+    /// The code element `id` keeps, from a store that keeps codes (`None`,
+    /// the default, otherwise): what [`crate::check()`] compares each link's
+    /// code with.
+    fn element_code(&self, id: Self::Id) -> Result<Option<Code>, Self::Error> {
+        let _ = id;
+        Ok(None)
+    }
+
     /// The layer-0 neighbours of `id` into `out` and, when the store keeps
     /// codes, their codes into `codes` in the same order (the default
     /// leaves `codes` empty: no neighbour is passed over).
@@ -318,6 +326,13 @@ impl<I: ElementId> GraphStore for MemStore<I> {
         self.codes
     }
 
+    fn element_code(&self, id: I) -> Result<Option<Code>, MemError> {
+        let v = &self.get(id)?.vector;
+        Ok(self
+            .codes
+            .then(|| crate::codes::Directions::for_dims(v.len()).code(v)))
+    }
+
     fn neighbours_coded(
         &self,
         id: I,
@@ -326,11 +341,8 @@ impl<I: ElementId> GraphStore for MemStore<I> {
     ) -> Result<(), MemError> {
         self.neighbours(id, 0, out)?;
         codes.clear();
-        if self.codes {
-            for n in out.iter() {
-                let v = &self.get(*n)?.vector;
-                codes.push(crate::codes::Directions::for_dims(v.len()).code(v));
-            }
+        for &n in out.iter() {
+            codes.extend(self.element_code(n)?);
         }
         Ok(())
     }

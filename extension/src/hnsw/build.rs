@@ -15,9 +15,10 @@
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use vigil_hnsw::build::{build, estimate_build_memory, BuildVector, Graph, UnitHalves};
+use vigil_hnsw::codes::Code;
 use vigil_hnsw::Params;
 
-use super::page::{self, element_size, neighbour_size, Encoding, Meta, Tid, META_BLOCK, PAGE_DATA};
+use super::page::{self, element_size, Encoding, Meta, Tid, META_BLOCK, PAGE_DATA};
 use super::store::{self, add_item, init_page, write_meta, Locked, Wal};
 use super::{insert, new_params, ops, raise, relation_name};
 
@@ -57,7 +58,7 @@ impl Rows {
     fn new(encoding: Encoding) -> Rows {
         match encoding {
             Encoding::F32 => Rows::F32(Vec::new()),
-            Encoding::UnitF16 => Rows::Halves(Vec::new()),
+            Encoding::UnitF16 | Encoding::UnitF16Coded => Rows::Halves(Vec::new()),
         }
     }
 
@@ -117,7 +118,7 @@ pub unsafe extern "C-unwind" fn ambuild(
     let mut state = BuildState {
         index,
         params,
-        rows: Rows::new(Encoding::for_metric(params.metric)),
+        rows: Rows::new(Encoding::for_index(params.metric, params.dims)),
         limit: (pg_sys::maintenance_work_mem as usize).saturating_mul(1024),
         in_memory: true,
         indexed: 0.0,
@@ -173,7 +174,7 @@ fn empty_meta(params: &Params) -> Meta {
         ef_construction: params.ef_construction as u32,
         entry: None,
         insert_block: META_BLOCK,
-        encoding: Encoding::for_metric(params.metric),
+        encoding: Encoding::for_index(params.metric, params.dims),
     }
 }
 
@@ -243,7 +244,7 @@ unsafe extern "C-unwind" fn build_callback(
 
 /// Builds the gathered rows' graph and writes it after the meta page.
 fn write_graph(state: &mut BuildState) {
-    let encoding = Encoding::for_metric(state.params.metric);
+    let encoding = Encoding::for_index(state.params.metric, state.params.dims);
     state.indexed += match std::mem::replace(&mut state.rows, Rows::new(encoding)) {
         Rows::F32(rows) => build_and_write(state.index, state.params, rows),
         Rows::Halves(rows) => build_and_write(state.index, state.params, rows),
@@ -259,7 +260,12 @@ fn build_and_write<V: BuildVector + ElementBytes>(
     if rows.is_empty() {
         return 0;
     }
-    store::update_meta(index, |meta| meta.dims = params.dims as u32);
+    store::update_meta(index, |meta| {
+        if meta.dims == 0 {
+            meta.encoding = meta.encoding.settle(params.dims);
+        }
+        meta.dims = params.dims as u32;
+    });
     progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_BUILD);
     let mut heap_tids = Vec::with_capacity(rows.len());
     let items: Vec<(usize, V)> = rows
@@ -272,7 +278,7 @@ fn build_and_write<V: BuildVector + ElementBytes>(
         .collect();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut graph = build(&params, items, threads).unwrap_or_else(|e| raise(index, e));
-    let encoding = Encoding::for_metric(params.metric);
+    let encoding = Encoding::for_index(params.metric, params.dims);
     graph.order_for_locality(page::elements_per_page(params.dims, params.m, encoding));
     progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_WRITE);
     progress(pg_sys::PROGRESS_CREATEIDX_TUPLES_TOTAL, graph.len() as i64);
@@ -280,21 +286,32 @@ fn build_and_write<V: BuildVector + ElementBytes>(
     heap_tids.len()
 }
 
-/// An element item's bytes from a vector as the build holds it.
+/// An element item's bytes from a vector as the build holds it, and its
+/// neighbour code where the index keeps codes.
 trait ElementBytes {
     fn element_item(&self, header: &page::ElementHeader, encoding: Encoding) -> Vec<u8>;
+    fn code(&self) -> Option<Code>;
 }
 
 impl ElementBytes for Vec<f32> {
     fn element_item(&self, header: &page::ElementHeader, encoding: Encoding) -> Vec<u8> {
         page::encode_element(header, self, encoding)
     }
+
+    fn code(&self) -> Option<Code> {
+        None
+    }
 }
 
 impl ElementBytes for UnitHalves {
-    fn element_item(&self, header: &page::ElementHeader, _encoding: Encoding) -> Vec<u8> {
+    fn element_item(&self, header: &page::ElementHeader, encoding: Encoding) -> Vec<u8> {
         // Rows are held in halves only for an index that stores halves.
-        page::encode_halves_element(header, self.halves())
+        let code = encoding.coded().then(|| self.code());
+        page::encode_halves_element(header, self.halves(), code)
+    }
+
+    fn code(&self) -> Option<Code> {
+        Some(UnitHalves::code(self))
     }
 }
 
@@ -306,18 +323,23 @@ fn write_pages<V: BuildVector + ElementBytes>(
     graph: Graph<usize, V>,
     heap_tids: &[Tid],
 ) {
-    let m = params.m;
-    let encoding = Encoding::for_metric(params.metric);
+    let encoding = Encoding::for_index(params.metric, params.dims);
+    let lists = page::Lists {
+        m: params.m,
+        coded: encoding.coded(),
+    };
     let lens: Vec<(usize, usize)> = graph
         .elements
         .iter()
-        .map(|e| {
-            (
-                element_size(params.dims, encoding),
-                neighbour_size(m, e.level),
-            )
-        })
+        .map(|e| (element_size(params.dims, encoding), lists.size(e.level)))
         .collect();
+    // Codes by element id, for the links to each.
+    let mut codes = vec![Code::default(); if lists.coded { graph.len() } else { 0 }];
+    if lists.coded {
+        for e in &graph.elements {
+            codes[e.id] = e.vector.code().unwrap_or_default();
+        }
+    }
     let placed = page::pack(META_BLOCK + 1, &lens);
     let mut by_id = vec![
         Tid {
@@ -330,6 +352,16 @@ fn write_pages<V: BuildVector + ElementBytes>(
         by_id[e.id] = elem;
     }
     let heap: Vec<Tid> = graph.elements.iter().map(|e| heap_tids[e.id]).collect();
+    let link_codes: Vec<Vec<Code>> = if lists.coded {
+        graph
+            .elements
+            .iter()
+            .map(|e| e.neighbours[0].iter().map(|&j| codes[j]).collect())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    drop(codes);
     let graph = graph.map_ids(|i| by_id[i]);
 
     // Every item, by where it goes: (slot, element index, is the element).
@@ -353,7 +385,10 @@ fn write_pages<V: BuildVector + ElementBytes>(
                 encoding,
             )
         } else {
-            page::encode_neighbours(m, &e.neighbours).unwrap_or_else(|err| raise(index, err))
+            let codes = link_codes.get(k).map_or(&[][..], |c| &c[..]);
+            lists
+                .encode(&e.neighbours, codes)
+                .unwrap_or_else(|err| raise(index, err))
         };
         page_writer.add(at, &item);
         if done % 2048 == 0 {

@@ -2,12 +2,15 @@
 //!
 //! Only ordered scans can use the index (its operators are ordering
 //! operators), so without an `ORDER BY` it is priced out. With one, the
-//! startup cost is the first beam search: about `ef_search * 2m` distance
-//! computations (each priced like the operator function, `COST 10`) and as
-//! many index pages, counted at `seq_page_cost` because a graph's upper
-//! layers and hot pages stay cached. The rest of the index, should every
-//! row be wanted, costs one more distance and page each; the planner adds
-//! the heap fetches itself. So `ORDER BY .. LIMIT k` prefers the index, and
+//! startup cost is the first beam search: at most `ef_search * 2m`
+//! distance computations (each priced like the operator function, `COST
+//! 10`) and the same share of the index's pages, counted at
+//! `seq_page_cost` because a graph's upper layers and hot pages stay
+//! cached. (The share, not a page per element: a bulk build lays linked
+//! elements out together, and an element's page holds its neighbours' codes
+//! too.) The rest of the index, should every row be wanted, costs one more
+//! distance each and the rest of its pages; the planner adds the heap
+//! fetches itself. So `ORDER BY .. LIMIT k` prefers the index, and
 //! an unbounded `ORDER BY` over a large table prefers a sort.
 
 use pgrx::pg_sys;
@@ -52,7 +55,7 @@ pub unsafe extern "C-unwind" fn amcostestimate(
     let distance = pg_sys::cpu_operator_cost * DISTANCE_PROCOST;
     let ef = f64::from(EF_SEARCH.get().max(1));
     let visited = (ef * 2.0 * m).min(tuples);
-    let pages_read = visited.min(index_pages);
+    let pages_read = index_pages * visited / tuples;
     *startup = visited * distance + pages_read * pg_sys::seq_page_cost;
     *total = *startup
         + (tuples - visited) * distance

@@ -90,8 +90,11 @@ pub fn insert_vector(index: pg_sys::Relation, heap: Tid, vector: &[f32]) {
                 ),
             );
         }
-        store::update_meta(index, |meta| meta.dims = vector.len() as u32);
-        store.meta.dims = vector.len() as u32;
+        store::update_meta(index, |meta| {
+            meta.dims = vector.len() as u32;
+            meta.encoding = meta.encoding.settle(vector.len());
+        });
+        store.meta = store::read_meta(index);
     }
     if vector.len() != store.meta.dims as usize {
         raise(

@@ -20,10 +20,15 @@
 //! product, and cosine indexes built before 0.7.6); version 2, cosine only,
 //! the vector scaled to unit length in IEEE half precision, half the bytes,
 //! whose distances the scan reports as lower bounds for PostgreSQL to
-//! re-rank by the exact ones. Both are read and written by this build.
+//! re-rank by the exact ones; version 3 (cosine indexes from 0.7.9), as
+//! version 2 plus neighbour codes ([`vigil_hnsw::codes`]): each element
+//! item carries its own 16-byte code, and each layer-0 link carries the
+//! code of the element it links to, so a search estimates a neighbour's
+//! distance from the list it has already read and reads only neighbours
+//! that could enter its beam. All three are read and written by this build.
 //!
-//! **Element item**, one per indexed heap row (16-byte header, then the
-//! vector, f32 or half by the layout version):
+//! **Element item**, one per indexed heap row (16-byte header, the code in
+//! version 3, then the vector, f32 or half by the layout version):
 //!
 //! ```text
 //! 0  kind = 1        u8
@@ -34,7 +39,8 @@
 //! 8  heap offset     u16  /
 //! 10 neighbour off.  u16  \ where its neighbour item is
 //! 12 neighbour block u32  /
-//! 16 vector          f32 x dims (version 1) or half x dims (version 2)
+//! 16 code            16 bytes, version 3 only
+//! 16 or 32 vector    f32 x dims (version 1) or half x dims (versions 2, 3)
 //! ```
 //!
 //! **Neighbour item**, one per element, written with the element and then
@@ -47,6 +53,8 @@
 //! 4  counts          u16 x (level+1)   links in use on each layer
 //! .. slots           6 bytes x capacity per layer, layer 0 first:
 //!                    block u32 + offset u16 of the linked element
+//! .. codes           version 3: 16 bytes x 2*m, the code of each layer-0
+//!                    link's element, in the order of the slots
 //! ```
 //!
 //! Layer 0 holds `2*m` slots, every higher layer `m`. An element's id in the
@@ -67,6 +75,7 @@
 
 use std::borrow::Cow;
 
+use vigil_hnsw::codes::{Code, Directions, CODE_BYTES};
 use vigil_hnsw::distance::{unit_halves, widen_halves};
 use vigil_hnsw::{Metric, Params, MAX_LEVEL};
 
@@ -84,6 +93,8 @@ pub const SPECIAL_SIZE: usize = 8;
 pub const ELEMENT_HEADER: usize = 16;
 const NEIGHBOUR_HEADER: usize = 4;
 const SLOT: usize = 6;
+/// Where an element item's code is, in layout version 3.
+const CODE_AT: usize = ELEMENT_HEADER;
 
 pub const KIND_ELEMENT: u8 = 1;
 pub const KIND_NEIGHBOURS: u8 = 2;
@@ -184,16 +195,36 @@ pub enum Encoding {
     /// ([`vigil_hnsw::distance::unit_halves`]); distances computed from it
     /// are within [`vigil_hnsw::distance::unit_half_cosine_error`] of exact.
     UnitF16,
+    /// Version 3 (cosine only): as version 2, with neighbour codes.
+    UnitF16Coded,
 }
 
+/// Fewest dimensions for which a new cosine index keeps neighbour codes.
+/// Below it an element's halves take less room than the codes of its
+/// layer-0 links (2 x 128 B against 32 x 16 B): a page would hold half as
+/// many elements, and reading a vector costs about what skipping it saves.
+pub const CODED_MIN_DIMS: usize = 256;
+
 impl Encoding {
-    /// What a new index of `metric` uses: halves where only the direction
-    /// counts (cosine). Under L2 and inner product a vector's length
-    /// matters and the error bound would depend on it, so those keep f32.
-    pub fn for_metric(metric: Metric) -> Encoding {
+    /// What a new index of `metric` over vectors of `dims` uses: halves
+    /// where only the direction counts (cosine), with neighbour codes from
+    /// [`CODED_MIN_DIMS`] (and while `dims` is not known yet, 0: the first
+    /// vector settles it, [`Encoding::settle`]). Under L2 and inner product
+    /// a vector's length matters and the error bound would depend on it, so
+    /// those keep f32.
+    pub fn for_index(metric: Metric, dims: usize) -> Encoding {
         match metric {
+            Metric::Cosine if dims == 0 || dims >= CODED_MIN_DIMS => Encoding::UnitF16Coded,
             Metric::Cosine => Encoding::UnitF16,
             Metric::L2 | Metric::InnerProduct => Encoding::F32,
+        }
+    }
+
+    /// The encoding of an empty index once its first vector fixes `dims`.
+    pub fn settle(self, dims: usize) -> Encoding {
+        match self {
+            Encoding::UnitF16Coded if dims < CODED_MIN_DIMS => Encoding::UnitF16,
+            other => other,
         }
     }
 
@@ -202,6 +233,7 @@ impl Encoding {
         match self {
             Encoding::F32 => "f32",
             Encoding::UnitF16 => "unit half",
+            Encoding::UnitF16Coded => "unit half, coded",
         }
     }
 
@@ -209,13 +241,33 @@ impl Encoding {
         match self {
             Encoding::F32 => 1,
             Encoding::UnitF16 => 2,
+            Encoding::UnitF16Coded => 3,
         }
     }
 
     fn bytes_per_dim(self) -> usize {
         match self {
             Encoding::F32 => 4,
-            Encoding::UnitF16 => 2,
+            Encoding::UnitF16 | Encoding::UnitF16Coded => 2,
+        }
+    }
+
+    /// Whether elements and layer-0 links carry codes (version 3).
+    pub fn coded(self) -> bool {
+        self == Encoding::UnitF16Coded
+    }
+
+    /// Whether vectors are unit halves (versions 2 and 3).
+    pub fn halves(self) -> bool {
+        self != Encoding::F32
+    }
+
+    /// Where an element item's vector starts.
+    pub fn vector_at(self) -> usize {
+        if self.coded() {
+            ELEMENT_HEADER + CODE_BYTES
+        } else {
+            ELEMENT_HEADER
         }
     }
 
@@ -225,7 +277,7 @@ impl Encoding {
     pub fn stored_form(self, v: &[f32]) -> Cow<'_, [f32]> {
         match self {
             Encoding::F32 => Cow::Borrowed(v),
-            Encoding::UnitF16 => {
+            Encoding::UnitF16 | Encoding::UnitF16Coded => {
                 let (mut halves, mut wide) = (Vec::new(), Vec::new());
                 unit_halves(v, &mut halves);
                 widen_halves(&halves, &mut wide);
@@ -258,6 +310,14 @@ fn metric_code(m: Metric) -> u32 {
 }
 
 impl Meta {
+    /// The shape of its neighbour items.
+    pub fn lists(&self) -> Lists {
+        Lists {
+            m: self.m as usize,
+            coded: self.encoding.coded(),
+        }
+    }
+
     pub fn params(&self) -> Params {
         Params {
             dims: self.dims as usize,
@@ -310,10 +370,11 @@ impl Meta {
         let encoding = match (w(1), metric) {
             (1, _) => Encoding::F32,
             (2, Metric::Cosine) => Encoding::UnitF16,
-            (2, _) => return Err("layout version 2 is for cosine indexes only".into()),
+            (3, Metric::Cosine) => Encoding::UnitF16Coded,
+            (2 | 3, _) => return Err("layout versions 2 and 3 are for cosine indexes only".into()),
             (other, _) => {
                 return Err(format!(
-                    "the index has layout version {other}, this build reads 1 and 2; REINDEX it"
+                    "the index has layout version {other}, this build reads 1 to 3; REINDEX it"
                 ))
             }
         };
@@ -348,7 +409,7 @@ pub struct ElementHeader {
 }
 
 pub fn element_size(dims: usize, encoding: Encoding) -> usize {
-    ELEMENT_HEADER + encoding.bytes_per_dim() * dims
+    encoding.vector_at() + encoding.bytes_per_dim() * dims
 }
 
 impl ElementHeader {
@@ -398,23 +459,44 @@ pub fn encode_element(header: &ElementHeader, vector: &[f32], encoding: Encoding
             }
             item
         }
-        Encoding::UnitF16 => {
+        Encoding::UnitF16 | Encoding::UnitF16Coded => {
             let mut halves = Vec::with_capacity(vector.len());
             unit_halves(vector, &mut halves);
-            encode_halves_element(header, &halves)
+            let code = encoding
+                .coded()
+                .then(|| Directions::for_dims(vector.len()).code(vector));
+            encode_halves_element(header, &halves, code)
         }
     }
 }
 
-/// An element item of layout version 2 ([`Encoding::UnitF16`]) from its
-/// unit halves, made already ([`unit_halves`]; a bulk build holds them).
-pub fn encode_halves_element(header: &ElementHeader, halves: &[u16]) -> Vec<u8> {
-    let mut item = vec![0u8; element_size(halves.len(), Encoding::UnitF16)];
+/// An element item of unit halves, made already ([`unit_halves`]; a bulk
+/// build holds them): layout version 3 with a `code`, else version 2.
+pub fn encode_halves_element(
+    header: &ElementHeader,
+    halves: &[u16],
+    code: Option<Code>,
+) -> Vec<u8> {
+    let encoding = match code {
+        Some(_) => Encoding::UnitF16Coded,
+        None => Encoding::UnitF16,
+    };
+    let mut item = vec![0u8; element_size(halves.len(), encoding)];
     header.encode(&mut item);
-    for (chunk, h) in item[ELEMENT_HEADER..].chunks_exact_mut(2).zip(halves) {
+    if let Some(code) = code {
+        item[CODE_AT..CODE_AT + CODE_BYTES].copy_from_slice(&code.to_bytes());
+    }
+    for (chunk, h) in item[encoding.vector_at()..].chunks_exact_mut(2).zip(halves) {
         chunk.copy_from_slice(&h.to_ne_bytes());
     }
     item
+}
+
+/// The code of a version-3 element item.
+pub fn element_code(item: &[u8]) -> Result<Code, String> {
+    item.get(CODE_AT..CODE_AT + CODE_BYTES)
+        .and_then(Code::from_bytes)
+        .ok_or_else(|| format!("element item of {} bytes has no code", item.len()))
 }
 
 /// Copies the vector of an element item into `out` (cleared first), widened
@@ -426,7 +508,7 @@ pub fn element_vector(
     out: &mut Vec<f32>,
 ) -> Result<(), String> {
     let body = item
-        .get(ELEMENT_HEADER..element_size(dims, encoding))
+        .get(encoding.vector_at()..element_size(dims, encoding))
         .ok_or_else(|| {
             format!(
                 "element item of {} bytes is too short for {dims} dimensions",
@@ -439,7 +521,7 @@ pub fn element_vector(
             body.chunks_exact(4)
                 .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]])),
         ),
-        Encoding::UnitF16 => {
+        Encoding::UnitF16 | Encoding::UnitF16Coded => {
             let halves: Vec<u16> = body
                 .chunks_exact(2)
                 .map(|c| u16::from_ne_bytes([c[0], c[1]]))
@@ -450,40 +532,175 @@ pub fn element_vector(
     Ok(())
 }
 
-/// Capacity of each layer's list, per [`Params::capacity`].
-fn capacities(m: usize, level: usize) -> impl Iterator<Item = usize> {
-    (0..=level).map(move |l| if l == 0 { 2 * m } else { m })
+/// The shape of an index's neighbour items: `m`, and whether layer 0
+/// carries codes (layout version 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lists {
+    pub m: usize,
+    pub coded: bool,
 }
 
-pub fn neighbour_size(m: usize, level: usize) -> usize {
-    NEIGHBOUR_HEADER + 2 * (level + 1) + SLOT * capacities(m, level).sum::<usize>()
+impl Lists {
+    /// Capacity of each layer's list, per [`Params::capacity`].
+    fn capacities(self, level: usize) -> impl Iterator<Item = usize> {
+        let m = self.m;
+        (0..=level).map(move |l| if l == 0 { 2 * m } else { m })
+    }
+
+    fn capacity(self, layer: usize) -> usize {
+        if layer == 0 {
+            2 * self.m
+        } else {
+            self.m
+        }
+    }
+
+    /// Bytes of a neighbour item of an element of `level`.
+    pub fn size(self, level: usize) -> usize {
+        self.codes_at(level)
+            + if self.coded {
+                CODE_BYTES * 2 * self.m
+            } else {
+                0
+            }
+    }
+
+    /// Byte offset of `layer`'s first slot.
+    fn slots_at(self, level: usize, layer: usize) -> usize {
+        COUNTS_AT + 2 * (level + 1) + SLOT * self.capacities(level).take(layer).sum::<usize>()
+    }
+
+    /// Byte offset of the layer-0 codes (version 3), after every slot.
+    fn codes_at(self, level: usize) -> usize {
+        self.slots_at(level, level + 1)
+    }
+
+    /// The level of `item`, checked against its size.
+    fn level_of(self, item: &[u8]) -> Result<usize, String> {
+        let level = neighbour_level(item)?;
+        if item.len() != self.size(level) {
+            return Err(format!(
+                "neighbour item of level {level} is {} bytes, expected {}",
+                item.len(),
+                self.size(level)
+            ));
+        }
+        Ok(level)
+    }
+
+    /// Builds a neighbour item with the given lists (each within capacity)
+    /// and, when coded, the codes of layer 0's links.
+    pub fn encode(self, lists: &[Vec<Tid>], codes: &[Code]) -> Result<Vec<u8>, String> {
+        let level = lists
+            .len()
+            .checked_sub(1)
+            .ok_or("an element needs layer 0")?;
+        if level > MAX_LEVEL {
+            return Err(format!("level {level} is above the maximum {MAX_LEVEL}"));
+        }
+        let mut item = vec![0u8; self.size(level)];
+        item[0] = KIND_NEIGHBOURS;
+        item[1] = level as u8;
+        for (layer, list) in lists.iter().enumerate() {
+            self.write(&mut item, layer, list, if layer == 0 { codes } else { &[] })?;
+        }
+        Ok(item)
+    }
+
+    /// Overwrites `layer`'s list in a neighbour item, in place; on layer 0
+    /// of a coded item `codes` are the links' codes, one each.
+    pub fn write(
+        self,
+        item: &mut [u8],
+        layer: usize,
+        list: &[Tid],
+        codes: &[Code],
+    ) -> Result<(), String> {
+        let level = self.level_of(item)?;
+        if layer > level {
+            return Err(format!(
+                "neighbour item has no layer {layer} (level {level})"
+            ));
+        }
+        let cap = self.capacity(layer);
+        if list.len() > cap {
+            return Err(format!(
+                "{} links on layer {layer}, capacity {cap}",
+                list.len()
+            ));
+        }
+        let coded = self.coded && layer == 0;
+        if coded && codes.len() != list.len() {
+            return Err(format!(
+                "{} codes for {} links on layer 0",
+                codes.len(),
+                list.len()
+            ));
+        }
+        let c = COUNTS_AT + 2 * layer;
+        item[c..c + 2].copy_from_slice(&(list.len() as u16).to_ne_bytes());
+        let start = self.slots_at(level, layer);
+        for (i, t) in list.iter().enumerate() {
+            t.write(&mut item[start + SLOT * i..start + SLOT * (i + 1)]);
+        }
+        if coded {
+            let start = self.codes_at(level);
+            for (i, code) in codes.iter().enumerate() {
+                let at = start + CODE_BYTES * i;
+                item[at..at + CODE_BYTES].copy_from_slice(&code.to_bytes());
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `layer`'s list from a neighbour item into `out` (cleared first).
+    pub fn read(self, item: &[u8], layer: usize, out: &mut Vec<Tid>) -> Result<(), String> {
+        let (level, count) = self.count(item, layer)?;
+        let start = self.slots_at(level, layer);
+        out.clear();
+        out.extend((0..count).map(|i| Tid::read(&item[start + SLOT * i..])));
+        Ok(())
+    }
+
+    /// Reads the codes of layer 0's links into `out` (cleared first; left
+    /// empty for an item without codes).
+    pub fn read_codes(self, item: &[u8], out: &mut Vec<Code>) -> Result<(), String> {
+        out.clear();
+        if !self.coded {
+            return Ok(());
+        }
+        let (level, count) = self.count(item, 0)?;
+        let start = self.codes_at(level);
+        out.extend(
+            item[start..start + CODE_BYTES * count]
+                .chunks_exact(CODE_BYTES)
+                .filter_map(Code::from_bytes),
+        );
+        Ok(())
+    }
+
+    /// The item's level and the links in use on `layer`.
+    fn count(self, item: &[u8], layer: usize) -> Result<(usize, usize), String> {
+        let level = self.level_of(item)?;
+        if layer > level {
+            return Err(format!(
+                "neighbour item of level {level} has no layer {layer}"
+            ));
+        }
+        let c = COUNTS_AT + 2 * layer;
+        let count = usize::from(u16::from_ne_bytes([item[c], item[c + 1]]));
+        let cap = self.capacity(layer);
+        if count > cap {
+            return Err(format!(
+                "layer {layer} claims {count} links, capacity {cap}"
+            ));
+        }
+        Ok((level, count))
+    }
 }
 
 /// Byte offset of the per-layer link counts.
 const COUNTS_AT: usize = NEIGHBOUR_HEADER;
-
-/// Byte offset of `layer`'s first slot.
-fn slots_at(m: usize, level: usize, layer: usize) -> usize {
-    COUNTS_AT + 2 * (level + 1) + SLOT * capacities(m, level).take(layer).sum::<usize>()
-}
-
-/// Builds a neighbour item with the given lists (each within capacity).
-pub fn encode_neighbours(m: usize, lists: &[Vec<Tid>]) -> Result<Vec<u8>, String> {
-    let level = lists
-        .len()
-        .checked_sub(1)
-        .ok_or("an element needs layer 0")?;
-    if level > MAX_LEVEL {
-        return Err(format!("level {level} is above the maximum {MAX_LEVEL}"));
-    }
-    let mut item = vec![0u8; neighbour_size(m, level)];
-    item[0] = KIND_NEIGHBOURS;
-    item[1] = level as u8;
-    for (layer, list) in lists.iter().enumerate() {
-        write_layer(&mut item, m, layer, list)?;
-    }
-    Ok(item)
-}
 
 /// Level recorded in a neighbour item.
 pub fn neighbour_level(item: &[u8]) -> Result<usize, String> {
@@ -491,60 +708,6 @@ pub fn neighbour_level(item: &[u8]) -> Result<usize, String> {
         return Err("item is not a neighbour list".into());
     }
     Ok(usize::from(item[1]))
-}
-
-/// Overwrites `layer`'s list in a neighbour item, in place.
-pub fn write_layer(item: &mut [u8], m: usize, layer: usize, list: &[Tid]) -> Result<(), String> {
-    let level = neighbour_level(item)?;
-    if layer > level {
-        return Err(format!(
-            "neighbour item has no layer {layer} (level {level})"
-        ));
-    }
-    let cap = if layer == 0 { 2 * m } else { m };
-    if list.len() > cap {
-        return Err(format!(
-            "{} links on layer {layer}, capacity {cap}",
-            list.len()
-        ));
-    }
-    if item.len() != neighbour_size(m, level) {
-        return Err(format!(
-            "neighbour item is {} bytes, expected {}",
-            item.len(),
-            neighbour_size(m, level)
-        ));
-    }
-    let c = COUNTS_AT + 2 * layer;
-    item[c..c + 2].copy_from_slice(&(list.len() as u16).to_ne_bytes());
-    let start = slots_at(m, level, layer);
-    for (i, t) in list.iter().enumerate() {
-        t.write(&mut item[start + SLOT * i..start + SLOT * (i + 1)]);
-    }
-    Ok(())
-}
-
-/// Reads `layer`'s list from a neighbour item into `out` (cleared first).
-pub fn read_layer(item: &[u8], m: usize, layer: usize, out: &mut Vec<Tid>) -> Result<(), String> {
-    let level = neighbour_level(item)?;
-    if layer > level || item.len() != neighbour_size(m, level) {
-        return Err(format!(
-            "neighbour item of level {level} ({} bytes) has no layer {layer}",
-            item.len()
-        ));
-    }
-    let c = COUNTS_AT + 2 * layer;
-    let count = usize::from(u16::from_ne_bytes([item[c], item[c + 1]]));
-    let cap = if layer == 0 { 2 * m } else { m };
-    if count > cap {
-        return Err(format!(
-            "layer {layer} claims {count} links, capacity {cap}"
-        ));
-    }
-    let start = slots_at(m, level, layer);
-    out.clear();
-    out.extend((0..count).map(|i| Tid::read(&item[start + SLOT * i..])));
-    Ok(())
 }
 
 /// Where the next items land, computed without touching a page: the build
@@ -626,7 +789,11 @@ impl Filler {
 /// ([`vigil_hnsw::build::Graph::order_for_locality`]).
 pub fn elements_per_page(dims: usize, m: usize, encoding: Encoding) -> usize {
     let room = BLOCK_SIZE - PAGE_HEADER - SPECIAL_SIZE;
-    let pair = element_size(dims, encoding) + neighbour_size(m, 0) + 2 * LINE_POINTER;
+    let lists = Lists {
+        m,
+        coded: encoding.coded(),
+    };
+    let pair = element_size(dims, encoding) + lists.size(0) + 2 * LINE_POINTER;
     (room / pair).max(1)
 }
 
@@ -679,17 +846,41 @@ pub fn pack(start: u32, lens: &[(usize, usize)]) -> Vec<(Tid, Tid)> {
 mod tests {
     use super::*;
 
+    const PLAIN: Lists = Lists {
+        m: 16,
+        coded: false,
+    };
+
     #[test]
     fn a_page_holds_eight_halves_of_384_dims_or_four_f32s() {
         assert_eq!(elements_per_page(384, 16, Encoding::UnitF16), 8);
+        // With codes: 32 more bytes an element, 512 more a neighbour item.
+        assert_eq!(elements_per_page(384, 16, Encoding::UnitF16Coded), 5);
+        assert_eq!(
+            Encoding::for_index(Metric::Cosine, 384),
+            Encoding::UnitF16Coded
+        );
+        assert_eq!(Encoding::for_index(Metric::Cosine, 64), Encoding::UnitF16);
+        assert_eq!(
+            Encoding::for_index(Metric::Cosine, 0).settle(64),
+            Encoding::UnitF16
+        );
+        assert_eq!(
+            Encoding::for_index(Metric::Cosine, 0).settle(300),
+            Encoding::UnitF16Coded
+        );
+        assert_eq!(
+            Encoding::for_index(Metric::L2, 384).settle(384),
+            Encoding::F32
+        );
         assert_eq!(elements_per_page(384, 16, Encoding::F32), 4);
         assert_eq!(elements_per_page(2000, 16, Encoding::F32), 1);
     }
 
     #[test]
     fn pack_fills_pages_and_places_every_item_once() {
-        let (e, n) = (element_size(384, Encoding::F32), neighbour_size(16, 0));
-        let upper = neighbour_size(16, 2);
+        let (e, n) = (element_size(384, Encoding::F32), PLAIN.size(0));
+        let upper = PLAIN.size(2);
         let lens: Vec<(usize, usize)> = (0..1000)
             .map(|i| (e, if i % 16 == 0 { upper } else { n }))
             .collect();
@@ -754,27 +945,28 @@ mod tests {
                 offset: 1,
             }],
         ];
-        let mut item = encode_neighbours(16, &lists).unwrap();
+        let mut item = PLAIN.encode(&lists, &[]).unwrap();
         let mut out = Vec::new();
-        read_layer(&item, 16, 0, &mut out).unwrap();
+        PLAIN.read(&item, 0, &mut out).unwrap();
         assert_eq!(out, lists[0]);
-        write_layer(
-            &mut item,
-            16,
-            1,
-            &[
-                Tid {
-                    block: 7,
-                    offset: 2,
-                },
-                Tid {
-                    block: 8,
-                    offset: 4,
-                },
-            ],
-        )
-        .unwrap();
-        read_layer(&item, 16, 1, &mut out).unwrap();
+        PLAIN
+            .write(
+                &mut item,
+                1,
+                &[
+                    Tid {
+                        block: 7,
+                        offset: 2,
+                    },
+                    Tid {
+                        block: 8,
+                        offset: 4,
+                    },
+                ],
+                &[],
+            )
+            .unwrap();
+        PLAIN.read(&item, 1, &mut out).unwrap();
         assert_eq!(
             out,
             vec![
@@ -788,17 +980,51 @@ mod tests {
                 }
             ]
         );
-        assert!(write_layer(
-            &mut item,
-            16,
-            1,
-            &[Tid {
-                block: 1,
-                offset: 1
-            }; 17]
-        )
-        .is_err());
-        assert!(read_layer(&item, 16, 2, &mut out).is_err());
+        assert!(PLAIN
+            .write(
+                &mut item,
+                1,
+                &[Tid {
+                    block: 1,
+                    offset: 1
+                }; 17],
+                &[],
+            )
+            .is_err());
+        assert!(PLAIN.read(&item, 2, &mut out).is_err());
+    }
+
+    #[test]
+    fn coded_neighbour_items_keep_a_code_per_layer_0_link() {
+        let coded = Lists { m: 16, coded: true };
+        assert_eq!(coded.size(1), PLAIN.size(1) + 32 * 16);
+        let tid = |block| Tid { block, offset: 1 };
+        let code = |k: u64| Code([k, !k]);
+        let lists = vec![vec![tid(1), tid(2)], vec![tid(3)]];
+        let mut item = coded.encode(&lists, &[code(1), code(2)]).unwrap();
+        let (mut out, mut codes) = (Vec::new(), Vec::new());
+        coded.read(&item, 0, &mut out).unwrap();
+        coded.read_codes(&item, &mut codes).unwrap();
+        assert_eq!(out, lists[0]);
+        assert_eq!(codes, vec![code(1), code(2)]);
+        // A layer-0 list is written with its codes or not at all.
+        assert!(coded.write(&mut item, 0, &[tid(4)], &[]).is_err());
+        coded
+            .write(
+                &mut item,
+                0,
+                &[tid(4), tid(5), tid(6)],
+                &[code(4), code(5), code(6)],
+            )
+            .unwrap();
+        coded.read_codes(&item, &mut codes).unwrap();
+        assert_eq!(codes, vec![code(4), code(5), code(6)]);
+        // Upper layers carry none, and leave layer 0's alone.
+        coded.write(&mut item, 1, &[tid(7)], &[]).unwrap();
+        coded.read_codes(&item, &mut codes).unwrap();
+        assert_eq!(codes.len(), 3);
+        // An item of the other shape is refused, not misread.
+        assert!(PLAIN.read(&item, 0, &mut out).is_err());
     }
 
     #[test]
@@ -829,6 +1055,16 @@ mod tests {
         assert_eq!(v, vec![0.600_097_656_25, 0.0, -0.799_804_687_5]);
         assert_eq!(&*Encoding::UnitF16.stored_form(&[3.0, 0.0, -4.0]), &v[..]);
         assert!(element_vector(&item, 4, Encoding::UnitF16, &mut v).is_err());
+        // Version 3: the code between header and vector.
+        let coded = encode_element(&h, &[3.0, 0.0, -4.0], Encoding::UnitF16Coded);
+        assert_eq!(coded.len(), ELEMENT_HEADER + CODE_BYTES + 6);
+        assert_eq!(ElementHeader::decode(&coded).unwrap(), h);
+        assert_eq!(
+            element_code(&coded).unwrap(),
+            Directions::for_dims(3).code(&[3.0, 0.0, -4.0])
+        );
+        element_vector(&coded, 3, Encoding::UnitF16Coded, &mut v).unwrap();
+        assert_eq!(v, vec![0.600_097_656_25, 0.0, -0.799_804_687_5]);
         let meta = Meta {
             dims: 384,
             metric: Metric::Cosine,
@@ -862,14 +1098,20 @@ mod tests {
         };
         l2.encode(&mut bytes);
         assert!(Meta::decode(&bytes).is_err());
-        bytes[4..8].copy_from_slice(&3u32.to_ne_bytes());
+        let coded = Meta {
+            encoding: Encoding::UnitF16Coded,
+            ..meta
+        };
+        coded.encode(&mut bytes);
+        assert_eq!(Meta::decode(&bytes).unwrap(), coded);
+        bytes[4..8].copy_from_slice(&4u32.to_ne_bytes());
         assert!(Meta::decode(&bytes).unwrap_err().contains("REINDEX"));
     }
 
     #[test]
     fn filler_packs_sequentially() {
         let mut f = Filler::new(1);
-        let (e, n, pages) = f.place(element_size(384, Encoding::F32), neighbour_size(16, 0));
+        let (e, n, pages) = f.place(element_size(384, Encoding::F32), PLAIN.size(0));
         assert_eq!(
             (e, n, pages),
             (
@@ -886,7 +1128,7 @@ mod tests {
         );
         // 2,000 dimensions: the element fills a page, its neighbours go to the next.
         let mut f = Filler::new(1);
-        let (e, n, pages) = f.place(element_size(2000, Encoding::F32), neighbour_size(16, 0));
+        let (e, n, pages) = f.place(element_size(2000, Encoding::F32), PLAIN.size(0));
         assert_eq!((e.block, n.block, pages), (1, 2, 1));
     }
 }

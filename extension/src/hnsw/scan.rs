@@ -110,7 +110,9 @@ pub unsafe extern "C-unwind" fn amrescan(
     }
     state.lower_by = match store.meta.encoding {
         Encoding::F32 => None,
-        Encoding::UnitF16 => Some(f64::from(unit_half_cosine_error(query.len()))),
+        Encoding::UnitF16 | Encoding::UnitF16Coded => {
+            Some(f64::from(unit_half_cosine_error(query.len())))
+        }
     };
     state.query = Some(query.to_vec());
 }

@@ -22,14 +22,14 @@ use std::cell::{Cell, RefCell};
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use vigil_hnsw::distance::{prefetch, prefetch_bytes};
-use vigil_hnsw::store::{ElementVisitor, VectorRef};
+use vigil_hnsw::codes::Directions;
+use vigil_hnsw::distance::{prefetch, prefetch_bytes, unit_halves};
+use vigil_hnsw::store::{Code, ElementVisitor, VectorRef};
 use vigil_hnsw::{ElementMeta, EntryPoint, GraphStore, Params};
 
 use super::page::{
-    self, element_size, neighbour_size, ElementHeader, Encoding, Filler, Meta, Opaque, Tid,
-    FLAG_DELETED, FLAG_REMOVED, KIND_ELEMENT, META_BLOCK, META_SIZE, PAGE_DATA, PAGE_HEADER,
-    PAGE_ID, PAGE_META,
+    self, element_size, ElementHeader, Encoding, Filler, Meta, Opaque, Tid, FLAG_DELETED,
+    FLAG_REMOVED, KIND_ELEMENT, META_BLOCK, META_SIZE, PAGE_DATA, PAGE_HEADER, PAGE_ID, PAGE_META,
 };
 
 /// A page that does not hold what the graph says it should.
@@ -437,6 +437,8 @@ pub struct PageStore {
     /// The entry point comes from `meta` as read at open, not from a fresh
     /// read of the meta page: see [`PageStore::open_for_scan`].
     entry_from_open: bool,
+    /// The element this store last inserted and its code (coded indexes).
+    inserted: Cell<Option<(Tid, Code)>>,
 }
 
 impl PageStore {
@@ -446,6 +448,7 @@ impl PageStore {
             meta: read_meta(rel),
             pending: Cell::new(None),
             entry_from_open: false,
+            inserted: Cell::new(None),
         }
     }
 
@@ -478,7 +481,7 @@ impl PageStore {
     fn plan(&self, level: usize) -> Placement {
         let (elen, nlen) = (
             element_size(self.meta.dims as usize, self.meta.encoding),
-            neighbour_size(self.meta.m as usize, level),
+            self.meta.lists().size(level),
         );
         let nblocks = self.nblocks();
         let block = self.meta.insert_block;
@@ -521,6 +524,111 @@ impl PageStore {
         // SAFETY: locked page, slice dropped before the lock.
         let bytes = unsafe { item(locked.page(), id.block, id.offset)? };
         ElementHeader::decode(bytes).map_err(|e| PageError(format!("item {id:?}: {e}")))
+    }
+
+    /// Calls `read` with element `id`'s neighbour item, on the element's
+    /// page when it is there (one lock), else on its own; not at all for a
+    /// removed element, which has no links.
+    fn with_neighbour_item(
+        &self,
+        id: Tid,
+        read: impl FnOnce(&[u8]) -> Result<(), String>,
+    ) -> Result<(), PageError> {
+        let locked = Locked::share(self.rel, id.block);
+        // SAFETY: locked page.
+        let bytes = unsafe { item(locked.page(), id.block, id.offset)? };
+        let h = ElementHeader::decode(bytes).map_err(|e| PageError(format!("item {id:?}: {e}")))?;
+        if h.removed() {
+            return Ok(());
+        }
+        let at = h.neighbours;
+        let other;
+        let page = if at.block == id.block {
+            locked.page()
+        } else {
+            drop(locked);
+            other = Locked::share(self.rel, at.block);
+            other.page()
+        };
+        // SAFETY: `page` is locked while `read` runs.
+        let bytes = unsafe { item(page, at.block, at.offset)? };
+        read(bytes).map_err(|e| PageError(format!("item {at:?}: {e}")))
+    }
+
+    /// The code of element `id` (layout version 3), from its item.
+    fn code(&self, id: Tid) -> Result<Code, PageError> {
+        let locked = Locked::share(self.rel, id.block);
+        // SAFETY: locked page, slice dropped before the lock.
+        let bytes = unsafe { item(locked.page(), id.block, id.offset)? };
+        ElementHeader::decode(bytes)
+            .and_then(|_| page::element_code(bytes))
+            .map_err(|e| PageError(format!("item {id:?}: {e}")))
+    }
+
+    /// Writes `new` as `id`'s list on `layer`, if the list is still
+    /// `expected` when given; whether it did.
+    ///
+    /// On layer 0 of a coded index each link needs its element's code. The
+    /// ones the list already holds are copied from it; the others are read
+    /// from their element items, which takes other pages' locks, so not
+    /// while this page is held: the write is let go unfinished (the page is
+    /// left as it was), the codes read, and the write tried again. An
+    /// insert's own code comes along with it (`fresh`), so its links to
+    /// the new element need no retry.
+    fn write_list(
+        &mut self,
+        id: Tid,
+        layer: usize,
+        expected: Option<&[Tid]>,
+        new: &[Tid],
+        fresh: Option<(Tid, Code)>,
+    ) -> Result<bool, PageError> {
+        let at = self.header(id)?.neighbours;
+        let lists = self.meta.lists();
+        let coded = lists.coded && layer == 0;
+        let mut known: Vec<(Tid, Code)> = fresh.into_iter().collect();
+        let (mut current, mut current_codes, mut codes) = (Vec::new(), Vec::new(), Vec::new());
+        let corrupt = |e: String| PageError(format!("item {at:?}: {e}"));
+        loop {
+            let mut wal = Wal::start(self.rel);
+            let page = wal.register(Locked::exclusive(self.rel, at.block), false);
+            // SAFETY: page image under the WAL record, exclusively locked.
+            let bytes = unsafe { item(page, at.block, at.offset)? };
+            if expected.is_some() || coded {
+                lists.read(bytes, layer, &mut current).map_err(corrupt)?;
+            }
+            if expected.is_some_and(|e| e != current) {
+                // Dropping `wal` unfinished aborts it: the page is left as it was.
+                return Ok(false);
+            }
+            codes.clear();
+            let mut missing = Vec::new();
+            if coded {
+                lists
+                    .read_codes(bytes, &mut current_codes)
+                    .map_err(corrupt)?;
+                for n in new {
+                    let found = current
+                        .iter()
+                        .position(|c| c == n)
+                        .and_then(|i| current_codes.get(i))
+                        .or_else(|| known.iter().find(|k| k.0 == *n).map(|k| &k.1));
+                    match found {
+                        Some(&code) => codes.push(code),
+                        None => missing.push(*n),
+                    }
+                }
+            }
+            if missing.is_empty() {
+                lists.write(bytes, layer, new, &codes).map_err(corrupt)?;
+                wal.finish();
+                return Ok(true);
+            }
+            drop(wal);
+            for n in missing {
+                known.push((n, self.code(n)?));
+            }
+        }
     }
 
     fn set_flag(&mut self, id: Tid, flag: u8) -> Result<(), PageError> {
@@ -594,7 +702,7 @@ impl PageStore {
         let bytes = unsafe { item(locked.page(), id.block, id.offset)? };
         let h = ElementHeader::decode(bytes).map_err(|e| PageError(format!("item {id:?}: {e}")))?;
         let (dims, encoding) = (self.meta.dims as usize, self.meta.encoding);
-        let body = &bytes[page::ELEMENT_HEADER..];
+        let body = bytes.get(encoding.vector_at()..).unwrap_or_default();
         let meta = ElementMeta {
             level: usize::from(h.level),
             deleted: h.deleted(),
@@ -608,7 +716,7 @@ impl PageStore {
                 let v = unsafe { std::slice::from_raw_parts(ptr as *const f32, dims) };
                 Ok(f(meta, VectorRef::F32(v)))
             }
-            Encoding::UnitF16
+            Encoding::UnitF16 | Encoding::UnitF16Coded
                 if body.len() >= 2 * dims && (ptr as usize).is_multiple_of(align_of::<u16>()) =>
             {
                 // SAFETY: as above, for halves.
@@ -707,28 +815,34 @@ impl GraphStore for PageStore {
     }
 
     fn neighbours(&self, id: Tid, layer: usize, out: &mut Vec<Tid>) -> Result<(), PageError> {
-        let locked = Locked::share(self.rel, id.block);
-        // SAFETY: locked page.
-        let bytes = unsafe { item(locked.page(), id.block, id.offset)? };
-        let h = ElementHeader::decode(bytes).map_err(|e| PageError(format!("item {id:?}: {e}")))?;
-        if h.removed() {
-            out.clear();
-            return Ok(());
+        out.clear();
+        self.with_neighbour_item(id, |bytes| self.meta.lists().read(bytes, layer, out))
+    }
+
+    fn keeps_codes(&self) -> bool {
+        self.meta.encoding.coded()
+    }
+
+    fn element_code(&self, id: Tid) -> Result<Option<Code>, PageError> {
+        match self.meta.encoding.coded() {
+            true => self.code(id).map(Some),
+            false => Ok(None),
         }
-        let at = h.neighbours;
-        let mut read = |page| -> Result<(), PageError> {
-            // SAFETY: `page` is locked by the caller below.
-            let bytes = unsafe { item(page, at.block, at.offset)? };
-            page::read_layer(bytes, self.meta.m as usize, layer, out)
-                .map_err(|e| PageError(format!("item {at:?}: {e}")))
-        };
-        if at.block == id.block {
-            read(locked.page())
-        } else {
-            drop(locked);
-            let other = Locked::share(self.rel, at.block);
-            read(other.page())
-        }
+    }
+
+    fn neighbours_coded(
+        &self,
+        id: Tid,
+        out: &mut Vec<Tid>,
+        codes: &mut Vec<Code>,
+    ) -> Result<(), PageError> {
+        out.clear();
+        codes.clear();
+        let lists = self.meta.lists();
+        self.with_neighbour_item(id, |bytes| {
+            lists.read(bytes, 0, out)?;
+            lists.read_codes(bytes, codes)
+        })
     }
 
     fn for_each_element(&self, f: &mut dyn FnMut(Tid, ElementMeta)) -> Result<(), PageError> {
@@ -781,18 +895,34 @@ impl GraphStore for PageStore {
                 "no slot was planned for this element (PageStore::next_id)",
             );
         };
-        let neighbour_item = page::encode_neighbours(self.meta.m as usize, neighbours)
+        // Codes of the new links, read before any page of this write is held.
+        let mut codes = Vec::new();
+        if self.meta.encoding.coded() {
+            for &n in neighbours.first().map_or(&[][..], |l| &l[..]) {
+                codes.push(self.code(n)?);
+            }
+        }
+        let neighbour_item = self
+            .meta
+            .lists()
+            .encode(neighbours, &codes)
             .map_err(|e| PageError(format!("item {id:?}: {e}")))?;
-        let element_item = page::encode_element(
-            &ElementHeader {
-                level: level as u8,
-                flags: 0,
-                heap,
-                neighbours: plan.neighbours,
-            },
-            vector,
-            self.meta.encoding,
-        );
+        let header = ElementHeader {
+            level: level as u8,
+            flags: 0,
+            heap,
+            neighbours: plan.neighbours,
+        };
+        let element_item = if self.meta.encoding.coded() {
+            let code = Directions::for_dims(vector.len()).code(vector);
+            // Links back to it (replace_neighbours) need its code.
+            self.inserted.set(Some((id, code)));
+            let mut halves = Vec::with_capacity(vector.len());
+            unit_halves(vector, &mut halves);
+            page::encode_halves_element(&header, &halves, Some(code))
+        } else {
+            page::encode_element(&header, vector, self.meta.encoding)
+        };
         let nblocks = self.nblocks();
         let mut wal = Wal::start(self.rel);
         let open = |wal: &mut Wal, block: u32| -> pg_sys::Page {
@@ -840,15 +970,7 @@ impl GraphStore for PageStore {
         layer: usize,
         neighbours: &[Tid],
     ) -> Result<(), PageError> {
-        let at = self.header(id)?.neighbours;
-        let mut wal = Wal::start(self.rel);
-        let page = wal.register(Locked::exclusive(self.rel, at.block), false);
-        // SAFETY: page image under the WAL record, exclusively locked.
-        let bytes = unsafe { item(page, at.block, at.offset)? };
-        page::write_layer(bytes, self.meta.m as usize, layer, neighbours)
-            .map_err(|e| PageError(format!("item {at:?}: {e}")))?;
-        wal.finish();
-        Ok(())
+        self.write_list(id, layer, None, neighbours, None).map(drop)
     }
 
     fn replace_neighbours(
@@ -858,23 +980,8 @@ impl GraphStore for PageStore {
         expected: &[Tid],
         neighbours: &[Tid],
     ) -> Result<bool, PageError> {
-        let at = self.header(id)?.neighbours;
-        let m = self.meta.m as usize;
-        let mut wal = Wal::start(self.rel);
-        let page = wal.register(Locked::exclusive(self.rel, at.block), false);
-        // SAFETY: page image under the WAL record, exclusively locked.
-        let bytes = unsafe { item(page, at.block, at.offset)? };
-        let mut current = Vec::with_capacity(expected.len());
-        page::read_layer(bytes, m, layer, &mut current)
-            .map_err(|e| PageError(format!("item {at:?}: {e}")))?;
-        if current != expected {
-            // Dropping `wal` unfinished aborts it: the page is left as it was.
-            return Ok(false);
-        }
-        page::write_layer(bytes, m, layer, neighbours)
-            .map_err(|e| PageError(format!("item {at:?}: {e}")))?;
-        wal.finish();
-        Ok(true)
+        let fresh = self.inserted.get();
+        self.write_list(id, layer, Some(expected), neighbours, fresh)
     }
 
     fn mark_deleted(&mut self, id: Tid) -> Result<(), PageError> {

@@ -8,13 +8,16 @@ use std::collections::HashSet;
 use crate::common::*;
 use vigil_hnsw::store::{Code, ElementVisitor};
 use vigil_hnsw::{
-    build, search, GraphStore, IterativeScan, MemError, MemStore, Metric, Params, ScanOrder,
+    build, check, search, CheckOptions, CorruptionKind, Error, GraphStore, IterativeScan, MemError,
+    MemStore, Metric, Params, ScanOrder,
 };
 
 /// A [`MemStore`] that counts the vectors a search reads.
 struct Counting {
     graph: MemStore<u64>,
     reads: Cell<usize>,
+    /// Lends a wrong code for this element's first link.
+    stale: Option<u64>,
 }
 
 impl GraphStore for Counting {
@@ -38,7 +41,15 @@ impl GraphStore for Counting {
         out: &mut Vec<u64>,
         codes: &mut Vec<Code>,
     ) -> Result<(), MemError> {
-        self.graph.neighbours_coded(id, out, codes)
+        self.graph.neighbours_coded(id, out, codes)?;
+        if let (Some(first), true) = (codes.first_mut(), self.stale == Some(id)) {
+            first.0[0] ^= 1;
+        }
+        Ok(())
+    }
+
+    fn element_code(&self, id: u64) -> Result<Option<Code>, MemError> {
+        self.graph.element_code(id)
     }
 
     fn insert_element(
@@ -76,12 +87,19 @@ fn stores(data: &[Vec<f32>], params: &Params) -> (Counting, Counting) {
     let wrap = |graph| Counting {
         graph,
         reads: Cell::new(0),
+        stale: None,
     };
     (wrap(plain), wrap(coded))
 }
 
 /// Recall@10 and vectors read a query at beam `ef`.
-fn run(store: &Counting, params: &Params, data: &[Vec<f32>], queries: &[Vec<f32>], ef: usize) -> (f64, f64) {
+fn run(
+    store: &Counting,
+    params: &Params,
+    data: &[Vec<f32>],
+    queries: &[Vec<f32>],
+    ef: usize,
+) -> (f64, f64) {
     store.reads.set(0);
     let (mut truth, mut found) = (Vec::new(), Vec::new());
     for q in queries {
@@ -154,4 +172,22 @@ fn an_iterative_scan_with_codes_still_returns_everything_in_order() {
         // The first results are what a search with twice the beam finds.
         assert_eq!(strict[..10], search(&coded, &params, q, 10, 20).unwrap());
     }
+}
+
+#[test]
+fn the_check_finds_a_link_whose_code_is_not_its_elements() {
+    let (data, _) = spread_clusters(47, 300, 0, 16, 4, 1.0);
+    let params = Params::new(16, Metric::Cosine);
+    let (_, mut coded) = stores(&data, &params);
+    assert!(check(&coded, &params, CheckOptions::default()).is_ok());
+    coded.stale = Some(id_of(7));
+    let err = check(&coded, &params, CheckOptions::default()).unwrap_err();
+    let Error::Corrupt(c) = err else {
+        panic!("{err}")
+    };
+    assert_eq!((c.element, c.layer), (Some(id_of(7)), Some(0)));
+    assert!(matches!(
+        c.kind,
+        CorruptionKind::WrongCode { target: Some(_) }
+    ));
 }
