@@ -170,6 +170,12 @@ fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
     let report: Value =
         serde_json::from_str(&cluster.psql("SELECT vigil.hnsw_check('public.notes_v')")).unwrap();
     assert_eq!(report["elements"], 40, "{report}");
+    // The vector database's index, rebuilt by 0.7.9's script, keeps
+    // neighbour codes (384 dimensions).
+    assert_eq!(
+        cluster.psql("SELECT vigil.hnsw_check('vigil.vector_records_embedding')->>'vectors'"),
+        "unit half, coded"
+    );
 
     // Keyword search finds records stored before the upgrade, from postings
     // the upgrade built: one per record and term.
