@@ -403,12 +403,7 @@ FROM bench.${ds}_queries$sfx q, LATERAL (SELECT id FROM bench.${ds}_items$sfx OR
 $(qps_function "$sfx" "$type")
 SELECT '${prefix}qps_$ef=' || round(pg_temp.qps(NULL)::numeric, 1);
 RESET enable_seqscan;
-SELECT '${prefix}recall_$ef=' || round(count(*) FILTER (WHERE (i.v <=> q.v) <= t.d)::numeric
-                              / (10 * (SELECT count(*) FROM bench.${ds}_queries)), 4)
-FROM got g
-JOIN bench.${ds}_items i ON i.id = g.id
-JOIN bench.${ds}_queries q ON q.id = g.qid
-JOIN bench.${ds}_truth t ON t.qid = g.qid AND t.rank = 10;
+SELECT '${prefix}recall_$ef=' || ($(hnsw_recall_sql "$ds"));
 SELECT '${prefix}short_$ef=' || count(*) FROM bench.${ds}_queries q
 WHERE (SELECT count(*) FROM got g WHERE g.qid = q.id) < 10;
 SQL

@@ -7,9 +7,12 @@
 # then: scripts/hnsw-ab.sh [queries|build|clients] /tmp/a.so /tmp/b.so ...
 # Each round installs each .so in turn into PostgreSQL's lib directory (as
 # install_extension does) and restarts the cluster, then
-#   queries: vigil_hnsw's queries/s at vigil.hnsw_ef_search $AB_EF (20) and
-#            pgvector's at hnsw.ef_search 40 over the 1,000 held-out queries
-#            (best of 2 passes after a warm-up), and their ratio;
+#   queries: vigil_hnsw's queries/s at vigil.hnsw_ef_search $AB_EF (20; a
+#            list such as "20 28 40" measures each) and pgvector's at
+#            hnsw.ef_search 40 over the 1,000 held-out queries (best of 2
+#            passes after a warm-up), their ratio, and vigil_hnsw's
+#            recall@10 at that ef, so builds that trade recall for speed
+#            compare at equal recall;
 #   build:   the time of CREATE INDEX ... USING vigil_hnsw on the real rows;
 #   clients: queries/s of vigil_hnsw and of pgvector (ef_search 40) at one
 #            client and at each of AB_CLIENTS (16; a list such as "2 16"
@@ -20,7 +23,9 @@
 #            count, which the postmaster collects as they exit) over the
 #            queries answered.
 # AB_ROUNDS (2) rounds alternate the builds, in the order named in odd rounds
-# and the other way round in even ones. The last .so named stays installed.
+# and the other way round in even ones. With AB_REINDEX=1 each build first
+# rebuilds vigil_hnsw's index (builds that lay it out differently, or whose
+# layout the other cannot read). The last .so named stays installed.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 mode="${1:-}"; shift || true
@@ -98,6 +103,9 @@ for r in $(seq "${AB_ROUNDS:-2}"); do
         install -m 0755 "$so" "$lib/vigil.so"
         "$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir" >/dev/null
         "$VIGIL_ROOT/scripts/pg-cluster.sh" up "$dir" "$port" >/dev/null
+        if [ "${AB_REINDEX:-0}" = 1 ]; then
+            psql -c "SET maintenance_work_mem = '2GB'" -c "REINDEX INDEX bench.real_items_v"
+        fi
         if [ "$mode" = clients ]; then
             psql -c "SELECT pg_prewarm('bench.real_items'), pg_prewarm('bench.real_items_v'), pg_prewarm('bench.real_items_pgv'), pg_prewarm('bench.real_items_pgv_v')" >/dev/null
             line="$so:"
@@ -115,9 +123,19 @@ for r in $(seq "${AB_ROUNDS:-2}"); do
             done
             echo "$line"
         elif [ "$mode" = queries ]; then
-            v="$(qps "" vigil.hnsw_ef_search "${AB_EF:-20}" "real[]")"
             p="$(qps _pgv hnsw.ef_search 40 public.vector)"
-            echo "$so: vigil $v q/s, pgvector $p q/s, ratio $(awk -v a="$v" -v b="$p" 'BEGIN { printf "%.3f", a / b }')"
+            for ef in ${AB_EF:-20}; do
+                v="$(qps "" vigil.hnsw_ef_search "$ef" "real[]")"
+                recall="$(psql <<SQL
+SET enable_seqscan = off; SET vigil.hnsw_ef_search = $ef;
+CREATE TEMP TABLE got AS SELECT q.id AS qid, s.id
+FROM bench.real_queries q, LATERAL (SELECT id FROM bench.real_items ORDER BY v <=> q.v LIMIT 10) s;
+RESET enable_seqscan;
+$(hnsw_recall_sql real);
+SQL
+)"
+                echo "$so: ef $ef: vigil $v q/s (recall@10 $recall), pgvector $p q/s, ratio $(awk -v a="$v" -v b="$p" 'BEGIN { printf "%.3f", a / b }')"
+            done
         else
             psql -c "SELECT pg_prewarm('bench.real_items')" >/dev/null
             ms="$(psql <<'SQL' 2>&1 | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p'

@@ -159,6 +159,20 @@ pg15 = \"$root/usr/lib/postgresql/15/bin/pg_config\""
 }
 
 # The many-client step of bench-hnsw (and of `hnsw-ab.sh clients`): pgbench on
+# recall@10 of the rows in temp table `got` (qid, id: what an index returned
+# for each of bench-hnsw's dataset DS queries) against its ground truth, ties
+# counted: a returned row is a hit when it is no farther than the 10th exact.
+hnsw_recall_sql() {
+    cat <<SQL
+SELECT round(count(*) FILTER (WHERE (i.v <=> q.v) <= t.d)::numeric
+             / (10 * (SELECT count(*) FROM bench.$1_queries)), 4)
+FROM got g
+JOIN bench.$1_items i ON i.id = g.id
+JOIN bench.$1_queries q ON q.id = g.qid
+JOIN bench.$1_truth t ON t.qid = g.qid AND t.rank = 10
+SQL
+}
+
 # the cluster in DIR with CLIENTS clients for SECONDS s running SCRIPT, as an
 # application runs queries (prepared, ef_search 40 for both indexes set per
 # connection); pgbench's output on stdout.

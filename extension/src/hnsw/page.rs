@@ -541,10 +541,12 @@ pub struct Lists {
 }
 
 impl Lists {
-    /// Capacity of each layer's list, per [`Params::capacity`].
-    fn capacities(self, level: usize) -> impl Iterator<Item = usize> {
-        let m = self.m;
-        (0..=level).map(move |l| if l == 0 { 2 * m } else { m })
+    /// Slots of layers `0..layers` together: `2m` on layer 0, `m` above.
+    fn slots_below(self, layers: usize) -> usize {
+        match layers {
+            0 => 0,
+            n => 2 * self.m + self.m * (n - 1),
+        }
     }
 
     fn capacity(self, layer: usize) -> usize {
@@ -567,7 +569,7 @@ impl Lists {
 
     /// Byte offset of `layer`'s first slot.
     fn slots_at(self, level: usize, layer: usize) -> usize {
-        COUNTS_AT + 2 * (level + 1) + SLOT * self.capacities(level).take(layer).sum::<usize>()
+        COUNTS_AT + 2 * (level + 1) + SLOT * self.slots_below(layer)
     }
 
     /// Byte offset of the layer-0 codes (version 3), after every slot.
@@ -671,11 +673,15 @@ impl Lists {
         }
         let (level, count) = self.count(item, 0)?;
         let start = self.codes_at(level);
-        out.extend(
-            item[start..start + CODE_BYTES * count]
-                .chunks_exact(CODE_BYTES)
-                .filter_map(Code::from_bytes),
-        );
+        let word = |at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&item[at..at + 8]);
+            u64::from_le_bytes(w)
+        };
+        out.extend((0..count).map(|i| {
+            let at = start + CODE_BYTES * i;
+            Code([word(at), word(at + 8)])
+        }));
         Ok(())
     }
 
