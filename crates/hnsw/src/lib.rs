@@ -14,6 +14,9 @@
 //!   vectors in half precision, which a store may keep under cosine and lend
 //!   as they are ([`distance::VectorRef`]), with the bound on the error of a
 //!   distance computed from them.
+//! * [`codes`]: 128-bit codes of vectors kept beside links, from which a
+//!   cosine search estimates a neighbour's distance and passes over those
+//!   that cannot enter its beam without reading them.
 //! * [`store`]: the [`GraphStore`] trait and [`MemStore`].
 //! * [`insert()`]: one element at a time (random level, greedy descent,
 //!   `ef_construction` beam search per layer, the paper's neighbour-selection
@@ -22,7 +25,8 @@
 //! * [`search()`]: top-k search; [`IterativeScan`]: resumable scan that keeps
 //!   returning results in non-decreasing distance (for filtered SQL queries).
 //! * [`repair()`]: vacuum's repair of links to deleted elements.
-//! * [`check()`]: structural consistency check (basis of `vigil.hnsw_check`).
+//! * [`check()`]: structural consistency check (basis of `vigil.hnsw_check`),
+//!   link codes included where the store keeps them.
 //! * [`build`]: parallel bulk build, the same insert on every core over an
 //!   in-memory store, returning a plain [`build::Graph`] that loads into any
 //!   store.
