@@ -12,13 +12,15 @@
 //! recall (`examples/neighbour_codes.rs`, README).
 //!
 //! The code is SimHash (Charikar, 2002): the signs of the vector's
-//! projections on 128 random Gaussian directions. The estimate is
+//! projections on 128 random directions, here orthogonal ones from a
+//! randomized Hadamard transform ([`Directions`]). The estimate is
 //! asymmetric, as RaBitQ's (Gao and Long, SIGMOD 2024) is: the query is not
 //! reduced to bits; its projections, each scaled to unit variance, are
 //! summed with the signs of the element's code. For a Gaussian direction
 //! `g`, `E[sign(g.x) g.q] = sqrt(2/pi) cos(x, q)` (unit `x`, `q`), so
-//! `sqrt(pi/2)` times the mean estimates the cosine. The directions come
-//! from a fixed seed and depend only on the dimension count, so a code
+//! `sqrt(pi/2)` times the mean estimates the cosine; the transform's
+//! projections are near Gaussian. The directions come from a fixed seed
+//! and depend only on the dimension count, so a code
 //! written by one backend means the same in every other, and in the next
 //! release: changing [`Directions`] changes the index format.
 //!
@@ -27,7 +29,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::distance::{dot, norm_squared};
+use crate::distance::norm_squared;
 
 /// Bits in a code.
 pub const CODE_BITS: usize = 128;
@@ -68,13 +70,27 @@ impl Code {
 /// (the crate's tests); 0.08 keeps most of the gain and that case even.
 pub const SKIP_MARGIN: f32 = 0.08;
 
-/// The [`CODE_BITS`] random directions for one dimension count, each scaled
-/// to length `sqrt(dims)` so a unit vector's projections have unit variance.
+/// Rounds of random signs and a Walsh-Hadamard transform in [`Directions`].
+const ROUNDS: usize = 3;
+
+/// The [`CODE_BITS`] fixed random directions for one dimension count: the
+/// first rows of a randomized Hadamard transform (`ROUNDS` times: flip the
+/// signs of fixed random coordinates, then a fast Walsh-Hadamard
+/// transform), over vectors padded with zeros to `n`, a power of two. Its
+/// rows are orthogonal and, after three rounds, each projection of a unit
+/// vector is near Gaussian (Ailon and Chazelle's fast Johnson-Lindenstrauss
+/// transform; RaBitQ rotates with it too). So a projection costs
+/// `3 n log n` additions and a few kilobytes of signs, where as many
+/// Gaussian rows would cost `128 dims` multiply-adds and `512 dims` bytes a
+/// backend (196 KB at 384 dimensions, read again by every query, evicted by
+/// every other backend sharing the core).
 #[derive(Debug)]
 pub struct Directions {
     dims: usize,
-    /// `CODE_BITS` rows of `dims`.
-    rows: Vec<f32>,
+    /// `dims` rounded up to a power of two, at least [`CODE_BITS`].
+    n: usize,
+    /// `ROUNDS` vectors of `n` signs, +1 or -1.
+    signs: Vec<f32>,
 }
 
 impl Directions {
@@ -89,51 +105,54 @@ impl Directions {
     }
 
     fn new(dims: usize) -> Directions {
-        // xorshift64* from a fixed seed, Box-Muller for Gaussians: the
-        // format depends on these exact numbers, so no library generator
-        // whose stream could change between versions.
-        let mut state = 0x5EED_C0DE_u64 ^ (dims as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let mut uniform = move || {
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            let x = state.wrapping_mul(0x2545_F491_4F6C_DD1D);
-            // In (0, 1]: 53 bits, never 0 so the logarithm is finite.
-            ((x >> 11) as f64 + 1.0) / (1u64 << 53) as f64
-        };
-        let mut rows = Vec::with_capacity(CODE_BITS * dims);
-        for _ in 0..CODE_BITS {
-            let start = rows.len();
-            while rows.len() < start + dims {
-                let (u, v) = (uniform(), uniform());
-                let r = (-2.0 * u.ln()).sqrt();
-                let t = 2.0 * std::f64::consts::PI * v;
-                rows.push((r * t.cos()) as f32);
-                if rows.len() < start + dims {
-                    rows.push((r * t.sin()) as f32);
+        // xorshift64* from a fixed seed: the format depends on these exact
+        // signs, so no library generator whose stream could change.
+        let n = dims.next_power_of_two().max(CODE_BITS);
+        let mut state = 0x5EED_C0DE_u64 ^ (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let signs = (0..ROUNDS * n)
+            .map(|_| {
+                state ^= state >> 12;
+                state ^= state << 25;
+                state ^= state >> 27;
+                if state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 63 == 1 {
+                    1.0
+                } else {
+                    -1.0
                 }
-            }
-            let row = &mut rows[start..];
-            let scale = (dims as f32 / norm_squared(row)).sqrt();
-            row.iter_mut().for_each(|x| *x *= scale);
-        }
-        Directions { dims, rows }
+            })
+            .collect();
+        Directions { dims, n, signs }
     }
 
     pub fn dims(&self) -> usize {
         self.dims
     }
 
-    fn rows(&self) -> impl Iterator<Item = &[f32]> {
-        self.rows.chunks_exact(self.dims.max(1))
+    /// `v`'s projections on the directions, scaled so that a unit vector's
+    /// have unit variance. Each round's transform is unnormalized (it grows
+    /// a norm by `sqrt(n)`): after three, dividing by `n` leaves `sqrt(n)`
+    /// times the orthonormal transform's coordinates.
+    fn project(&self, v: &[f32]) -> Vec<f32> {
+        let n = self.n;
+        let mut x = vec![0f32; n];
+        let len = v.len().min(n);
+        x[..len].copy_from_slice(&v[..len]);
+        for signs in self.signs.chunks_exact(n) {
+            x.iter_mut().zip(signs).for_each(|(a, s)| *a *= s);
+            walsh_hadamard(&mut x);
+        }
+        x.truncate(CODE_BITS);
+        let scale = 1.0 / n as f32;
+        x.iter_mut().for_each(|a| *a *= scale);
+        x
     }
 
     /// The code of `v` (of length `dims`; any length, as a unit vector of
     /// its direction).
     pub fn code(&self, v: &[f32]) -> Code {
         let mut words = [0u64; 2];
-        for (i, row) in self.rows().enumerate() {
-            if dot(row, v) >= 0.0 {
+        for (i, p) in self.project(v).into_iter().enumerate() {
+            if p >= 0.0 {
                 words[i / 64] |= 1 << (i % 64);
             }
         }
@@ -153,7 +172,8 @@ impl Directions {
         // Tables per nibble of the code hold the last sum's parts, so an
         // estimate is 32 lookups.
         let c = (std::f32::consts::PI / 2.0).sqrt() / CODE_BITS as f32;
-        let p: Vec<f32> = self.rows().map(|row| dot(row, q) * inv).collect();
+        let mut p = self.project(q);
+        p.iter_mut().for_each(|x| *x *= inv);
         let mut tables = vec![0f32; CODE_BYTES * 256].into_boxed_slice();
         for (j, table) in tables.chunks_exact_mut(256).enumerate() {
             // Entry `b`: 2c times the projections whose bits `b` sets,
@@ -167,6 +187,21 @@ impl Directions {
             base: 1.0 + c * p.iter().sum::<f32>(),
             tables,
         }
+    }
+}
+
+/// The fast Walsh-Hadamard transform of `x` (length a power of two), in
+/// place and unnormalized.
+fn walsh_hadamard(x: &mut [f32]) {
+    let mut h = 1;
+    while h < x.len() {
+        for pair in x.chunks_exact_mut(2 * h) {
+            let (a, b) = pair.split_at_mut(h);
+            for (u, w) in a.iter_mut().zip(b.iter_mut()) {
+                (*u, *w) = (*u + *w, *u - *w);
+            }
+        }
+        h *= 2;
     }
 }
 
@@ -220,15 +255,33 @@ mod tests {
     fn directions_are_fixed_for_a_dimension_count() {
         let a = Directions::new(384);
         let b = Directions::for_dims(384);
-        assert_eq!(a.rows, b.rows);
+        assert_eq!((a.n, &a.signs), (512, &b.signs));
         assert!(Arc::ptr_eq(&b, &Directions::for_dims(384)));
-        assert_ne!(a.rows[..384], Directions::new(383).rows[..384]);
+        assert_ne!(a.signs[..512], Directions::new(1000).signs[..512]);
         // A golden code: the format on disk depends on these numbers.
         let v: Vec<f32> = (0..384).map(|i| ((i * 7919) % 97) as f32 - 48.0).collect();
         assert_eq!(
             a.code(&v),
-            Code([0x1344_4c7c_67a4_6aa1, 0x1570_a69f_2018_0214])
+            Code([0xc6ab_c310_0beb_32b4, 0x6721_f7c4_9a3a_b60a])
         );
+    }
+
+    #[test]
+    fn projections_are_orthonormal_rows_scaled_to_unit_variance() {
+        // The transform is orthogonal and spreads a vector over every row:
+        // a unit vector's projections average a square of about 1, and two
+        // orthogonal vectors' projections are nearly uncorrelated.
+        let d = Directions::new(100);
+        let e = |i: usize| {
+            let mut v = vec![0f32; 100];
+            v[i] = 1.0;
+            v
+        };
+        let (p0, p1) = (d.project(&e(0)), d.project(&e(1)));
+        let mean_square = p0.iter().map(|x| x * x).sum::<f32>() / CODE_BITS as f32;
+        assert!((mean_square - 1.0).abs() < 0.3, "{mean_square}");
+        let cross: f32 = p0.iter().zip(&p1).map(|(a, b)| a * b).sum();
+        assert!(cross.abs() < CODE_BITS as f32 * 0.3, "{cross}");
     }
 
     #[test]
@@ -283,10 +336,11 @@ mod tests {
         let code = d.code(&vs[1]);
         let n = norm_squared(&vs[0]).sqrt();
         let signed: f32 = d
-            .rows()
+            .project(&vs[0])
+            .into_iter()
             .enumerate()
-            .map(|(i, row)| {
-                let p = dot(row, &vs[0]) / n;
+            .map(|(i, p)| {
+                let p = p / n;
                 if code.0[i / 64] >> (i % 64) & 1 == 1 {
                     p
                 } else {
