@@ -211,32 +211,6 @@ impl<I: ElementId, V: BuildVector> Graph<I, V> {
             .collect();
         self.elements = order.into_iter().filter_map(|k| slots[k].take()).collect();
     }
-
-    /// Renames every element (for a store that assigns addresses only after
-    /// the build). `f` must be injective.
-    pub fn map_ids<J: ElementId>(self, mut f: impl FnMut(I) -> J) -> Graph<J, V> {
-        Graph {
-            params: self.params,
-            entry: self.entry.map(|e| EntryPoint {
-                id: f(e.id),
-                level: e.level,
-            }),
-            elements: self
-                .elements
-                .into_iter()
-                .map(|e| GraphElement {
-                    id: f(e.id),
-                    level: e.level,
-                    vector: e.vector,
-                    neighbours: e
-                        .neighbours
-                        .into_iter()
-                        .map(|l| l.into_iter().map(&mut f).collect())
-                        .collect(),
-                })
-                .collect(),
-        }
-    }
 }
 
 type BuildError<I> = Error<I, Infallible>;

@@ -61,8 +61,9 @@ fn check_codes<S: GraphStore>(
         return Err(corrupt::<S>(Some(id), Some(0), kind));
     }
     for (&target, code) in list.iter().zip(codes) {
-        // A dangling link is reported as such by the caller.
-        let kept = store.element_code(target).ok().flatten();
+        let kept = store
+            .element_code(target)
+            .map_err(StoreError::<S>::Storage)?;
         if kept.is_some_and(|k| k != *code) {
             let kind = CorruptionKind::WrongCode {
                 target: Some(target),
@@ -143,9 +144,6 @@ pub fn check<S: GraphStore>(
                 store.neighbours(id, layer, &mut list)
             }
             .map_err(StoreError::<S>::Storage)?;
-            if with_codes {
-                check_codes(store, id, &list, &codes)?;
-            }
             let capacity = params.capacity(layer);
             if list.len() > capacity {
                 let kind = CorruptionKind::TooManyNeighbours {
@@ -175,6 +173,10 @@ pub fn check<S: GraphStore>(
                 if opts.require_live_links && t.deleted && !meta.deleted {
                     return bad(CorruptionKind::LinkToDeleted { target });
                 }
+            }
+            if with_codes {
+                // Every target exists by now, so each has a code to compare.
+                check_codes(store, id, &list, &codes)?;
             }
             report.links += list.len();
         }

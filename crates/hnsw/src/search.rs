@@ -467,10 +467,15 @@ impl<I: crate::ElementId> IterativeScan<I> {
     /// Expands the frontier until the round's stopping rule holds: the
     /// closest unexpanded element is farther than the `target`-th best.
     fn expand<S: GraphStore<Id = I>>(&mut self, store: &S) -> Result<(), StoreError<S>> {
-        // The vector is lent to the query for the call and always put back.
+        self.with_query(|scan, query| scan.expand_with(store, query))
+    }
+
+    /// Calls `f` with the scan and its query, ready: the vector is lent to
+    /// the query for the call and always put back.
+    fn with_query<R>(&mut self, f: impl FnOnce(&mut Self, &Query<'_>) -> R) -> R {
         let vector = std::mem::take(&mut self.query);
         let query = Query::with_self_dot(self.metric, &vector, self.self_dot);
-        let outcome = self.expand_with(store, &query);
+        let outcome = f(self, &query);
         self.query = vector;
         outcome
     }
@@ -532,11 +537,8 @@ impl<I: crate::ElementId> IterativeScan<I> {
     fn read_passed<S: GraphStore<Id = I>>(&mut self, store: &S) -> Result<(), StoreError<S>> {
         let mut passed = std::mem::take(&mut self.passed);
         passed.retain(|n| self.visited.insert(*n));
-        let vector = std::mem::take(&mut self.query);
-        let query = Query::with_self_dot(self.metric, &vector, self.self_dot);
         let scored = std::mem::take(&mut self.buf.2);
-        let outcome = self.score(store, &query, &passed, scored);
-        self.query = vector;
+        let outcome = self.with_query(|scan, query| scan.score(store, query, &passed, scored));
         passed.clear();
         self.passed = passed;
         outcome

@@ -352,17 +352,6 @@ fn write_pages<V: BuildVector + ElementBytes>(
         by_id[e.id] = elem;
     }
     let heap: Vec<Tid> = graph.elements.iter().map(|e| heap_tids[e.id]).collect();
-    let link_codes: Vec<Vec<Code>> = if lists.coded {
-        graph
-            .elements
-            .iter()
-            .map(|e| e.neighbours[0].iter().map(|&j| codes[j]).collect())
-            .collect()
-    } else {
-        Vec::new()
-    };
-    drop(codes);
-    let graph = graph.map_ids(|i| by_id[i]);
 
     // Every item, by where it goes: (slot, element index, is the element).
     let mut items: Vec<(Tid, usize, bool)> = placed
@@ -385,9 +374,18 @@ fn write_pages<V: BuildVector + ElementBytes>(
                 encoding,
             )
         } else {
-            let codes = link_codes.get(k).map_or(&[][..], |c| &c[..]);
+            // Links by where their elements were placed, with their codes.
+            let links: Vec<Vec<Tid>> = e
+                .neighbours
+                .iter()
+                .map(|l| l.iter().map(|&j| by_id[j]).collect())
+                .collect();
+            let link_codes: Vec<Code> = match (lists.coded, e.neighbours.first()) {
+                (true, Some(l)) => l.iter().map(|&j| codes[j]).collect(),
+                _ => Vec::new(),
+            };
             lists
-                .encode(&e.neighbours, codes)
+                .encode(&links, &link_codes)
                 .unwrap_or_else(|err| raise(index, err))
         };
         page_writer.add(at, &item);
@@ -399,7 +397,7 @@ fn write_pages<V: BuildVector + ElementBytes>(
     let last = page_writer.finish();
 
     store::update_meta(index, |meta| {
-        meta.entry = graph.entry.map(|e| (e.id, e.level as u32));
+        meta.entry = graph.entry.map(|e| (by_id[e.id], e.level as u32));
         meta.insert_block = last;
     });
     progress(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE, graph.len() as i64);

@@ -257,11 +257,6 @@ impl Encoding {
         self == Encoding::UnitF16Coded
     }
 
-    /// Whether vectors are unit halves (versions 2 and 3).
-    pub fn halves(self) -> bool {
-        self != Encoding::F32
-    }
-
     /// Where an element item's vector starts.
     pub fn vector_at(self) -> usize {
         if self.coded() {
@@ -673,15 +668,11 @@ impl Lists {
         }
         let (level, count) = self.count(item, 0)?;
         let start = self.codes_at(level);
-        let word = |at: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&item[at..at + 8]);
-            u64::from_le_bytes(w)
-        };
-        out.extend((0..count).map(|i| {
-            let at = start + CODE_BYTES * i;
-            Code([word(at), word(at + 8)])
-        }));
+        out.extend(
+            item[start..start + CODE_BYTES * count]
+                .chunks_exact(CODE_BYTES)
+                .map(|c| Code::from_bytes(c).unwrap_or_default()),
+        );
         Ok(())
     }
 

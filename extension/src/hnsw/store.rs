@@ -22,8 +22,7 @@ use std::cell::{Cell, RefCell};
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use vigil_hnsw::codes::Directions;
-use vigil_hnsw::distance::{prefetch, prefetch_bytes, unit_halves};
+use vigil_hnsw::distance::{prefetch, prefetch_bytes};
 use vigil_hnsw::store::{Code, ElementVisitor, VectorRef};
 use vigil_hnsw::{ElementMeta, EntryPoint, GraphStore, Params};
 
@@ -913,16 +912,13 @@ impl GraphStore for PageStore {
             heap,
             neighbours: plan.neighbours,
         };
-        let element_item = if self.meta.encoding.coded() {
-            let code = Directions::for_dims(vector.len()).code(vector);
+        let element_item = page::encode_element(&header, vector, self.meta.encoding);
+        if self.meta.encoding.coded() {
             // Links back to it (replace_neighbours) need its code.
+            let code = page::element_code(&element_item)
+                .map_err(|e| PageError(format!("item {id:?}: {e}")))?;
             self.inserted.set(Some((id, code)));
-            let mut halves = Vec::with_capacity(vector.len());
-            unit_halves(vector, &mut halves);
-            page::encode_halves_element(&header, &halves, Some(code))
-        } else {
-            page::encode_element(&header, vector, self.meta.encoding)
-        };
+        }
         let nblocks = self.nblocks();
         let mut wal = Wal::start(self.rel);
         let open = |wal: &mut Wal, block: u32| -> pg_sys::Page {

@@ -242,12 +242,13 @@ const READ_TERMS: &str = "SELECT t.term, t.records, p.postings FROM vigil.vector
 fn read_terms(db_id: i64, missing: &[String]) -> Result<Vec<(String, Term)>, pgrx::spi::Error> {
     Spi::connect(|client| {
         READ_TERMS_PLAN.with_borrow_mut(|plan| {
-            if plan.is_none() {
-                let types = [PgBuiltInOids::INT8OID, PgBuiltInOids::TEXTARRAYOID].map(|t| t.oid());
-                *plan = Some(client.prepare(READ_TERMS, &types)?.keep());
-            }
-            let Some(statement) = plan.as_ref() else {
-                unreachable!("prepared above")
+            let statement: &OwnedPreparedStatement = match plan {
+                Some(statement) => statement,
+                None => {
+                    let types =
+                        [PgBuiltInOids::INT8OID, PgBuiltInOids::TEXTARRAYOID].map(|t| t.oid());
+                    plan.insert(client.prepare(READ_TERMS, &types)?.keep())
+                }
             };
             let args: [DatumWithOid; 2] = [db_id.into(), missing.to_vec().into()];
             let mut held: HashMap<String, Term> = HashMap::new();
