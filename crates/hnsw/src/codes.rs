@@ -161,6 +161,12 @@ impl Directions {
 
     /// A query ready to estimate its cosine distance to coded vectors.
     pub fn query(&self, q: &[f32]) -> CodedQuery {
+        self.query_in(q, Vec::new())
+    }
+
+    /// [`Directions::query`], its tables written in `tables` (the memory of
+    /// an earlier query's, [`CodedQuery::into_tables`]).
+    pub fn query_in(&self, q: &[f32], mut tables: Vec<f32>) -> CodedQuery {
         let n = norm_squared(q).sqrt();
         let inv = if n > 0.0 && n.is_finite() {
             1.0 / n
@@ -174,7 +180,8 @@ impl Directions {
         let c = (std::f32::consts::PI / 2.0).sqrt() / CODE_BITS as f32;
         let mut p = self.project(q);
         p.iter_mut().for_each(|x| *x *= inv);
-        let mut tables = vec![0f32; CODE_BYTES * 256].into_boxed_slice();
+        tables.clear();
+        tables.resize(CODE_BYTES * 256, 0.0);
         for (j, table) in tables.chunks_exact_mut(256).enumerate() {
             // Entry `b`: 2c times the projections whose bits `b` sets,
             // built from the entry without its highest bit.
@@ -212,10 +219,15 @@ fn walsh_hadamard(x: &mut [f32]) {
 pub struct CodedQuery {
     base: f32,
     /// `CODE_BYTES` tables of 256.
-    tables: Box<[f32]>,
+    tables: Vec<f32>,
 }
 
 impl CodedQuery {
+    /// The memory of its tables, for the next query's ([`Directions::query_in`]).
+    pub fn into_tables(self) -> Vec<f32> {
+        self.tables
+    }
+
     /// Estimated cosine distance from the query to the vector coded `code`.
     #[inline]
     pub fn estimate(&self, code: &Code) -> f32 {

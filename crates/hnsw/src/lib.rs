@@ -67,7 +67,7 @@ pub use check::{check, CheckOptions, CheckReport};
 pub use distance::Metric;
 pub use insert::{insert, insert_with_level, plan_links, write_element, LevelRng};
 pub use repair::{repair, RepairReport};
-pub use search::{search, IterativeScan, ScanOrder};
+pub use search::{search, IterativeScan, ScanMemory, ScanOrder};
 pub use store::{ElementId, ElementMeta, EntryPoint, GraphStore, MemError, MemStore};
 
 /// Default `m`: links per element on layers above 0 (`2*m` on layer 0).

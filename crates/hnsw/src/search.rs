@@ -111,18 +111,24 @@ fn vector_length_error<S: GraphStore>(store: &S, id: S::Id, expected: usize) -> 
 /// to twenty elements per beam slot, and growing the table on the way was
 /// 3% of a build's profile.
 fn visited_set<I: crate::ElementId>(ef: usize) -> IdSet<I> {
-    IdSet::with_capacity_and_hasher(ef.saturating_mul(16).clamp(64, 1 << 14), Default::default())
+    IdSet::with_capacity_and_hasher(visited_capacity(ef), Default::default())
+}
+
+fn visited_capacity(ef: usize) -> usize {
+    ef.saturating_mul(16).clamp(64, 1 << 14)
 }
 
 /// The coded form of `query` when a search may pass over neighbours by
 /// their codes: cosine, and a store that keeps codes.
+/// `tables` is memory to reuse for it ([`CodedQuery::into_tables`]).
 pub(crate) fn coded_query<S: GraphStore>(
     store: &S,
     params: &Params,
     query: &[f32],
+    tables: Vec<f32>,
 ) -> Option<CodedQuery> {
     (params.metric == Metric::Cosine && store.keeps_codes())
-        .then(|| Directions::for_dims(params.dims).query(query))
+        .then(|| Directions::for_dims(params.dims).query_in(query, tables))
 }
 
 /// Expansion's read of a neighbour list: the neighbours of `id` on `layer`
@@ -277,7 +283,7 @@ pub fn search<S: GraphStore>(
     let Some(entry) = store.entry_point().map_err(StoreError::<S>::Storage)? else {
         return Ok(Vec::new());
     };
-    let coded = coded_query(store, params, query);
+    let coded = coded_query(store, params, query, Vec::new());
     let query = Query::new(params.metric, query);
     let entries = descend(store, &query, entry, 0)?;
     let found = search_layer(store, &query, coded.as_ref(), &entries, ef.max(k), 0, true)?;
@@ -383,6 +389,61 @@ pub struct IterativeScan<I> {
     buf: (Vec<I>, Vec<Code>, Vec<Scored<I>>),
 }
 
+/// The memory of a finished [`IterativeScan`], empty, for the next one
+/// ([`IterativeScan::reusing`]): its visited set, heaps and buffers keep
+/// their capacity, so a caller running one scan after another (a backend
+/// answering queries) allocates and grows nothing per scan. A scan
+/// allocates some 40 KB in a dozen pieces and regrows its heaps as it
+/// goes; under 16 clients on 2 cores that was 3% of the machine in a
+/// profile (README, vigil_hnsw figures).
+pub struct ScanMemory<I> {
+    query: Vec<f32>,
+    visited: IdSet<I>,
+    frontier: BinaryHeap<Reverse<Scored<I>>>,
+    pending: BinaryHeap<Reverse<Scored<I>>>,
+    deferred: Vec<Scored<I>>,
+    best: BinaryHeap<Dist>,
+    returned_dists: Vec<f32>,
+    passed: Vec<I>,
+    buf: (Vec<I>, Vec<Code>, Vec<Scored<I>>),
+    tables: Vec<f32>,
+}
+
+impl<I> Default for ScanMemory<I> {
+    fn default() -> Self {
+        ScanMemory {
+            query: Vec::new(),
+            visited: IdSet::default(),
+            frontier: BinaryHeap::new(),
+            pending: BinaryHeap::new(),
+            deferred: Vec::new(),
+            best: BinaryHeap::new(),
+            returned_dists: Vec::new(),
+            passed: Vec::new(),
+            buf: (Vec::new(), Vec::new(), Vec::new()),
+            tables: Vec::new(),
+        }
+    }
+}
+
+impl<I: crate::ElementId> ScanMemory<I> {
+    /// Bytes held, roughly: what a caller keeping it between scans keeps.
+    pub fn bytes(&self) -> usize {
+        use std::mem::size_of;
+        let scored = size_of::<Scored<I>>();
+        self.query.capacity() * 4
+            + self.visited.capacity() * (size_of::<I>() + 1)
+            + (self.frontier.capacity()
+                + self.pending.capacity()
+                + self.deferred.capacity()
+                + self.buf.2.capacity())
+                * scored
+            + (self.best.capacity() + self.returned_dists.capacity() + self.tables.capacity()) * 4
+            + (self.passed.capacity() + self.buf.0.capacity()) * size_of::<I>()
+            + self.buf.1.capacity() * size_of::<Code>()
+    }
+}
+
 impl<I: crate::ElementId> IterativeScan<I> {
     /// Starts a scan: validates the query and descends to layer 0.
     pub fn new<S: GraphStore<Id = I>>(
@@ -392,29 +453,63 @@ impl<I: crate::ElementId> IterativeScan<I> {
         ef: usize,
         order: ScanOrder,
     ) -> Result<Self, StoreError<S>> {
+        Self::reusing(ScanMemory::default(), store, params, query, ef, order)
+    }
+
+    /// [`IterativeScan::new`] in the memory a finished scan left
+    /// ([`IterativeScan::into_memory`]).
+    pub fn reusing<S: GraphStore<Id = I>>(
+        memory: ScanMemory<I>,
+        store: &S,
+        params: &Params,
+        query: &[f32],
+        ef: usize,
+        order: ScanOrder,
+    ) -> Result<Self, StoreError<S>> {
         params.validate().map_err(StoreError::<S>::InvalidParams)?;
         params.validate_vector::<S::Id, S::Error>(query)?;
         let prepared = Query::new(params.metric, query);
-        let coded = coded_query(store, params, query);
+        let ScanMemory {
+            query: mut owned,
+            mut visited,
+            frontier,
+            pending,
+            deferred,
+            best,
+            returned_dists,
+            passed,
+            buf,
+            tables,
+        } = memory;
+        let coded = coded_query(store, params, query, tables);
+        owned.clear();
+        owned.extend_from_slice(query);
+        let wanted = visited_capacity(2 * ef.max(1));
+        if visited.capacity() > 4 * wanted {
+            // A long iterative scan grew it: clearing costs its whole size.
+            visited = visited_set(2 * ef.max(1));
+        } else {
+            visited.reserve(wanted);
+        }
         let mut scan = IterativeScan {
-            query: query.to_vec(),
+            query: owned,
             metric: params.metric,
             self_dot: prepared.self_dot(),
             order,
             target: 2 * ef.max(1),
             whole_first_beam: false,
             first_target: 2 * ef.max(1),
-            visited: visited_set(2 * ef.max(1)),
-            frontier: BinaryHeap::new(),
-            pending: BinaryHeap::new(),
-            deferred: Vec::new(),
-            best: BinaryHeap::new(),
-            returned_dists: Vec::new(),
+            visited,
+            frontier,
+            pending,
+            deferred,
+            best,
+            returned_dists,
             last: None,
             skipped: 0,
             coded,
-            passed: Vec::new(),
-            buf: (Vec::new(), Vec::new(), Vec::new()),
+            passed,
+            buf,
         };
         if let Some(entry) = store.entry_point().map_err(StoreError::<S>::Storage)? {
             for s in descend(store, &prepared, entry, 0)? {
@@ -424,6 +519,46 @@ impl<I: crate::ElementId> IterativeScan<I> {
             }
         }
         Ok(scan)
+    }
+
+    /// The scan's memory, emptied, for the next scan ([`IterativeScan::reusing`]).
+    pub fn into_memory(self) -> ScanMemory<I> {
+        let IterativeScan {
+            mut query,
+            mut visited,
+            mut frontier,
+            mut pending,
+            mut deferred,
+            mut best,
+            mut returned_dists,
+            coded,
+            mut passed,
+            mut buf,
+            ..
+        } = self;
+        query.clear();
+        visited.clear();
+        frontier.clear();
+        pending.clear();
+        deferred.clear();
+        best.clear();
+        returned_dists.clear();
+        passed.clear();
+        buf.0.clear();
+        buf.1.clear();
+        buf.2.clear();
+        ScanMemory {
+            query,
+            visited,
+            frontier,
+            pending,
+            deferred,
+            best,
+            returned_dists,
+            passed,
+            buf,
+            tables: coded.map(CodedQuery::into_tables).unwrap_or_default(),
+        }
     }
 
     /// Lets the first round return its whole beam (`2 * ef` elements) where

@@ -16,14 +16,38 @@
 //! GiST's lossy distances). The bound is the same for every row of a scan,
 //! so the bounds come in the order of the distances the graph saw.
 
+use std::cell::RefCell;
+
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use vigil_hnsw::distance::unit_half_cosine_error;
-use vigil_hnsw::{IterativeScan, ScanOrder};
+use vigil_hnsw::{IterativeScan, ScanMemory, ScanOrder};
 
 use super::page::{Encoding, Tid};
 use super::store::PageStore;
 use super::{ops, raise, IterativeScanSetting, EF_SEARCH, ITERATIVE_SCAN, MAX_SCAN_TUPLES};
+
+thread_local! {
+    /// The memory of this backend's last finished scan, which the next scan
+    /// starts in ([`ScanMemory`]): a backend runs one query after another.
+    /// Scans open at once (a join of two) take it in turn; the others
+    /// allocate their own.
+    static SPARE: RefCell<Option<ScanMemory<Tid>>> = const { RefCell::new(None) };
+}
+
+/// Most bytes of scan memory a backend keeps between scans: a scan that
+/// grew past it (a long iterative scan) gives its memory back.
+const SPARE_BYTES: usize = 1 << 20;
+
+/// Ends `state`'s scan, if any, keeping its memory for the next.
+fn finish(state: &mut ScanState) {
+    if let Some(scan) = state.scan.take() {
+        let memory = scan.into_memory();
+        if memory.bytes() <= SPARE_BYTES {
+            SPARE.set(Some(memory));
+        }
+    }
+}
 
 /// Per-scan state, in `scan->opaque`; dropped with the scan's memory context.
 struct ScanState {
@@ -83,7 +107,7 @@ pub unsafe extern "C-unwind" fn amrescan(
         std::ptr::copy(orderbys, scan.orderByData, norderbys as usize);
     }
     let state = &mut *(scan.opaque as *mut ScanState);
-    state.scan = None;
+    finish(state);
     state.returned = 0;
     state.store = None;
     state.query = None;
@@ -137,7 +161,8 @@ pub unsafe extern "C-unwind" fn amgettuple(
         count_scan(index);
         // Off still scans in strict order; it only stops after ef rows.
         let order = state.setting.order().unwrap_or(ScanOrder::Strict);
-        let mut s = IterativeScan::new(store, &params, query, state.ef, order)
+        let memory = SPARE.take().unwrap_or_default();
+        let mut s = IterativeScan::reusing(memory, store, &params, query, state.ef, order)
             .unwrap_or_else(|e| raise(index, e));
         if state.lower_by.is_some() {
             // The executor re-ranks, reading a few rows past the LIMIT.
@@ -191,7 +216,7 @@ unsafe fn count_scan(index: pg_sys::Relation) {
 #[pg_guard]
 pub unsafe extern "C-unwind" fn amendscan(scan: pg_sys::IndexScanDesc) {
     let state = &mut *((*scan).opaque as *mut ScanState);
-    // Free the visited set now; the rest goes with the memory context.
-    state.scan = None;
+    // The scan's memory goes to the next scan; the rest with the memory context.
+    finish(state);
     state.query = None;
 }

@@ -9,7 +9,7 @@ use crate::common::*;
 use vigil_hnsw::store::{Code, ElementVisitor};
 use vigil_hnsw::{
     build, check, search, CheckOptions, CorruptionKind, Error, GraphStore, IterativeScan, MemError,
-    MemStore, Metric, Params, ScanOrder,
+    MemStore, Metric, Params, ScanMemory, ScanOrder,
 };
 
 /// A [`MemStore`] that counts the vectors a search reads.
@@ -192,6 +192,44 @@ fn an_iterative_scan_with_codes_still_returns_everything_in_order() {
         coded_reads < plain_reads,
         "{coded_reads} reads with codes, {plain_reads} without"
     );
+}
+
+#[test]
+fn a_scan_in_the_memory_of_another_returns_what_a_fresh_one_does() {
+    // Scans of different widths and orders, stopped early or run through
+    // several rounds, each in the memory the last one left: the visited
+    // set, heaps, passed-over neighbours and the coded query's tables
+    // must start empty, whatever the last scan left in them.
+    let (data, queries) = spread_clusters(53, 1_000, 12, 200, 8, 1.0);
+    let params = Params::new(200, Metric::Cosine);
+    let (_, coded) = stores(&data, &params);
+    let take = |scan: &mut IterativeScan<u64>, n: usize| {
+        let mut out = Vec::new();
+        while out.len() < n {
+            match scan.next(&coded).unwrap() {
+                Some(r) => out.push(r),
+                None => break,
+            }
+        }
+        out
+    };
+    let plans = [
+        (10, ScanOrder::Strict, 25),
+        (40, ScanOrder::Relaxed, 1_000),
+        (5, ScanOrder::Strict, 3),
+    ];
+    let mut memory = ScanMemory::default();
+    for (i, q) in queries.iter().enumerate() {
+        let (ef, order, n) = plans[i % plans.len()];
+        let fresh = take(
+            &mut IterativeScan::new(&coded, &params, q, ef, order).unwrap(),
+            n,
+        );
+        let mut reused = IterativeScan::reusing(memory, &coded, &params, q, ef, order).unwrap();
+        assert_eq!(take(&mut reused, n), fresh, "query {i}");
+        memory = reused.into_memory();
+    }
+    assert!(memory.bytes() > 0, "the memory is kept");
 }
 
 #[test]
