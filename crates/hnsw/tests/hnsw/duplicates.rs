@@ -80,20 +80,22 @@ fn check(store: &MemStore<u64>, params: &Params, data: &[Vec<f32>], queries: &[V
         missed += 2 - copies.min(2);
     }
     // The vector stored 61 times: the first 10 results are copies, and a
-    // scan that goes on reaches every copy (each is linked from another).
+    // scan that goes on reaches the copies (each but at most one is linked
+    // from another: inserted one at a time into lists already holding a
+    // copy, the last of the L2 graph's 61 is kept in none). Relaxed order,
+    // to the end: a strict scan skips a copy found after a farther element
+    // was returned, and how many it skips moved with the graph a
+    // two-thread build happens to make (56 to 61 of the first 200 results
+    // under load), where a scan to the end reaches what is linked.
     let found = search(store, params, &data[7], 10, 40).unwrap();
     let group = found
         .iter()
         .filter(|(_, id)| data[idx_of(*id)] == data[7])
         .count();
-    let mut scan = IterativeScan::new(store, params, &data[7], 40, ScanOrder::Strict).unwrap();
+    let mut scan = IterativeScan::new(store, params, &data[7], 40, ScanOrder::Relaxed).unwrap();
     let mut reached = 0;
-    for _ in 0..200 {
-        match scan.next(store).unwrap() {
-            Some((_, id)) if data[idx_of(id)] == data[7] => reached += 1,
-            Some(_) => {}
-            None => break,
-        }
+    while let Some((_, id)) = scan.next(store).unwrap() {
+        reached += usize::from(data[idx_of(id)] == data[7]);
     }
     eprintln!(
         "{:?}: {missed} of 600 copies of pairs missed; the vector stored 61 times: \
@@ -104,7 +106,10 @@ fn check(store: &MemStore<u64>, params: &Params, data: &[Vec<f32>], queries: &[V
     // of these 600 in runs of this build), not more.
     assert!(missed <= 6, "{missed} of 600 copies missed");
     assert_eq!(group, 10, "the top 10 of a vector stored 61 times");
-    assert!(reached >= 57, "{reached} of 61 copies reached");
+    assert!(
+        reached >= 60,
+        "{reached} of 61 copies reached by a scan to the end"
+    );
     let truth: Vec<Vec<u64>> = queries
         .iter()
         .map(|q| brute_force(params.metric, data, q, 10, |_| true))
