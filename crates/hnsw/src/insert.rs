@@ -67,7 +67,8 @@ const COPY_DISTANCE: f32 = 8.0 * f32::EPSILON;
 /// so there the pruned candidates fill the list (`keepPrunedConnections`).
 ///
 /// Exact copies of the base (the same text stored twice embeds to the same
-/// vector) are kept, at most half a list, and prune nothing: a copy is as
+/// vector) are kept, at most half a list (unless nothing but copies is at
+/// hand), and prune nothing: a copy is as
 /// far from every candidate as the base is, so the strict test would let
 /// the first copy prune every other link, and a full list would shrink to
 /// its copies alone, an island a search cannot leave (a vector database of
@@ -98,7 +99,16 @@ pub(crate) fn select_from_store<S: GraphStore>(
     } else {
         candidates.split_at(0)
     };
-    let copies = some_copies(copies, (cap / 2).max(1));
+    // Half a list, so links lead out of a group of copies; the whole list
+    // when no other candidate is at hand (a vector stored more times than
+    // a beam holds), where halving a full list of copies would drop half
+    // their links at once and leave some copy linked from nowhere.
+    let limit = if candidates.is_empty() {
+        cap
+    } else {
+        (cap / 2).max(1)
+    };
+    let copies = some_copies(copies, limit);
     for c in candidates {
         if kept.len() + copies.len() >= cap {
             break;
