@@ -352,7 +352,6 @@ pub enum ScanOrder {
 /// can pass through a farther element); in the tests it never happens with
 /// L2 or cosine and for under 1% of elements with inner product.
 pub struct IterativeScan<I> {
-    query: Vec<f32>,
     metric: Metric,
     /// What [`Query`] computes once (`q . q` for cosine), kept with the
     /// owned vector so each round borrows a ready query.
@@ -363,6 +362,25 @@ pub struct IterativeScan<I> {
     target: usize,
     whole_first_beam: bool,
     first_target: usize,
+    last: Option<f32>,
+    skipped: usize,
+    /// The query's coded form, when the store keeps neighbour codes.
+    coded: Option<CodedQuery>,
+    /// The query, the visited set, the heaps and buffers: what the next
+    /// scan can start in ([`IterativeScan::into_memory`]).
+    mem: ScanMemory<I>,
+}
+
+/// The memory of a finished [`IterativeScan`], empty, for the next one
+/// ([`IterativeScan::reusing`]): its visited set, heaps and buffers keep
+/// their capacity, so a caller running one scan after another (a backend
+/// answering queries) allocates and grows nothing per scan. A scan
+/// allocates some 40 KB in a dozen pieces and regrows its heaps as it
+/// goes; under 16 clients on 2 cores that was 3% of the machine in a
+/// profile (README, vigil_hnsw figures).
+pub struct ScanMemory<I> {
+    /// The scan's own copy of the query vector.
+    query: Vec<f32>,
     visited: IdSet<I>,
     /// Discovered, not yet expanded.
     frontier: BinaryHeap<Reverse<Scored<I>>>,
@@ -378,34 +396,12 @@ pub struct IterativeScan<I> {
     /// (returned or not): its max is the round's stopping bound.
     best: BinaryHeap<Dist>,
     returned_dists: Vec<f32>,
-    last: Option<f32>,
-    skipped: usize,
-    /// The query's coded form, when the store keeps neighbour codes.
-    coded: Option<CodedQuery>,
     /// Neighbours passed over by their codes this round, unread: the next
     /// round reads them (those nothing else led to), so no element is lost.
     passed: Vec<I>,
     /// A neighbour list, its codes and its scores, reused between expansions.
     buf: (Vec<I>, Vec<Code>, Vec<Scored<I>>),
-}
-
-/// The memory of a finished [`IterativeScan`], empty, for the next one
-/// ([`IterativeScan::reusing`]): its visited set, heaps and buffers keep
-/// their capacity, so a caller running one scan after another (a backend
-/// answering queries) allocates and grows nothing per scan. A scan
-/// allocates some 40 KB in a dozen pieces and regrows its heaps as it
-/// goes; under 16 clients on 2 cores that was 3% of the machine in a
-/// profile (README, vigil_hnsw figures).
-pub struct ScanMemory<I> {
-    query: Vec<f32>,
-    visited: IdSet<I>,
-    frontier: BinaryHeap<Reverse<Scored<I>>>,
-    pending: BinaryHeap<Reverse<Scored<I>>>,
-    deferred: Vec<Scored<I>>,
-    best: BinaryHeap<Dist>,
-    returned_dists: Vec<f32>,
-    passed: Vec<I>,
-    buf: (Vec<I>, Vec<Code>, Vec<Scored<I>>),
+    /// The coded query's tables, between scans.
     tables: Vec<f32>,
 }
 
@@ -427,6 +423,21 @@ impl<I> Default for ScanMemory<I> {
 }
 
 impl<I: crate::ElementId> ScanMemory<I> {
+    /// Empties it, keeping its capacity (the tables are overwritten whole).
+    fn clear(&mut self) {
+        self.query.clear();
+        self.visited.clear();
+        self.frontier.clear();
+        self.pending.clear();
+        self.deferred.clear();
+        self.best.clear();
+        self.returned_dists.clear();
+        self.passed.clear();
+        self.buf.0.clear();
+        self.buf.1.clear();
+        self.buf.2.clear();
+    }
+
     /// Bytes held, roughly: what a caller keeping it between scans keeps.
     pub fn bytes(&self) -> usize {
         use std::mem::size_of;
@@ -469,51 +480,32 @@ impl<I: crate::ElementId> IterativeScan<I> {
         params.validate().map_err(StoreError::<S>::InvalidParams)?;
         params.validate_vector::<S::Id, S::Error>(query)?;
         let prepared = Query::new(params.metric, query);
-        let ScanMemory {
-            query: mut owned,
-            mut visited,
-            frontier,
-            pending,
-            deferred,
-            best,
-            returned_dists,
-            passed,
-            buf,
-            tables,
-        } = memory;
-        let coded = coded_query(store, params, query, tables);
-        owned.clear();
-        owned.extend_from_slice(query);
+        let mut mem = memory;
+        mem.clear();
+        let coded = coded_query(store, params, query, std::mem::take(&mut mem.tables));
+        mem.query.extend_from_slice(query);
         let wanted = visited_capacity(2 * ef.max(1));
-        if visited.capacity() > 4 * wanted {
+        if mem.visited.capacity() > 4 * wanted {
             // A long iterative scan grew it: clearing costs its whole size.
-            visited = visited_set(2 * ef.max(1));
+            mem.visited = visited_set(2 * ef.max(1));
         } else {
-            visited.reserve(wanted);
+            mem.visited.reserve(wanted);
         }
         let mut scan = IterativeScan {
-            query: owned,
             metric: params.metric,
             self_dot: prepared.self_dot(),
             order,
             target: 2 * ef.max(1),
             whole_first_beam: false,
             first_target: 2 * ef.max(1),
-            visited,
-            frontier,
-            pending,
-            deferred,
-            best,
-            returned_dists,
             last: None,
             skipped: 0,
             coded,
-            passed,
-            buf,
+            mem,
         };
         if let Some(entry) = store.entry_point().map_err(StoreError::<S>::Storage)? {
             for s in descend(store, &prepared, entry, 0)? {
-                if scan.visited.insert(s.id) {
+                if scan.mem.visited.insert(s.id) {
                     scan.discover(s);
                 }
             }
@@ -523,42 +515,10 @@ impl<I: crate::ElementId> IterativeScan<I> {
 
     /// The scan's memory, emptied, for the next scan ([`IterativeScan::reusing`]).
     pub fn into_memory(self) -> ScanMemory<I> {
-        let IterativeScan {
-            mut query,
-            mut visited,
-            mut frontier,
-            mut pending,
-            mut deferred,
-            mut best,
-            mut returned_dists,
-            coded,
-            mut passed,
-            mut buf,
-            ..
-        } = self;
-        query.clear();
-        visited.clear();
-        frontier.clear();
-        pending.clear();
-        deferred.clear();
-        best.clear();
-        returned_dists.clear();
-        passed.clear();
-        buf.0.clear();
-        buf.1.clear();
-        buf.2.clear();
-        ScanMemory {
-            query,
-            visited,
-            frontier,
-            pending,
-            deferred,
-            best,
-            returned_dists,
-            passed,
-            buf,
-            tables: coded.map(CodedQuery::into_tables).unwrap_or_default(),
-        }
+        let mut mem = self.mem;
+        mem.clear();
+        mem.tables = self.coded.map(CodedQuery::into_tables).unwrap_or_default();
+        mem
     }
 
     /// Lets the first round return its whole beam (`2 * ef` elements) where
@@ -575,7 +535,7 @@ impl<I: crate::ElementId> IterativeScan<I> {
     /// Elements visited so far (distance computed); lets the caller cap work,
     /// like pgvector's `hnsw.max_scan_tuples`.
     pub fn visited(&self) -> usize {
-        self.visited.len()
+        self.mem.visited.len()
     }
 
     /// Elements skipped to keep strict order.
@@ -585,16 +545,17 @@ impl<I: crate::ElementId> IterativeScan<I> {
 
     /// Takes in a newly visited element.
     fn discover(&mut self, s: Scored<I>) {
-        if self.best.len() >= self.target && self.best.peek().is_some_and(|f| s.dist > f.0) {
-            self.deferred.push(s);
+        if self.mem.best.len() >= self.target && self.mem.best.peek().is_some_and(|f| s.dist > f.0)
+        {
+            self.mem.deferred.push(s);
             return;
         }
-        self.frontier.push(Reverse(s));
+        self.mem.frontier.push(Reverse(s));
         if !s.deleted {
-            self.pending.push(Reverse(s));
-            self.best.push(Dist(s.dist));
-            if self.best.len() > self.target {
-                self.best.pop();
+            self.mem.pending.push(Reverse(s));
+            self.mem.best.push(Dist(s.dist));
+            if self.mem.best.len() > self.target {
+                self.mem.best.pop();
             }
         }
     }
@@ -608,10 +569,10 @@ impl<I: crate::ElementId> IterativeScan<I> {
     /// Calls `f` with the scan and its query, ready: the vector is lent to
     /// the query for the call and always put back.
     fn with_query<R>(&mut self, f: impl FnOnce(&mut Self, &Query<'_>) -> R) -> R {
-        let vector = std::mem::take(&mut self.query);
+        let vector = std::mem::take(&mut self.mem.query);
         let query = Query::with_self_dot(self.metric, &vector, self.self_dot);
         let outcome = f(self, &query);
-        self.query = vector;
+        self.mem.query = vector;
         outcome
     }
 
@@ -620,29 +581,31 @@ impl<I: crate::ElementId> IterativeScan<I> {
         store: &S,
         query: &Query<'_>,
     ) -> Result<(), StoreError<S>> {
-        while let Some(Reverse(c)) = self.frontier.peek().copied() {
-            if self.best.len() >= self.target && self.best.peek().is_some_and(|f| c.dist > f.0) {
+        while let Some(Reverse(c)) = self.mem.frontier.peek().copied() {
+            if self.mem.best.len() >= self.target
+                && self.mem.best.peek().is_some_and(|f| c.dist > f.0)
+            {
                 return Ok(());
             }
-            self.frontier.pop();
-            let (mut buf, mut codes, scored) = std::mem::take(&mut self.buf);
+            self.mem.frontier.pop();
+            let (mut buf, mut codes, scored) = std::mem::take(&mut self.mem.buf);
             let bound = self
                 .coded
                 .as_ref()
-                .filter(|_| self.best.len() >= self.target)
-                .zip(self.best.peek().map(|f| f.0));
+                .filter(|_| self.mem.best.len() >= self.target)
+                .zip(self.mem.best.peek().map(|f| f.0));
             let outcome = unvisited_neighbours(
                 store,
                 c.id,
                 0,
                 bound,
-                &mut self.visited,
+                &mut self.mem.visited,
                 (&mut buf, &mut codes),
-                Some(&mut self.passed),
+                Some(&mut self.mem.passed),
             );
             let outcome = outcome.and_then(|()| self.score(store, query, &buf, scored));
-            self.buf.0 = buf;
-            self.buf.1 = codes;
+            self.mem.buf.0 = buf;
+            self.mem.buf.1 = codes;
             outcome?;
         }
         Ok(())
@@ -662,7 +625,7 @@ impl<I: crate::ElementId> IterativeScan<I> {
         for &s in &scored {
             self.discover(s);
         }
-        self.buf.2 = scored;
+        self.mem.buf.2 = scored;
         outcome
     }
 
@@ -670,12 +633,12 @@ impl<I: crate::ElementId> IterativeScan<I> {
     /// that nothing since has led to: a new round's wider bound may take
     /// them in, and when none do the scan has still seen every element.
     fn read_passed<S: GraphStore<Id = I>>(&mut self, store: &S) -> Result<(), StoreError<S>> {
-        let mut passed = std::mem::take(&mut self.passed);
-        passed.retain(|n| self.visited.insert(*n));
-        let scored = std::mem::take(&mut self.buf.2);
+        let mut passed = std::mem::take(&mut self.mem.passed);
+        passed.retain(|n| self.mem.visited.insert(*n));
+        let scored = std::mem::take(&mut self.mem.buf.2);
         let outcome = self.with_query(|scan, query| scan.score(store, query, &passed, scored));
         passed.clear();
-        self.passed = passed;
+        self.mem.passed = passed;
         outcome
     }
 
@@ -684,20 +647,20 @@ impl<I: crate::ElementId> IterativeScan<I> {
     fn grow(&mut self) {
         // Double at least once, and until the round can return something.
         self.target = self.target.saturating_mul(2);
-        while self.target / 2 <= self.returned_dists.len() && self.target < usize::MAX / 2 {
+        while self.target / 2 <= self.mem.returned_dists.len() && self.target < usize::MAX / 2 {
             self.target *= 2;
         }
-        for s in self.deferred.drain(..) {
-            self.frontier.push(Reverse(s));
+        for s in self.mem.deferred.drain(..) {
+            self.mem.frontier.push(Reverse(s));
             if !s.deleted {
-                self.pending.push(Reverse(s));
+                self.mem.pending.push(Reverse(s));
             }
         }
-        let mut dists: Vec<f32> = self.returned_dists.clone();
-        dists.extend(self.pending.iter().map(|r| r.0.dist));
+        let mut dists: Vec<f32> = self.mem.returned_dists.clone();
+        dists.extend(self.mem.pending.iter().map(|r| r.0.dist));
         dists.sort_unstable_by(f32::total_cmp);
         dists.truncate(self.target);
-        self.best = dists.into_iter().map(Dist).collect();
+        self.mem.best = dists.into_iter().map(Dist).collect();
     }
 
     /// The next result, or `None` when the reachable graph is exhausted.
@@ -712,24 +675,24 @@ impl<I: crate::ElementId> IterativeScan<I> {
             } else {
                 self.target / 2
             };
-            while self.returned_dists.len() < limit {
-                let Some(Reverse(s)) = self.pending.pop() else {
+            while self.mem.returned_dists.len() < limit {
+                let Some(Reverse(s)) = self.mem.pending.pop() else {
                     break;
                 };
                 if self.order == ScanOrder::Strict && self.last.is_some_and(|l| s.dist < l) {
                     self.skipped += 1;
                     // Count it as consumed so rounds still make progress.
-                    self.returned_dists.push(s.dist);
+                    self.mem.returned_dists.push(s.dist);
                     continue;
                 }
-                self.returned_dists.push(s.dist);
+                self.mem.returned_dists.push(s.dist);
                 self.last = Some(self.last.map_or(s.dist, |l| l.max(s.dist)));
                 return Ok(Some((s.dist, s.id)));
             }
-            if self.frontier.is_empty()
-                && self.pending.is_empty()
-                && self.deferred.is_empty()
-                && self.passed.is_empty()
+            if self.mem.frontier.is_empty()
+                && self.mem.pending.is_empty()
+                && self.mem.deferred.is_empty()
+                && self.mem.passed.is_empty()
             {
                 return Ok(None);
             }
