@@ -316,6 +316,41 @@ mod tests {
         assert_eq!(check("items_v")["elements"], 3660);
     }
 
+    /// A vector stored more times than an insert's beam holds
+    /// (ef_construction 64): each copy stays linked from some list, so a
+    /// filtered search for any one of its rows finds that row through the
+    /// index. Lists that held nothing but copies were halved when full,
+    /// dropping half their links at once, and left copies no scan returned
+    /// (the crate's `duplicates` tests show the lists).
+    #[pg_test]
+    fn every_copy_of_a_vector_stored_many_times_is_found() {
+        use_vigil_path();
+        make_table("src", 1000, 16);
+        Spi::run("SET enable_seqscan = off; SET vigil.hnsw_iterative_scan = relaxed_order")
+            .unwrap();
+        let one = "SELECT i.id FROM items i WHERE i.id = 20005 ORDER BY i.v <-> (SELECT v FROM src WHERE id = 7) LIMIT 1";
+        for ops in ["l2_ops", "cosine_ops"] {
+            let op = if ops == "l2_ops" { "<->" } else { "<=>" };
+            // Inserted one row at a time, as the copies came.
+            Spi::run(&format!(
+                "DROP TABLE IF EXISTS items;
+                 CREATE TABLE items AS SELECT * FROM src ORDER BY id;
+                 CREATE INDEX items_v ON items USING vigil_hnsw (v vigil.{ops});
+                 INSERT INTO items SELECT 20000 + g, cat, v FROM src, generate_series(1, 200) g WHERE id = 7"
+            ))
+            .unwrap();
+            assert!(uses_index(&one.replace("<->", op), "items_v"), "{ops}");
+            let unreached = Spi::get_one::<i64>(&format!(
+                "SELECT count(*) FROM items c WHERE c.id > 20000 AND NOT EXISTS (
+                     SELECT 1 FROM (SELECT i.id FROM items i WHERE i.id = c.id
+                                    ORDER BY i.v {op} c.v LIMIT 1) x)"
+            ))
+            .expect("spi");
+            assert_eq!(unreached, Some(0), "{ops}: copies of 200 no scan returned");
+            assert_eq!(check("items_v")["elements"], 1200);
+        }
+    }
+
     #[pg_test]
     fn selective_filters_still_yield_k_rows() {
         use_vigil_path();
