@@ -266,6 +266,7 @@ fn link_back<S: GraphStore>(
     n: S::Id,
     layer: usize,
     new: S::Id,
+    dropped: &mut Vec<S::Id>,
 ) -> Result<(), StoreError<S>> {
     let mut list = Vec::new();
     for _ in 0..LINK_ATTEMPTS {
@@ -284,6 +285,7 @@ fn link_back<S: GraphStore>(
             .replace_neighbours(n, layer, &list, &next)
             .map_err(StoreError::<S>::Storage)?
         {
+            dropped.extend(list.iter().filter(|x| !next.contains(x)));
             return Ok(());
         }
     }
@@ -385,9 +387,14 @@ pub fn write_element<S: GraphStore>(
     store
         .insert_element(id, level, vector, lists)
         .map_err(StoreError::<S>::Storage)?;
+    let mut dropped = Vec::new();
     for (layer, list) in lists.iter().enumerate() {
+        dropped.clear();
         for &n in list {
-            link_back(store, params, n, layer, id)?;
+            link_back(store, params, n, layer, id, &mut dropped)?;
+        }
+        if !dropped.is_empty() {
+            keep_copies_linked(store, params, id, vector, layer, list, &dropped)?;
         }
     }
     let entry = store.entry_point().map_err(StoreError::<S>::Storage)?;
@@ -395,6 +402,76 @@ pub fn write_element<S: GraphStore>(
         store
             .set_entry_point(Some(EntryPoint { id, level }))
             .map_err(StoreError::<S>::Storage)?;
+    }
+    Ok(())
+}
+
+/// Makes the new element `id` link to the exact copies of it that its
+/// link-backs took out of a full list ([`link_back`]), in place of copies
+/// it links to that lost nothing: a copy's link is moved, not lost.
+///
+/// A vector stored many more times than a beam holds: each new copy links
+/// to the copies its search finds, the well linked ones, while a full list
+/// of copies drops one at random to take it in, so the rarely found ones
+/// lost their links one by one until none was left, and no scan could
+/// return them (the crate's `duplicates` tests: 14 and 37 of 241 and 481
+/// copies inserted one at a time were linked from no list). Every copy
+/// this element links to was found by its search, so had a link before it
+/// came; one that was not also dropped here still has it. `planned` is the
+/// list [`plan_links`] gave it, copies first ([`select_from_store`]): an
+/// element with no copy reads one vector here and moves nothing.
+fn keep_copies_linked<S: GraphStore>(
+    store: &mut S,
+    params: &Params,
+    id: S::Id,
+    vector: &[f32],
+    layer: usize,
+    planned: &[S::Id],
+    dropped: &[S::Id],
+) -> Result<(), StoreError<S>> {
+    if params.metric == Metric::InnerProduct {
+        return Ok(());
+    }
+    let query = Query::new(params.metric, vector);
+    let is_copy = |store: &S, c: S::Id| -> Result<bool, StoreError<S>> {
+        let (s, _) = score(store, &query, c)?;
+        Ok(!s.deleted && s.dist <= COPY_DISTANCE)
+    };
+    match planned.first() {
+        Some(&first) if is_copy(store, first)? => {}
+        _ => return Ok(()),
+    }
+    let mut list = Vec::new();
+    for _ in 0..LINK_ATTEMPTS {
+        store
+            .neighbours(id, layer, &mut list)
+            .map_err(StoreError::<S>::Storage)?;
+        let mut homeless = Vec::new();
+        for &d in dropped {
+            if d != id && !list.contains(&d) && !homeless.contains(&d) && is_copy(store, d)? {
+                homeless.push(d);
+            }
+        }
+        if homeless.is_empty() {
+            return Ok(());
+        }
+        let mut next = list.clone();
+        let mut homeless = homeless.into_iter();
+        for slot in next.iter_mut() {
+            if dropped.contains(slot) || !is_copy(store, *slot)? {
+                continue;
+            }
+            match homeless.next() {
+                Some(d) => *slot = d,
+                None => break,
+            }
+        }
+        if store
+            .replace_neighbours(id, layer, &list, &next)
+            .map_err(StoreError::<S>::Storage)?
+        {
+            return Ok(());
+        }
     }
     Ok(())
 }

@@ -163,3 +163,40 @@ fn copies_keep_their_links_out_when_built() {
         check(&store, &params, &data, &queries);
     }
 }
+
+/// Copies no layer-0 list links to, among those of `data[7]`.
+fn unlinked_copies(store: &MemStore<u64>, data: &[Vec<f32>]) -> usize {
+    let linked: HashSet<usize> = (0..data.len())
+        .flat_map(|j| store.element(id_of(j)).unwrap().neighbours[0].clone())
+        .map(idx_of)
+        .collect();
+    (0..data.len())
+        .filter(|&g| data[g] == data[7] && !linked.contains(&g))
+        .count()
+}
+
+#[test]
+fn a_vector_stored_hundreds_of_times_keeps_every_copy_linked() {
+    // 481 copies, fifteen times a beam of 32: each new copy finds only
+    // copies, the well linked ones, and a full list of copies drops one to
+    // take it in. Dropping at random left 35 to 37 of them (inserted one at
+    // a time) and 3 (built) linked from no list; the new copy now takes
+    // over each dropped copy's link.
+    let (mut data, _) = clustered(11, 2_000, 100, DIMS, 20);
+    for _ in 0..480 {
+        data.push(data[7].clone());
+    }
+    for metric in [Metric::Cosine, Metric::L2] {
+        let params = params(metric);
+        let mut store = MemStore::<u64>::new();
+        let mut levels = LevelRng::new(3);
+        for (i, v) in data.iter().enumerate() {
+            insert(&mut store, &params, id_of(i), v, &mut levels).unwrap();
+        }
+        assert_eq!(unlinked_copies(&store, &data), 0, "{metric:?}, inserted");
+        let graph = build(&params, with_ids(&data), 2).unwrap();
+        let mut built = MemStore::<u64>::new();
+        graph.load_into(&mut built).unwrap();
+        assert_eq!(unlinked_copies(&built, &data), 0, "{metric:?}, built");
+    }
+}
