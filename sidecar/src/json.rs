@@ -116,15 +116,13 @@ mod tests {
         let pad = "x".repeat(PARSE_HERE_BYTES);
         for (body, limit) in [
             (format!(r#"{{"dbName":"{pad}","limit":3}}"#), Some(3)),
-            (format!(r#"{{"dbName":"a","limit":3}}"#), Some(3)),
+            (r#"{"dbName":"a","limit":3}"#.to_owned(), Some(3)),
         ] {
-            let read = read_body(Bytes::from(body), |b| parse::<Body>(b))
-                .await
-                .unwrap();
+            let read = read_body(Bytes::from(body), parse::<Body>).await.unwrap();
             assert_eq!(read.limit, limit);
         }
         let bad = format!(r#"{{"dbName":"{pad}","limit":-1}}"#);
-        let e = read_body(Bytes::from(bad), |b| parse::<Body>(b))
+        let e = read_body(Bytes::from(bad), parse::<Body>)
             .await
             .unwrap_err();
         assert_eq!(

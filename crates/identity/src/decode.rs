@@ -210,10 +210,10 @@ fn jpeg_is_complete(bytes: &[u8]) -> bool {
                 let length = usize::from(u16::from_be_bytes([bytes[at + 2], bytes[at + 3]]));
                 at += 2 + length;
                 if marker == 0xDA {
-                    // Entropy-coded data runs to the next marker.
+                    // Entropy-coded data runs to the next marker: a 0xFF
+                    // not followed by a stuffed 0x00, a restart or fill.
                     while at + 1 < bytes.len()
-                        && !(bytes[at] == 0xFF
-                            && !matches!(bytes[at + 1], 0x00 | 0xD0..=0xD7 | 0xFF))
+                        && (bytes[at] != 0xFF || matches!(bytes[at + 1], 0x00 | 0xD0..=0xD7 | 0xFF))
                     {
                         at += 1;
                     }

@@ -258,11 +258,7 @@ fn exif_orientation_is_applied_before_the_checks() {
 #[test]
 fn refused_uploads_say_what_was_received() {
     let jpeg = camera_jpeg(&s::card(1));
-    let refused = |bytes: &[u8]| {
-        analyse(bytes, &mut FaceDetector::new())
-            .err()
-            .expect("refused")
-    };
+    let refused = |bytes: &[u8]| analyse(bytes, &mut FaceDetector::new()).expect_err("refused");
     assert!(
         matches!(refused(b"%PDF-1.7\n%\xe2\xe3\n1 0 obj"), DecodeError::Unsupported { received } if received == "a PDF document")
     );
