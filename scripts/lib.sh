@@ -158,10 +158,10 @@ pg15 = \"$root/usr/lib/postgresql/15/bin/pg_config\""
     echo "$home"
 }
 
-# The many-client step of bench-hnsw (and of `hnsw-ab.sh clients`): pgbench on
-# recall@10 of the rows in temp table `got` (qid, id: what an index returned
-# for each of bench-hnsw's dataset DS queries) against its ground truth, ties
-# counted: a returned row is a hit when it is no farther than the 10th exact.
+# SQL giving recall@10 of the rows in temp table `got` (qid, id: what an
+# index returned for each query of bench-hnsw's dataset $1) against its
+# ground truth, ties counted: a returned row is a hit when it is no farther
+# than the 10th exact.
 hnsw_recall_sql() {
     cat <<SQL
 SELECT round(count(*) FILTER (WHERE (i.v <=> q.v) <= t.d)::numeric
@@ -173,6 +173,7 @@ JOIN bench.$1_truth t ON t.qid = g.qid AND t.rank = 10
 SQL
 }
 
+# The many-client step of bench-hnsw (and of `hnsw-ab.sh clients`): pgbench on
 # the cluster in DIR with CLIENTS clients for SECONDS s running SCRIPT, as an
 # application runs queries (prepared, ef_search 40 for both indexes set per
 # connection); pgbench's output on stdout.

@@ -480,8 +480,10 @@ impl<I: crate::ElementId> IterativeScan<I> {
         params.validate().map_err(StoreError::<S>::InvalidParams)?;
         params.validate_vector::<S::Id, S::Error>(query)?;
         let prepared = Query::new(params.metric, query);
+        // Empty already: a ScanMemory is made only by `default` and
+        // `into_memory`, which clears it (clearing the visited set again
+        // would write its whole control array a second time a scan).
         let mut mem = memory;
-        mem.clear();
         let coded = coded_query(store, params, query, std::mem::take(&mut mem.tables));
         mem.query.extend_from_slice(query);
         let wanted = visited_capacity(2 * ef.max(1));

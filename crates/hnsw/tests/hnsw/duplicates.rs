@@ -89,16 +89,7 @@ fn check(store: &MemStore<u64>, params: &Params, data: &[Vec<f32>], queries: &[V
     // with the graph a two-thread build happens to make (56 to 61 of the
     // first 200 results under load), where a scan to the end reaches every
     // linked element.
-    let group: Vec<usize> = (0..data.len()).filter(|&i| data[i] == data[7]).collect();
-    let unlinked: Vec<usize> = group
-        .iter()
-        .copied()
-        .filter(|&g| {
-            !(0..data.len())
-                .any(|j| store.element(id_of(j)).unwrap().neighbours[0].contains(&id_of(g)))
-        })
-        .collect();
-    assert_eq!(unlinked, Vec::<usize>::new(), "copies no list links to");
+    assert_eq!(unlinked_copies(store, data), 0, "copies no list links to");
     let found = search(store, params, &data[7], 10, 40).unwrap();
     let group = found
         .iter()
