@@ -379,6 +379,13 @@ CREATE INDEX ${ds}_items${sfx}_v ON bench.${ds}_items${sfx} $how WITH (m = $m, e
 SELECT '${prefix}build_s=' || round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric, 2);
 SELECT '${prefix}index_bytes=' || pg_relation_size('bench.${ds}_items${sfx}_v');
 SQL
+    [ -n "$prefix" ] || unreachable "$ds" built
+}
+
+# Appends `unreachable_<when>=`: the elements of vigil_hnsw's index on
+# bench.<ds>_items that no search can reach (`vigil.hnsw_check`).
+unreachable() {
+    psql -c "SELECT 'unreachable_$2=' || (vigil.hnsw_check('bench.$1_items_v') ->> 'unreachable')" >> "$dir/$1.txt"
 }
 
 # Dies unless the top-10 query over bench.<ds>_items<sfx> uses its index.
@@ -486,7 +493,9 @@ SQL
         [ -n "$tps" ] || die "pgbench failed: $(cat "$dir/pgbench.err")"
         echo "${prefix}insert${c}_rps=$tps" >> "$dir/$ds.txt"
     done
+    [ -n "$prefix" ] || unreachable "$ds" inserted
     psql -c "DELETE FROM bench.${ds}_items$sfx WHERE id < 0" -c "VACUUM bench.${ds}_items$sfx"
+    [ -n "$prefix" ] || unreachable "$ds" vacuumed
 }
 
 load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -530,6 +539,11 @@ median() {
             "$(awk -v n="$n" -v d="$dims" 'BEGIN { print n * d * 4 / 1e6 }')" \
             "$(awk -v b="$bytes" -v n="$n" -v d="$dims" 'BEGIN { print b / (n * d * 4) }')" \
             "$(val "$ds" exact_qps)"
+    done
+    echo
+    for ds in ${datasets//,/ }; do
+        echo "$ds: vigil_hnsw elements no search reaches (hnsw_check): $(val "$ds" unreachable_built) after the last build," \
+             "$(val "$ds" unreachable_inserted) after the inserts, $(val "$ds" unreachable_vacuumed) after VACUUM"
     done
     echo
     printf '| dataset | ef_search | recall@10 | q/s | speed-up vs exact |\n|---|---|---|---|---|\n'

@@ -15,6 +15,8 @@
 //! * One read-write lock orders entry-point changes: an element whose level
 //!   is above the entry point's is inserted alone, every other one beside the
 //!   rest (what the access method does with its graph lock).
+//! * At the end, elements no search could reach are linked
+//!   ([`link_unreached`]), one thread, in memory.
 //! * Levels are drawn up front from a [`LevelRng`] seeded by the row count,
 //!   and so is the order rows are inserted in (a shuffle: input sorted by
 //!   cluster built a worse graph), a shared counter handing each thread its
@@ -39,6 +41,7 @@ use crate::codes::{Code, Directions};
 use crate::distance::{normalize, prefetch_bytes, unit_halves};
 use crate::insert::{plan_links, write_element, LevelRng};
 use crate::layout::{locality_order, Links};
+use crate::reach::link_unreached;
 use crate::store::{ElementId, ElementMeta, ElementVisitor, EntryPoint, GraphStore, VectorRef};
 use crate::{Error, IdMap, IdSet, Metric, Params, StoreError};
 
@@ -284,6 +287,7 @@ pub fn build<I: ElementId + Send + Sync, V: BuildVector>(
     }))
     .map_err(|p| BuildError::<I>::Build(panic_message(&*p)))?
     .map_err(BuildError::<I>::Build)?;
+    link_unreached(&mut View(&store), params).map_err(|e| BuildError::<I>::Build(e.to_string()))?;
     let (levels, lists, entry) = store.into_parts();
     let entry = entry.map(|e| EntryPoint {
         id: ids[e.id as usize],

@@ -25,6 +25,8 @@
 //! * [`search()`]: top-k search; [`IterativeScan`]: resumable scan that keeps
 //!   returning results in non-decreasing distance (for filtered SQL queries).
 //! * [`repair()`]: vacuum's repair of links to deleted elements.
+//! * [`link_unreached`]: links the elements no search can reach, at the end
+//!   of a build and at vacuum.
 //! * [`check()`]: structural consistency check (basis of `vigil.hnsw_check`),
 //!   link codes included where the store keeps them.
 //! * [`build`]: parallel bulk build, the same insert on every core over an
@@ -55,6 +57,7 @@ pub mod codes;
 pub mod distance;
 pub mod insert;
 pub mod layout;
+pub mod reach;
 pub mod repair;
 pub mod search;
 pub mod store;
@@ -66,6 +69,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 pub use check::{check, CheckOptions, CheckReport};
 pub use distance::Metric;
 pub use insert::{insert, insert_with_level, plan_links, write_element, LevelRng};
+pub use reach::{link_unreached, unreached, ReachReport};
 pub use repair::{repair, RepairReport};
 pub use search::{search, IterativeScan, ScanMemory, ScanOrder};
 pub use store::{ElementId, ElementMeta, EntryPoint, GraphStore, MemError, MemStore};

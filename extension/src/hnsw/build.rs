@@ -136,6 +136,9 @@ pub unsafe extern "C-unwind" fn ambuild(
     );
     if state.in_memory {
         write_graph(&mut state);
+    } else {
+        // The in-memory build links them itself.
+        super::vacuum::link_unreached(index, state.indexed as usize);
     }
     let mut result = PgBox::<pg_sys::IndexBuildResult>::alloc0();
     result.heap_tuples = heap_tuples;

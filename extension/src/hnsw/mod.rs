@@ -343,7 +343,8 @@ unsafe extern "C-unwind" fn amvalidate(_opclass: pg_sys::Oid) -> bool {
 
 /// `vigil.hnsw_check(index)`: verifies the graph's structure (every link
 /// points at an existing element of high enough level, list sizes, levels,
-/// vectors, the entry point) and returns its statistics; an ERROR that
+/// vectors, the entry point) and returns its statistics, with how many live
+/// elements no search can reach (`VACUUM` links them); an ERROR that
 /// names the element and layer when something is wrong. Blocks inserts
 /// (not searches) while it runs; works on a hot standby too.
 #[pg_extern(volatile, parallel_unsafe)]
@@ -368,15 +369,19 @@ fn hnsw_check(index: pgrx::PgRelation) -> pgrx::JsonB {
         require_live_links: false,
         check_vectors: true,
     };
-    let report = if store.meta.dims == 0 {
+    let (report, unreachable) = if store.meta.dims == 0 {
         Default::default()
     } else {
-        vigil_hnsw::check(&store, &store.params(), options).unwrap_or_else(|e| raise(rel, e))
+        let report =
+            vigil_hnsw::check(&store, &store.params(), options).unwrap_or_else(|e| raise(rel, e));
+        let unreached = vigil_hnsw::unreached(&store).unwrap_or_else(|e| raise(rel, e));
+        (report, unreached.len())
     };
     pgrx::JsonB(serde_json::json!({
         "elements": report.elements,
         "deleted": report.deleted,
         "links": report.links,
+        "unreachable": unreachable,
         "levels": report.levels,
         "dims": store.meta.dims,
         "metric": store.meta.metric.name(),

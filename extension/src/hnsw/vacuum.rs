@@ -7,12 +7,17 @@
 //! deleted by an earlier vacuum that was interrupted are picked up again.
 //! Removed elements keep their slots (ids must stay stable while a
 //! concurrent scan may still hold them).
+//!
+//! Then, with or without deletes, elements that no search can reach are
+//! linked again ([`link_unreached`]): inserts strand a few rows far from all
+//! others, and a repair can too.
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use vigil_hnsw::GraphStore;
 
 use super::page::Tid;
+use crate::pg::relation_name;
 use super::raise;
 use super::store::{GraphLock, PageStore};
 
@@ -74,7 +79,45 @@ pub unsafe extern "C-unwind" fn amvacuumcleanup(
     } else {
         stats
     };
+    link_unreached(index, (*stats).num_index_tuples as usize);
     (*stats).num_pages =
         pg_sys::RelationGetNumberOfBlocksInFork(index, pg_sys::ForkNumber::MAIN_FORKNUM);
     stats
+}
+
+/// Bytes [`vigil_hnsw::link_unreached`] holds per live element, rounded up:
+/// a set entry and a map entry of 6-byte ids in hash tables up to half
+/// empty, and the list of live ids.
+const REACH_BYTES_PER_ELEMENT: usize = 64;
+
+/// Links the elements of `index` (`live` of them) that no search can reach,
+/// under the graph's shared lock, so inserts go on; the server log says how
+/// many. Skipped, and logged, when its memory would exceed
+/// `maintenance_work_mem`. Also run at the end of a build that did not fit
+/// in memory.
+pub(super) fn link_unreached(index: pg_sys::Relation, live: usize) {
+    // SAFETY: a plain read of a GUC variable in this backend.
+    let limit = unsafe { pg_sys::maintenance_work_mem } as usize;
+    if live.saturating_mul(REACH_BYTES_PER_ELEMENT) > limit.saturating_mul(1024) {
+        log!(
+            "vigil_hnsw index \"{}\": {live} elements need more than maintenance_work_mem ({limit} kB) to find any no search reaches; not looked for",
+            relation_name(index)
+        );
+        return;
+    }
+    let _lock = GraphLock::share(index);
+    let mut store = PageStore::open(index);
+    let params = store.params();
+    let report =
+        vigil_hnsw::link_unreached(&mut store, &params).unwrap_or_else(|e| raise(index, e));
+    if report.unreached > 0 {
+        log!(
+            "vigil_hnsw index \"{}\": {} of {} elements were reached by no search; {} links added, {} still unreached",
+            relation_name(index),
+            report.unreached,
+            report.live,
+            report.linked,
+            report.left
+        );
+    }
 }
