@@ -257,9 +257,11 @@ fn vacuum_links_rows_no_search_reached() {
           SELECT i, (SELECT array_agg(x + (random()::real - 0.5) * 3.4 ORDER BY o) FROM unnest(ce.v) WITH ORDINALITY u(x, o))
           FROM generate_series(1, 4000) i JOIN centres ce ON ce.c = i % 50 ORDER BY i");
     let missed = || -> u64 {
-        ok("SET enable_seqscan = off; SET vigil.hnsw_iterative_scan = off;
+        ok(
+            "SET enable_seqscan = off; SET vigil.hnsw_iterative_scan = off;
             SELECT count(*) FROM far q
-            WHERE q.id <> (SELECT t.id FROM far t ORDER BY t.v <-> q.v LIMIT 1)")
+            WHERE q.id <> (SELECT t.id FROM far t ORDER BY t.v <-> q.v LIMIT 1)",
+        )
         .trim()
         .parse()
         .expect("a count")

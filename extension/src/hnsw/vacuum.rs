@@ -17,9 +17,9 @@ use pgrx::prelude::*;
 use vigil_hnsw::GraphStore;
 
 use super::page::Tid;
-use crate::pg::relation_name;
 use super::raise;
 use super::store::{GraphLock, PageStore};
+use crate::pg::relation_name;
 
 #[pg_guard]
 pub unsafe extern "C-unwind" fn ambulkdelete(

@@ -10,7 +10,8 @@
 use std::collections::HashSet;
 
 use vigil_hnsw::{
-    insert, link_unreached, GraphStore, IterativeScan, LevelRng, MemStore, Metric, Params, ScanOrder,
+    insert, link_unreached, GraphStore, IterativeScan, LevelRng, MemStore, Metric, Params,
+    ScanOrder,
 };
 
 use crate::common::{id_of, with_ids, Rng};
@@ -86,12 +87,18 @@ fn elements_linked_from_no_list_are_linked_and_self_lookups_miss_less() {
     let report = link_unreached(&mut store, &params).unwrap();
     let after = missed(&store);
     eprintln!("{report:?}; self-lookups missed: {before} before, {after} after");
-    assert!(report.unreached >= 50, "the data should strand elements: {report:?}");
+    assert!(
+        report.unreached >= 50,
+        "the data should strand elements: {report:?}"
+    );
     assert_eq!((report.left, report.walks), (0, 2), "{report:?}");
     assert_eq!(report.live, data.len());
     // Every stranded element was a miss; most are found now (the rest of
     // the misses are a graph this sparse, reachable but not navigable).
-    assert!(after + report.unreached / 2 <= before, "{before} then {after}");
+    assert!(
+        after + report.unreached / 2 <= before,
+        "{before} then {after}"
+    );
     let again = link_unreached(&mut store, &params).unwrap();
     assert_eq!((again.unreached, again.walks), (0, 1), "{again:?}");
     vigil_hnsw::check(&store, &params, Default::default()).unwrap();
@@ -120,7 +127,8 @@ fn an_element_every_list_dropped_is_linked_again_and_found_first() {
     let report = link_unreached(&mut store, &params).unwrap();
     // It, and any element only it linked to.
     assert!(report.unreached >= 1 && report.left == 0, "{report:?}");
-    let mut scan = IterativeScan::new(&store, &params, &data[stranded], 40, ScanOrder::Strict).unwrap();
+    let mut scan =
+        IterativeScan::new(&store, &params, &data[stranded], 40, ScanOrder::Strict).unwrap();
     assert_eq!(scan.next(&store).unwrap().map(|(_, id)| id), Some(x));
 }
 
