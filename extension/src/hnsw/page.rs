@@ -1049,7 +1049,9 @@ mod tests {
         assert_eq!(item.len(), ELEMENT_HEADER + 6);
         assert_eq!(ElementHeader::decode(&item).unwrap(), h);
         element_vector(&item, 3, Encoding::UnitF16, &mut v).unwrap();
-        assert_eq!(v, vec![0.600_097_656_25, 0.0, -0.799_804_687_5]);
+        // 0.6 and -0.8 rounded to half precision: 4,916 and -6,552 2^-13ths.
+        let halves = vec![4_916.0 / 8_192.0, 0.0, -6_552.0 / 8_192.0];
+        assert_eq!(v, halves);
         assert_eq!(&*Encoding::UnitF16.stored_form(&[3.0, 0.0, -4.0]), &v[..]);
         assert!(element_vector(&item, 4, Encoding::UnitF16, &mut v).is_err());
         // Version 3: the code between header and vector.
@@ -1061,7 +1063,7 @@ mod tests {
             Directions::for_dims(3).code(&[3.0, 0.0, -4.0])
         );
         element_vector(&coded, 3, Encoding::UnitF16Coded, &mut v).unwrap();
-        assert_eq!(v, vec![0.600_097_656_25, 0.0, -0.799_804_687_5]);
+        assert_eq!(v, halves);
         let meta = Meta {
             dims: 384,
             metric: Metric::Cosine,
