@@ -44,7 +44,8 @@
 //! ```
 //!
 //! **Neighbour item**, one per element, written with the element and then
-//! only overwritten in place (its size never changes):
+//! only overwritten in place (its size changes only when a new element
+//! takes a removed one's slot):
 //!
 //! ```text
 //! 0  kind = 2        u8
@@ -58,8 +59,11 @@
 //! ```
 //!
 //! Layer 0 holds `2*m` slots, every higher layer `m`. An element's id in the
-//! graph is its item's TID packed as `block << 16 | offset`: items are never
-//! moved or compacted (line pointers are never freed), so ids are stable.
+//! graph is its item's TID packed as `block << 16 | offset`: line pointers
+//! are never freed, so an id always names an element item. Once vacuum has
+//! unlinked a removed element (flag 2), a later insert may write its own
+//! element and neighbour items over the removed one's (when both sit on one
+//! page), and the id names the new element (`store.rs`, `vacuum.rs`).
 //! The element and its neighbour item are split so a 2,000-dimension vector
 //! (8,016 bytes) still fits on a page, and so small neighbour items fill the
 //! gaps that vectors leave.

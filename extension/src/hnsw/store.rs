@@ -268,6 +268,22 @@ pub unsafe fn add_item(page: pg_sys::Page, expect: Tid, bytes: &[u8]) -> Result<
     Ok(())
 }
 
+/// Writes `bytes` over item `at` of `page`, which may change its size.
+///
+/// # Safety
+/// `page` must be a page image being modified under an exclusive lock.
+pub unsafe fn overwrite_item(page: pg_sys::Page, at: Tid, bytes: &[u8]) -> Result<(), PageError> {
+    if !pg_sys::PageIndexTupleOverwrite(
+        page,
+        at.offset,
+        bytes.as_ptr() as pg_sys::Item,
+        bytes.len(),
+    ) {
+        return err(at, "no room to overwrite the item");
+    }
+    Ok(())
+}
+
 /// Initialises a data page (inside a WAL record's page image).
 ///
 /// # Safety
@@ -418,12 +434,25 @@ impl PlacementLock {
     }
 }
 
-/// Where an insert's two items go.
+/// Where an insert's two items go: new items, or over the two items of a
+/// removed element (`reuse`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Placement {
     element: Tid,
     neighbours: Tid,
+    reuse: bool,
 }
+
+/// What vacuum records in the free space map for a page holding a removed
+/// element, and what an insert asks it for: a mark, not a byte count (an
+/// element takes the removed one's items, whatever the page's free space).
+const REUSABLE_MARK: usize = page::BLOCK_SIZE / 2;
+
+/// Pages the free space map offers an insert before it appends instead:
+/// each offered page without a removed element left is cleared from the
+/// map; one whose removed elements' items are too small for the new one's
+/// level ends the search.
+const REUSE_TRIES: usize = 4;
 
 /// The graph over an index's pages.
 pub struct PageStore {
@@ -482,6 +511,9 @@ impl PageStore {
             element_size(self.meta.dims as usize, self.meta.encoding),
             self.meta.lists().size(level),
         );
+        if let Some(slot) = self.removed_slot(elen, nlen) {
+            return slot;
+        }
         let nblocks = self.nblocks();
         let block = self.meta.insert_block;
         let mut filler = if block > META_BLOCK && block + 1 == nblocks {
@@ -503,6 +535,102 @@ impl PageStore {
         Placement {
             element,
             neighbours,
+            reuse: false,
+        }
+    }
+
+    /// The slot of a removed element that an element with items of `elen`
+    /// and `nlen` bytes can take in place, on a page the free space map
+    /// offers ([`PageStore::remember_removed`]): an element item of the
+    /// same size (always, in one index), and room for the new neighbour item
+    /// where the old one is (on the same page or, where the build or an
+    /// insert split the two, the next).
+    fn removed_slot(&self, elen: usize, nlen: usize) -> Option<Placement> {
+        let nblocks = self.nblocks();
+        let fits = |page: pg_sys::Page, at: Tid| -> bool {
+            // SAFETY: the caller holds `page` locked; the slice is dropped here.
+            let (old, free) = unsafe { (item(page, at.block, at.offset), free_space(page)) };
+            old.is_ok_and(|old| page::maxalign(nlen) <= page::maxalign(old.len()) + free)
+        };
+        for _ in 0..REUSE_TRIES {
+            // SAFETY: a lookup in the index's free space map.
+            let block = unsafe { pg_sys::GetPageWithFreeSpace(self.rel, REUSABLE_MARK) };
+            if block == pg_sys::InvalidBlockNumber || block <= META_BLOCK || block >= nblocks {
+                return None;
+            }
+            let (mut split, mut removed) = (Vec::new(), false);
+            {
+                let locked = Locked::share(self.rel, block);
+                let page = locked.page();
+                // SAFETY: locked page; slices dropped before the lock.
+                let max = unsafe { pg_sys::PageGetMaxOffsetNumber(page) };
+                for offset in 1..=max {
+                    // SAFETY: as above.
+                    let Ok(bytes) = (unsafe { item(page, block, offset) }) else {
+                        continue;
+                    };
+                    if bytes.first() != Some(&KIND_ELEMENT) || bytes.len() != elen {
+                        continue;
+                    }
+                    let Ok(h) = ElementHeader::decode(bytes) else {
+                        continue;
+                    };
+                    if !h.removed() {
+                        continue;
+                    }
+                    removed = true;
+                    let element = Tid { block, offset };
+                    if h.neighbours.block != block {
+                        split.push((element, h.neighbours));
+                    } else if fits(page, h.neighbours) {
+                        return Some(Placement {
+                            element,
+                            neighbours: h.neighbours,
+                            reuse: true,
+                        });
+                    }
+                }
+            }
+            // The other page is locked alone: the slot stays removed and
+            // ours while the placement lock is held.
+            for (element, neighbours) in split {
+                if neighbours.block < nblocks
+                    && fits(Locked::share(self.rel, neighbours.block).page(), neighbours)
+                {
+                    return Some(Placement {
+                        element,
+                        neighbours,
+                        reuse: true,
+                    });
+                }
+            }
+            if removed {
+                // Its slots are too small for this element's level; the
+                // next element, most likely of level 0, takes one.
+                return None;
+            }
+            // SAFETY: a free space map update (a hint, not WAL-logged).
+            unsafe { pg_sys::RecordPageWithFreeSpace(self.rel, block, 0) };
+        }
+        None
+    }
+
+    /// Offers the pages of `removed` elements to later inserts through the
+    /// index's free space map; called by vacuum once they are unlinked.
+    pub fn remember_removed(&self, removed: &[Tid]) {
+        self.remember_blocks(removed.iter().map(|t| t.block).collect());
+    }
+
+    fn remember_blocks(&self, mut blocks: Vec<u32>) {
+        blocks.sort_unstable();
+        blocks.dedup();
+        for &block in &blocks {
+            // SAFETY: a free space map update.
+            unsafe { pg_sys::RecordPageWithFreeSpace(self.rel, block, REUSABLE_MARK) };
+        }
+        if !blocks.is_empty() {
+            // SAFETY: propagates the pages' entries up the map's tree.
+            unsafe { pg_sys::IndexFreeSpaceMapVacuum(self.rel) };
         }
     }
 
@@ -646,8 +774,12 @@ impl PageStore {
     /// Marks every element whose heap row `dead` reports gone as deleted, a
     /// page (one WAL record) at a time. Returns the deleted-but-not-removed
     /// elements (new and from earlier, interrupted vacuums) and the live count.
+    /// Pages holding elements removed before are offered for reuse again:
+    /// the free space map is a hint, and vacuums by builds before slots were
+    /// reused (stop 40) never recorded them.
     pub fn mark_dead(&mut self, mut dead: impl FnMut(Tid) -> bool) -> (Vec<Tid>, usize) {
         let (mut deleted, mut live) = (Vec::new(), 0);
+        let mut with_removed = Vec::new();
         for block in 1..self.nblocks() {
             // SAFETY: plain function, checks for cancel and applies vacuum_cost_delay.
             unsafe { pg_sys::vacuum_delay_point() };
@@ -669,6 +801,9 @@ impl PageStore {
                     continue;
                 };
                 if h.removed() {
+                    if with_removed.last() != Some(&block) {
+                        with_removed.push(block);
+                    }
                     continue;
                 }
                 if !h.deleted() && dead(h.heap) {
@@ -686,6 +821,7 @@ impl PageStore {
                 wal.finish();
             }
         }
+        self.remember_blocks(with_removed);
         (deleted, live)
     }
 
@@ -918,6 +1054,32 @@ impl GraphStore for PageStore {
             let code = page::element_code(&element_item)
                 .map_err(|e| PageError(format!("item {id:?}: {e}")))?;
             self.inserted.set(Some((id, code)));
+        }
+        if plan.reuse {
+            // The element's page first, then its neighbour item's (the same
+            // or a later one): the order every writer of two pages keeps.
+            let mut wal = Wal::start(self.rel);
+            let epage = wal.register(Locked::exclusive(self.rel, id.block), false);
+            // SAFETY: page image under the WAL record, exclusively locked.
+            let old = unsafe { item(epage, id.block, id.offset)? };
+            let h =
+                ElementHeader::decode(old).map_err(|e| PageError(format!("item {id:?}: {e}")))?;
+            if !h.removed() || h.neighbours != plan.neighbours {
+                return err(id, "the removed element planned for reuse changed");
+            }
+            let npage = if plan.neighbours.block == id.block {
+                epage
+            } else {
+                wal.register(Locked::exclusive(self.rel, plan.neighbours.block), false)
+            };
+            // SAFETY: page images under the WAL record, exclusively locked;
+            // the element item keeps its size.
+            unsafe {
+                overwrite_item(epage, id, &element_item)?;
+                overwrite_item(npage, plan.neighbours, &neighbour_item)?;
+            }
+            wal.finish();
+            return Ok(());
         }
         let nblocks = self.nblocks();
         let mut wal = Wal::start(self.rel);

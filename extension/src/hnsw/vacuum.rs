@@ -5,8 +5,15 @@
 //! Marking goes page by page without the graph writers' lock; the repair
 //! ([`vigil_hnsw::repair`]) holds it, so no insert interleaves. Elements
 //! deleted by an earlier vacuum that was interrupted are picked up again.
-//! Removed elements keep their slots (ids must stay stable while a
-//! concurrent scan may still hold them).
+//! Removed elements keep their line pointers, and their pages go into the
+//! index's free space map, where a later insert finds a removed element's
+//! two items and writes its own over them
+//! (`PageStore::remember_removed`): an index that loses and gains rows
+//! stays its size. The id then names the new element. A scan that met the
+//! old one before the repair and returns it later reads the new element's
+//! heap row instead, which its snapshot cannot see: vacuum removed the old
+//! row because no snapshot saw it any more, so the scan began before the
+//! old element was unlinked, and the new row was written after.
 //!
 //! Then, with or without deletes, elements that no search can reach are
 //! linked again ([`link_unreached`]): inserts strand a few rows far from all
@@ -49,6 +56,7 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
         let mut store = PageStore::open(index);
         let params = store.params();
         vigil_hnsw::repair(&mut store, &params, &deleted).unwrap_or_else(|e| raise(index, e));
+        store.remember_removed(&deleted);
     }
     (*stats).tuples_removed += deleted.len() as f64;
     (*stats).num_index_tuples = live as f64;
