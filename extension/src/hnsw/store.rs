@@ -555,7 +555,7 @@ impl PageStore {
         for _ in 0..REUSE_TRIES {
             // SAFETY: a lookup in the index's free space map.
             let block = unsafe { pg_sys::GetPageWithFreeSpace(self.rel, REUSABLE_MARK) };
-            if block == pg_sys::InvalidBlockNumber || block <= META_BLOCK || block >= nblocks {
+            if block == pg_sys::InvalidBlockNumber || block == META_BLOCK || block >= nblocks {
                 return None;
             }
             let (mut split, mut removed) = (Vec::new(), false);
