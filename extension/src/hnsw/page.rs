@@ -62,8 +62,8 @@
 //! graph is its item's TID packed as `block << 16 | offset`: line pointers
 //! are never freed, so an id always names an element item. Once vacuum has
 //! unlinked a removed element (flag 2), a later insert may write its own
-//! element and neighbour items over the removed one's (when both sit on one
-//! page), and the id names the new element (`store.rs`, `vacuum.rs`).
+//! element and neighbour items over the removed one's, and the id names the
+//! new element (`store.rs`, `vacuum.rs`).
 //! The element and its neighbour item are split so a 2,000-dimension vector
 //! (8,016 bytes) still fits on a page, and so small neighbour items fill the
 //! gaps that vectors leave.
