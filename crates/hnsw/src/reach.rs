@@ -28,6 +28,9 @@ use crate::search::{descend, score, search_layer};
 use crate::store::GraphStore;
 use crate::{IdMap, IdSet, Params, StoreError};
 
+/// Lists a walk reads between calls to [`GraphStore::pause_point`].
+const PAUSE_EVERY: usize = 1024;
+
 /// Walks after which [`link_unreached`] stops even if some element is still
 /// unreached: two unless a concurrent insert strands one meanwhile.
 const MAX_WALKS: usize = 4;
@@ -85,6 +88,7 @@ pub fn link_unreached<S: GraphStore>(
         }
         let mut progress = false;
         for x in unreached {
+            store.pause_point();
             // Reached already through an element linked before it?
             if !walk.reached.contains(&x) && link_one(store, params, &mut walk, entry, x)? {
                 report.linked += 1;
@@ -155,7 +159,12 @@ impl<I: crate::store::ElementId> Walk<I> {
             return Ok(());
         }
         self.queue.push(from);
+        let mut read = 0usize;
         while let Some(id) = self.queue.pop() {
+            read += 1;
+            if read % PAUSE_EVERY == 0 {
+                store.pause_point();
+            }
             store
                 .neighbours(id, 0, &mut self.list)
                 .map_err(StoreError::<S>::Storage)?;

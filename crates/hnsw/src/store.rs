@@ -101,6 +101,11 @@ pub trait GraphStore {
         out: &mut Vec<Self::Id>,
     ) -> Result<(), Self::Error>;
 
+    /// Called now and then by passes over the whole graph (the walk of
+    /// [`crate::reach`]), so a store inside a database server can let it
+    /// cancel or pace them. Does nothing by default.
+    fn pause_point(&self) {}
+
     /// Whether the store keeps each layer-0 link's code ([`crate::codes`])
     /// and lends it with [`GraphStore::neighbours_coded`]. A cosine search
     /// then reads only the neighbours whose estimate could enter its beam.

@@ -954,6 +954,13 @@ impl GraphStore for PageStore {
         self.with_neighbour_item(id, |bytes| self.meta.lists().read(bytes, layer, out))
     }
 
+    /// Vacuum's pause: the server's cancel requests and the vacuum cost
+    /// delay, as vacuum's own passes over the pages take them.
+    fn pause_point(&self) {
+        // SAFETY: plain function, checks for cancel and applies vacuum_cost_delay.
+        unsafe { pg_sys::vacuum_delay_point() };
+    }
+
     fn keeps_codes(&self) -> bool {
         self.meta.encoding.coded()
     }
