@@ -162,7 +162,7 @@ impl<I: crate::store::ElementId> Walk<I> {
         let mut read = 0usize;
         while let Some(id) = self.queue.pop() {
             read += 1;
-            if read % PAUSE_EVERY == 0 {
+            if read.is_multiple_of(PAUSE_EVERY) {
                 store.pause_point();
             }
             store
