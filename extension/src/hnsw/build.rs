@@ -138,7 +138,7 @@ pub unsafe extern "C-unwind" fn ambuild(
         write_graph(&mut state);
     } else {
         // The in-memory build links them itself.
-        super::vacuum::link_unreached(index, state.indexed as usize);
+        let _ = super::vacuum::link_unreached(index, state.indexed as usize);
     }
     let mut result = PgBox::<pg_sys::IndexBuildResult>::alloc0();
     result.heap_tuples = heap_tuples;

@@ -75,19 +75,27 @@ pub unsafe extern "C-unwind" fn amvacuumcleanup(
     }
     let index = (*info).index;
     let stats = if stats.is_null() {
-        // No bulk delete ran (nothing dead): count the live elements.
+        // No bulk delete ran (nothing dead): the walk counts the live
+        // elements as it goes (the heap's row count sizes it); only when it
+        // is skipped are they counted here.
         let stats = PgBox::<pg_sys::IndexBulkDeleteResult>::alloc0().into_pg();
-        let store = PageStore::open(index);
-        let mut live = 0usize;
-        store
-            .for_each_element(&mut |_, meta| live += usize::from(!meta.deleted))
-            .unwrap_or_else(|e| raise(index, e));
+        let estimate = (*info).num_heap_tuples.max(0.0) as usize;
+        let live = match link_unreached(index, estimate) {
+            Some(report) => report.live,
+            None => {
+                let mut live = 0usize;
+                PageStore::open(index)
+                    .for_each_element(&mut |_, meta| live += usize::from(!meta.deleted))
+                    .unwrap_or_else(|e| raise(index, e));
+                live
+            }
+        };
         (*stats).num_index_tuples = live as f64;
         stats
     } else {
+        link_unreached(index, (*stats).num_index_tuples as usize);
         stats
     };
-    link_unreached(index, (*stats).num_index_tuples as usize);
     (*stats).num_pages =
         pg_sys::RelationGetNumberOfBlocksInFork(index, pg_sys::ForkNumber::MAIN_FORKNUM);
     stats
@@ -98,12 +106,15 @@ pub unsafe extern "C-unwind" fn amvacuumcleanup(
 /// empty, and the list of live ids.
 const REACH_BYTES_PER_ELEMENT: usize = 64;
 
-/// Links the elements of `index` (`live` of them) that no search can reach,
-/// under the graph's shared lock, so inserts go on; the server log says how
-/// many. Skipped, and logged, when its memory would exceed
+/// Links the elements of `index` (about `live` of them) that no search can
+/// reach, under the graph's shared lock, so inserts go on; the server log
+/// says how many. Skipped (`None`), and logged, when its memory would exceed
 /// `maintenance_work_mem`. Also run at the end of a build that did not fit
 /// in memory.
-pub(super) fn link_unreached(index: pg_sys::Relation, live: usize) {
+pub(super) fn link_unreached(
+    index: pg_sys::Relation,
+    live: usize,
+) -> Option<vigil_hnsw::ReachReport> {
     // SAFETY: a plain read of a GUC variable in this backend.
     let limit = unsafe { pg_sys::maintenance_work_mem } as usize;
     if live.saturating_mul(REACH_BYTES_PER_ELEMENT) > limit.saturating_mul(1024) {
@@ -111,7 +122,7 @@ pub(super) fn link_unreached(index: pg_sys::Relation, live: usize) {
             "vigil_hnsw index \"{}\": {live} elements need more than maintenance_work_mem ({limit} kB) to find any no search reaches; not looked for",
             relation_name(index)
         );
-        return;
+        return None;
     }
     let _lock = GraphLock::share(index);
     let mut store = PageStore::open(index);
@@ -128,4 +139,5 @@ pub(super) fn link_unreached(index: pg_sys::Relation, live: usize) {
             report.left
         );
     }
+    Some(report)
 }
