@@ -17,9 +17,10 @@ psql as the superuser on the bench cluster).
 4. Searching: first one client in SQL (the 300 queries of queries.tsv
    through query_embeddings, keyword_search and hybrid_search: the cost of a
    search without HTTP or queueing); then over HTTP /queryEmbeddings and
-   /hybridSearch (limit 10), 16 clients at once, BENCH_QUERIES requests
-   each: p50 and p99 of the answered ones, requests per second, and how many
-   passed the time limit. The 300 queries come round again (the sidecar's
+   /hybridSearch (limit 10), 16 clients at once (wrk's 16 connections, or
+   with BENCH_DRIVER=python this script's 16 threads), BENCH_QUERIES
+   requests each: p50 and p99, requests per second, and how many passed the
+   time limit. The 300 queries come round again (the sidecar's
    cache of query embeddings then answers most without the model); in the
    big database a second run asks only queries never asked before (the
    model runs for each). Then the same in a database holding 1% as many
@@ -32,7 +33,7 @@ BENCH_REUSE=1 keeps databases already stored at these sizes (searches only).
 BENCH_PERF=1 also samples the whole machine (`perf record -a -g`, 499 Hz)
 while each search of the big database runs (queries in turn, then new ones),
 and prints where its time went: idle, ONNX Runtime, the rest of PostgreSQL,
-the sidecar, this driver, as shares of the cores and per request.
+the sidecar, the load generator, as shares of the cores and per request.
 """
 
 import contextlib
@@ -56,6 +57,8 @@ RECORDS = int(os.environ.get("BENCH_RECORDS", "100000"))
 SAMPLE = int(os.environ.get("BENCH_SAMPLE", "1000"))
 QUERIES = int(os.environ.get("BENCH_QUERIES", "1600"))
 CLIENTS = 16
+DRIVER = os.environ.get("BENCH_DRIVER", "wrk")
+WRK_SCRIPT = os.path.join(os.path.dirname(__file__), "search.lua")
 BASE = urllib.parse.urlparse(os.environ["VIGIL_HTTP"])
 CREDS = {"userKey": os.environ["VIGIL_USER_KEY"], "account": os.environ["VIGIL_ACCOUNT"]}
 PSQL = os.environ["PSQL"].split()
@@ -193,10 +196,52 @@ def raw_embed(recs):
 
 
 def latencies(path, db, queries, count):
-    """p50 and p99 in ms of the answered requests, requests per second, the
-    fewest results in an answer, how many got 503 timeout, and the share of
-    one core this driver itself used (it runs on the same 2 cores), of
-    `count` requests from 16 clients."""
+    """p50 and p99 in ms, requests per second, the fewest results in an
+    answer, how many got 503 timeout, and the share of one core the load
+    generator itself used (it runs on the same 2 cores), of `count`
+    requests from 16 clients, each asking the next of `queries` (in turn).
+    The clients are wrk's (`DRIVER`, default) or this script's threads."""
+    if DRIVER == "wrk":
+        return wrk_latencies(path, db, queries, count)
+    return thread_latencies(path, db, queries, count)
+
+
+def wrk_latencies(path, db, queries, count):
+    """latencies() from wrk (one thread, 16 connections, search.lua): a C
+    event loop that costs the machine a few percent of one core, where the
+    threads below cost 16 to 28%. wrk's percentiles count every answer, so a
+    503 timeout counts at its time (there are none in a normal run)."""
+    asked = [queries[i % len(queries)] for i in range(count + CLIENTS)]  # + those in flight at the stop
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as qf:
+        qf.write("".join(json.dumps(q) + "\n" for q in asked))
+        qf.flush()
+        env = {**os.environ, "BENCH_QUERY_FILE": qf.name, "BENCH_REQUESTS": str(count),
+               "BENCH_USER_KEY_JSON": json.dumps(CREDS["userKey"]), "BENCH_ACCOUNT_JSON": json.dumps(CREDS["account"]),
+               "BENCH_DB_JSON": json.dumps(db)}
+        cpu = os.times()
+        wrk = subprocess.Popen(
+            ["wrk", "-t1", f"-c{CLIENTS}", "-d600s", "--timeout", "30s", "-s", WRK_SCRIPT,
+             f"{os.environ['VIGIL_HTTP']}{path}"],
+            env=env, text=True, stdout=subprocess.PIPE)
+        out = []
+        for line in wrk.stdout:  # search.lua's line when the answers are in: end the run as Ctrl-C does
+            out.append(line)
+            if line == "ANSWERED\n":
+                wrk.send_signal(signal.SIGINT)
+        if wrk.wait() != 0:
+            raise RuntimeError(f"{path}: wrk exited with {wrk.returncode}: {''.join(out)}")
+        cpu_after = os.times()
+    got = json.loads(next(line for line in out if line.startswith("{")))
+    if got["other"] or got["answered"] < count:
+        raise RuntimeError(f"{path}: wrk: {got}")
+    client_cpu = (cpu_after.children_user + cpu_after.children_system
+                  - cpu.children_user - cpu.children_system) / got["seconds"]
+    return got["p50"], got["p99"], got["requests"] / got["seconds"], got["fewest"], got["timeouts"], client_cpu
+
+
+def thread_latencies(path, db, queries, count):
+    """latencies() from 16 threads of this script (`BENCH_DRIVER=python`),
+    each with a connection, timing only the answered requests."""
     lock = threading.Lock()
     times, results, timeouts = [], [], []
 
@@ -238,7 +283,7 @@ class MachineProfile:
         ("ONNX Runtime", lambda comm, dso: "libonnxruntime" in dso),
         ("PostgreSQL", lambda comm, dso: comm == "postgres"),
         ("sidecar", lambda comm, dso: comm.startswith("tokio") or comm.startswith("vigil")),
-        ("driver", lambda comm, dso: comm.startswith("python")),
+        ("load generator", lambda comm, dso: comm.startswith("python") or comm.startswith("wrk")),
     )
 
     def __enter__(self):
@@ -366,7 +411,10 @@ def load(recs, small):
     print(f"RESULT store {len(rest)} more records, two clients: {len(rest) / seconds:.1f} records/s "
           f"({seconds / 60:.1f} min)", flush=True)
     store_all("small", small, 2)
-    subprocess.run(PSQL, input="VACUUM ANALYZE vigil.vector_records; VACUUM ANALYZE vigil.vector_terms;",
+    # The searches are timed on a settled cluster: vacuumed, analysed, and
+    # with the storing's dirty pages written (else the checkpoint they set
+    # off writes gigabytes beside the first searches), as pgbench settles.
+    subprocess.run(PSQL, input="VACUUM ANALYZE vigil.vector_records; VACUUM ANALYZE vigil.vector_terms; CHECKPOINT;",
                    text=True, check=True, stdout=subprocess.DEVNULL)
 
 
@@ -415,7 +463,7 @@ def main():
                 print(f"RESULT {path} over {n} records ({db}), {CLIENTS} clients, {QUERIES} requests, "
                       f"{kind}: p50 {p50:.1f} ms, p99 {p99:.1f} ms (of those answered), "
                       f"{rate:.0f} requests/s, fewest results {fewest}, {timeouts} over the time limit (503); "
-                      f"this driver used {client_cpu:.0%} of one core",
+                      f"the load generator ({DRIVER}) used {client_cpu:.0%} of one core",
                       flush=True)
                 calls, texts = waited.pop("batches")
                 if calls > 0:
