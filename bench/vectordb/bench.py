@@ -412,8 +412,8 @@ def load(recs, small):
           f"({seconds / 60:.1f} min)", flush=True)
     store_all("small", small, 2)
     # The searches are timed on a settled cluster: vacuumed, analysed, and
-    # with the storing's dirty pages written (else the checkpoint they set
-    # off writes gigabytes beside the first searches), as pgbench settles.
+    # with the storing's dirty pages written (else a timed checkpoint may
+    # write them beside the first searches).
     subprocess.run(PSQL, input="VACUUM ANALYZE vigil.vector_records; VACUUM ANALYZE vigil.vector_terms; CHECKPOINT;",
                    text=True, check=True, stdout=subprocess.DEVNULL)
 
