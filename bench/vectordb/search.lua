@@ -36,10 +36,13 @@ function response(status, headers, body)
     elseif status == 503 and string.find(body, '"timeout"', 1, true) then
         timeouts = timeouts + 1
     else
+        -- The run is void: say why once and end it.
         other = other + 1
-        io.stderr:write(string.format("status %d: %s\n", status, string.sub(body, 1, 300)))
+        if other == 1 then
+            io.stderr:write(string.format("status %d: %s\n", status, string.sub(body, 1, 300)))
+        end
     end
-    if answered == wanted then
+    if answered == wanted or other == 1 then
         -- wrk runs for its -d duration even when its threads stop: this
         -- line asks bench.py to end the run with a SIGINT, as Ctrl-C does.
         wrk.thread:stop()
