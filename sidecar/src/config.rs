@@ -111,7 +111,7 @@ pub struct ServeArgs {
     /// Threads that serve requests; 0, the default, is one per core of this
     /// machine. Fewer wake each other less: one on 2 cores served searches
     /// a few per cent faster but risk assessments, whose own work here is a
-    /// larger share, 12% slower (README, "The sidecar's threads").
+    /// larger share, 12% slower (docs/performance-log.md, "The sidecar's threads").
     #[arg(long, env = "VIGIL_WORKER_THREADS", default_value_t = 0)]
     worker_threads: usize,
 }

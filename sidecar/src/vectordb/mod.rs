@@ -136,7 +136,7 @@ impl SearchOn<'_> {
 /// waits for its batch before the request takes a connection: a search then
 /// holds no connection while the model runs, and a batch takes every search
 /// waiting for one, not only those holding connections (the pool is a few
-/// per core). README, "Queries embedded before the connection", has the
+/// per core). docs/performance-log.md, "Queries embedded before the connection", has the
 /// figures. The search then enters the account in its own round trip.
 /// Otherwise, and for a query that would be refused, the account is entered
 /// first: the model never runs for credentials the database has not passed,
