@@ -5,7 +5,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum_server::tls_rustls::RustlsConfig;
+use axum_server::accept::NoDelayAcceptor;
+use axum_server::tls_rustls::{RustlsAcceptor, RustlsConfig};
 use axum_server::Handle;
 
 use crate::app;
@@ -79,19 +80,24 @@ pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
     tokio::spawn(shutdown_on_signal(handle.clone())?);
 
     let service = router.into_make_service_with_connect_info::<SocketAddr>();
+    // Connections are TCP_NODELAY, as web servers set them: an answer
+    // longer than one segment goes out whole, not with its last, partial
+    // segment held back until the client acknowledges the others (Nagle).
     let scheme = if tls.is_some() { "https" } else { "http" };
     // A plain line on stdout for scripts and tests that start us on port 0.
     println!("vigil-sidecar listening on {scheme}://{addr}");
     tracing::info!(%addr, scheme, "listening");
     match tls {
         Some(config) => {
-            axum_server::from_tcp_rustls(listener, config)?
+            axum_server::from_tcp(listener)?
+                .acceptor(RustlsAcceptor::new(config).acceptor(NoDelayAcceptor))
                 .handle(handle)
                 .serve(service)
                 .await?
         }
         None => {
             axum_server::from_tcp(listener)?
+                .acceptor(NoDelayAcceptor)
                 .handle(handle)
                 .serve(service)
                 .await?
