@@ -162,6 +162,8 @@ fn shrink(image: &RgbImage, factor: u32) -> RgbImage {
     RgbImage::from_raw(w as u32, h as u32, out).unwrap_or_else(|| RgbImage::new(w as u32, h as u32))
 }
 
+/// `image` scaled to `width` (height in proportion): averaged when shrinking,
+/// which is fast and smooths as a low-pass should; interpolated when growing.
 pub(crate) fn to_width<I, P>(image: &I, width: u32) -> ImageBuffer<P, Vec<u8>>
 where
     I: image::GenericImageView<Pixel = P>,
