@@ -192,6 +192,27 @@ fn checked(method: &str, template: &str, request: RequestBuilder) -> (u16, Value
 }
 
 #[test]
+fn every_endpoint_of_the_document_is_in_readmes_http_table() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("README.md");
+    let paths = document()["paths"].as_object().expect("paths");
+    let mut missing = Vec::new();
+    for (path, operations) in paths {
+        for method in operations.as_object().expect("operations").keys() {
+            let row = format!("| `{} {path}", method.to_uppercase());
+            if !readme.contains(&row) {
+                missing.push(row);
+            }
+        }
+    }
+    assert!(paths.len() >= 15, "{paths:?}");
+    assert!(
+        missing.is_empty(),
+        "endpoints missing from README's HTTP table: {missing:?}"
+    );
+}
+
+#[test]
 fn the_document_is_openapi_3_1_with_every_endpoint_and_the_security_schemes() {
     let doc = document();
     assert_eq!(doc["openapi"], "3.1.0");
