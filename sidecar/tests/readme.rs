@@ -1,4 +1,5 @@
-//! README's error table names every `code` the sidecar can answer with.
+//! README keeps up with the code: its error table names every `code` the
+//! sidecar can answer with, and it names the version the build installs.
 //!
 //! The codes are read from the sources: the first string literal after a
 //! `StatusCode::NAME` (the status an error is made with), after
@@ -83,5 +84,17 @@ fn every_error_code_the_sidecar_answers_with_is_in_readmes_error_table() {
     assert!(
         missing.is_empty(),
         "codes missing from README's error table: {missing:?}"
+    );
+}
+
+#[test]
+fn readme_names_the_version_the_build_installs() {
+    // The extension and the sidecar share the workspace's version.
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("README.md");
+    let stated = format!("workspace version, now **{}**", env!("CARGO_PKG_VERSION"));
+    assert!(
+        readme.contains(&stated),
+        "README's \"Versions and upgrades\" should say: {stated}"
     );
 }
