@@ -1,5 +1,6 @@
 //! README keeps up with the code: its error table names every `code` the
-//! sidecar can answer with, and it names the version the build installs.
+//! sidecar can answer with, it names the version the build installs, and
+//! every environment variable of the sidecar and setting of the extension.
 //!
 //! The codes are read from the sources: the first string literal after a
 //! `StatusCode::NAME` (the status an error is made with), after
@@ -96,5 +97,48 @@ fn readme_names_the_version_the_build_installs() {
     assert!(
         readme.contains(&stated),
         "README's \"Versions and upgrades\" should say: {stated}"
+    );
+}
+
+/// `needle`-prefixed quoted names in the `.rs` files below `dir`: `env =
+/// "` gives the sidecar's environment variables, `c"vigil.` the settings
+/// the extension defines (as pgrx takes their names).
+fn quoted_after(dir: &Path, needle: &str) -> BTreeSet<String> {
+    let mut files = Vec::new();
+    sources(dir, &mut files);
+    let mut names = BTreeSet::new();
+    for (_, text) in files {
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find(needle) {
+            let name = &rest[at + needle.len()..];
+            let end = name.find('"').unwrap_or(0);
+            names.insert(name[..end].to_owned());
+            rest = &name[end..];
+        }
+    }
+    names
+}
+
+#[test]
+fn every_setting_is_in_readme() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("../README.md")).expect("README.md");
+    let variables = quoted_after(&root.join("src"), "env = \"");
+    let settings: BTreeSet<String> = quoted_after(&root.join("../extension/src"), "c\"vigil.")
+        .into_iter()
+        .map(|name| format!("vigil.{name}"))
+        .collect();
+    assert!(
+        variables.len() >= 10 && settings.len() >= 10,
+        "{variables:?} {settings:?}"
+    );
+    let missing: Vec<_> = variables
+        .iter()
+        .chain(&settings)
+        .filter(|name| !readme.contains(&format!("`{name}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "settings missing from README: {missing:?}"
     );
 }
