@@ -1,6 +1,6 @@
 //! The HTTP surface integrators and operators use: CORS for browsers, the
 //! OpenAPI document (real answers of every endpoint must match it), and the
-//! Prometheus metrics.
+//! Prometheus metrics; and README naming every endpoint and SQL function.
 
 use std::sync::OnceLock;
 
@@ -209,6 +209,27 @@ fn every_endpoint_of_the_document_is_in_readmes_http_table() {
     assert!(
         missing.is_empty(),
         "endpoints missing from README's HTTP table: {missing:?}"
+    );
+}
+
+#[test]
+fn every_public_sql_function_of_the_extension_is_in_readme() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("README.md");
+    // Names starting with `_` are the extension's internals.
+    let names = shared().psql(
+        "SELECT DISTINCT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace \
+         WHERE n.nspname = 'vigil' AND p.prokind IN ('f', 'p') AND p.proname !~ '^_' ORDER BY 1",
+    );
+    let names: Vec<&str> = names.lines().collect();
+    assert!(names.len() >= 30, "{names:?}");
+    let missing: Vec<_> = names
+        .iter()
+        .filter(|name| !readme.contains(&format!("vigil.{name}")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "SQL functions missing from README: {missing:?}"
     );
 }
 
