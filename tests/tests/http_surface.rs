@@ -1,6 +1,6 @@
 //! The HTTP surface integrators and operators use: CORS for browsers, the
 //! OpenAPI document (real answers of every endpoint must match it), and the
-//! Prometheus metrics; and README naming every endpoint and SQL function.
+//! Prometheus metrics.
 
 use std::sync::OnceLock;
 
@@ -189,48 +189,6 @@ fn checked(method: &str, template: &str, request: RequestBuilder) -> (u16, Value
     );
     assert_matches(&pointer, &body, &format!("{method} {template} {status}"));
     (status, body)
-}
-
-#[test]
-fn every_endpoint_of_the_document_is_in_readmes_http_table() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
-        .expect("README.md");
-    let paths = document()["paths"].as_object().expect("paths");
-    let mut missing = Vec::new();
-    for (path, operations) in paths {
-        for method in operations.as_object().expect("operations").keys() {
-            let row = format!("| `{} {path}", method.to_uppercase());
-            if !readme.contains(&row) {
-                missing.push(row);
-            }
-        }
-    }
-    assert!(paths.len() >= 15, "{paths:?}");
-    assert!(
-        missing.is_empty(),
-        "endpoints missing from README's HTTP table: {missing:?}"
-    );
-}
-
-#[test]
-fn every_public_sql_function_of_the_extension_is_in_readme() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
-        .expect("README.md");
-    // Names starting with `_` are the extension's internals.
-    let names = shared().psql(
-        "SELECT DISTINCT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace \
-         WHERE n.nspname = 'vigil' AND p.prokind IN ('f', 'p') AND p.proname !~ '^_' ORDER BY 1",
-    );
-    let names: Vec<&str> = names.lines().collect();
-    assert!(names.len() >= 30, "{names:?}");
-    let missing: Vec<_> = names
-        .iter()
-        .filter(|name| !readme.contains(&format!("vigil.{name}")))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "SQL functions missing from README: {missing:?}"
-    );
 }
 
 #[test]
