@@ -1,6 +1,7 @@
 //! README keeps up with the code. A new user reads README, not the
 //! sources, so each list README gives is checked against what the build
-//! has: every endpoint of the OpenAPI document, every public SQL function
+//! has: every endpoint of the OpenAPI document, every metric served (a
+//! labelled family appears once it has a sample), every public SQL function
 //! of the installed extension, every error code the sidecar can answer
 //! with, every reason code of the identity verdict, every environment
 //! variable of the sidecar and setting of the extension, and the version
@@ -112,6 +113,26 @@ fn every_endpoint_of_the_openapi_document_is_in_the_http_table() {
     assert_readme_names("endpoints", &endpoints, 15, &readme(), |e| {
         format!("| `{e}")
     });
+}
+
+#[test]
+fn every_metric_served_is_in_the_metrics_table() {
+    // One answered request, so the HTTP families have samples.
+    reqwest::blocking::get(shared().url("/healthz")).expect("answered");
+    let text = reqwest::blocking::get(shared().url("/metrics"))
+        .and_then(|r| r.text())
+        .expect("the metrics");
+    // `# TYPE name kind`; a counter's samples, as README names them, end in `_total`.
+    let metrics = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_once(' '))
+        .map(|(name, kind)| match kind {
+            "counter" => format!("{name}_total"),
+            _ => name.to_owned(),
+        })
+        .collect();
+    assert_readme_names("metrics", &metrics, 10, &readme(), |m| format!("`{m}`"));
 }
 
 #[test]
