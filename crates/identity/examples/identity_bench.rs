@@ -3,7 +3,10 @@
 //! thread, over the same bytes, decoding alone (the baseline: what any image
 //! service pays) and the whole assessment (decode, checks, hash, verdict).
 //!
-//! cargo run --release -p vigil-identity --features synthetic --example identity_bench -- OUT.jpg [RUNS]
+//! cargo run --release -p vigil-identity --features synthetic --example identity_bench -- OUT.jpg [RUNS [WIDTHxHEIGHT]]
+//!
+//! The photo is 1732 x 1155 (2 megapixels) unless WIDTHxHEIGHT says
+//! otherwise (a phone's 12 megapixels: 4032x3024).
 
 use std::time::Instant;
 
@@ -12,14 +15,23 @@ use vigil_identity::{analyse, decode, judge, FaceDetector};
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let out = args.next().expect("usage: identity_bench OUT.jpg [RUNS]");
+    let out = args
+        .next()
+        .expect("usage: identity_bench OUT.jpg [RUNS [WIDTHxHEIGHT]]");
     let runs: usize = args
         .next()
         .map_or(50, |r| r.parse().expect("RUNS is a number"));
     // 1732 x 1155 = 2.0 megapixels, 3:2 as a phone photo.
+    let (width, height) = args.next().map_or((1732, 1155), |size| {
+        let (w, h) = size.split_once('x').expect("WIDTHxHEIGHT");
+        (
+            w.parse().expect("WIDTH is a number"),
+            h.parse().expect("HEIGHT is a number"),
+        )
+    });
     let scene = Scene {
-        width: 1732,
-        height: 1155,
+        width,
+        height,
         ..Scene::default()
     };
     let bytes = s::jpeg(&s::card_in(42, scene), 90, Some(s::camera_exif()));
@@ -46,7 +58,7 @@ fn main() {
         codes = judge(&analysis, None).codes();
     });
     println!(
-        "image: {} bytes, 1732x1155 JPEG, reasons {codes:?}",
+        "image: {} bytes, {width}x{height} JPEG, reasons {codes:?}",
         bytes.len()
     );
     println!("in-process, one thread, {runs} runs:");
