@@ -615,13 +615,10 @@ impl PageStore {
         None
     }
 
-    /// Offers the pages of `removed` elements to later inserts through the
-    /// index's free space map; called by vacuum once they are unlinked.
-    pub fn remember_removed(&self, removed: &[Tid]) {
-        self.remember_blocks(removed.iter().map(|t| t.block).collect());
-    }
-
-    fn remember_blocks(&self, mut blocks: Vec<u32>) {
+    /// Offers `blocks`, pages holding removed (unlinked) elements, to later
+    /// inserts through the index's free space map; called by vacuum once per
+    /// pass, for the elements it removed and those removed before.
+    pub fn remember_removed(&self, mut blocks: Vec<u32>) {
         blocks.sort_unstable();
         blocks.dedup();
         for &block in &blocks {
@@ -773,11 +770,12 @@ impl PageStore {
 
     /// Marks every element whose heap row `dead` reports gone as deleted, a
     /// page (one WAL record) at a time. Returns the deleted-but-not-removed
-    /// elements (new and from earlier, interrupted vacuums) and the live count.
-    /// Pages holding elements removed before are offered for reuse again:
-    /// the free space map is a hint, and vacuums by builds before slots were
-    /// reused (stop 40) never recorded them.
-    pub fn mark_dead(&mut self, mut dead: impl FnMut(Tid) -> bool) -> (Vec<Tid>, usize) {
+    /// elements (new and from earlier, interrupted vacuums), the live count,
+    /// and the pages holding elements removed before, for vacuum to offer
+    /// for reuse again with the ones it removes now
+    /// ([`PageStore::remember_removed`]): the free space map is a hint, and
+    /// vacuums by builds before slots were reused (stop 40) never recorded them.
+    pub fn mark_dead(&mut self, mut dead: impl FnMut(Tid) -> bool) -> (Vec<Tid>, usize, Vec<u32>) {
         let (mut deleted, mut live) = (Vec::new(), 0);
         let mut with_removed = Vec::new();
         for block in 1..self.nblocks() {
@@ -821,8 +819,7 @@ impl PageStore {
                 wal.finish();
             }
         }
-        self.remember_blocks(with_removed);
-        (deleted, live)
+        (deleted, live, with_removed)
     }
 
     /// Calls `f` with the metadata and the vector as stored of element

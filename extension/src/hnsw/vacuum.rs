@@ -45,7 +45,7 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
         return stats;
     };
     let mut store = PageStore::open(index);
-    let (deleted, live) = store.mark_dead(|heap: Tid| {
+    let (deleted, live, mut removed_pages) = store.mark_dead(|heap: Tid| {
         let mut tid = pg_sys::ItemPointerData::default();
         pgrx::itemptr::item_pointer_set_all(&mut tid, heap.block, heap.offset);
         // SAFETY: the callback Postgres gave us, with its state.
@@ -56,8 +56,9 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
         let mut store = PageStore::open(index);
         let params = store.params();
         vigil_hnsw::repair(&mut store, &params, &deleted).unwrap_or_else(|e| raise(index, e));
-        store.remember_removed(&deleted);
+        removed_pages.extend(deleted.iter().map(|t| t.block));
     }
+    store.remember_removed(removed_pages);
     (*stats).tuples_removed += deleted.len() as f64;
     (*stats).num_index_tuples = live as f64;
     (*stats).num_pages =
