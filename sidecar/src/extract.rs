@@ -12,6 +12,7 @@
 
 use std::marker::PhantomData;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
@@ -27,6 +28,15 @@ use crate::auth::{self, AccountCredentials, ApiCaller};
 use crate::error::ApiError;
 use crate::json::{json_bytes, parse, read_body, JsonBody};
 use crate::state::AppState;
+use crate::vectordb::query_batch::Then;
+
+/// A statement parameter owned, to be run later or elsewhere.
+pub type Param = Box<dyn ToSql + Sync + Send>;
+
+/// `params` as a statement takes them.
+pub fn param_refs(params: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
+    params.iter().map(|p| &**p as &(dyn ToSql + Sync)).collect()
+}
 
 /// An API key scope, as a type, so each endpoint names its own in its signature.
 pub trait Scope {
@@ -220,6 +230,44 @@ impl Account {
             params,
         )
         .await
+    }
+
+    /// What [`Account::run_admitted`] runs, made to run later on another
+    /// connection, a query embedder's
+    /// ([`QueryBatcher::search`](crate::vectordb::query_batch::QueryBatcher::search)), with the
+    /// query's embedding as its last parameter (`params` are the others). Only
+    /// for a request [`Account::admit_early`] admitted.
+    pub fn admitted_search(
+        &self,
+        sql: &'static str,
+        params: Vec<Param>,
+    ) -> Result<Then<deadpool_postgres::Client>, ApiError> {
+        if !self.charged {
+            return Err(ApiError::internal(
+                "a statement ran before its account was admitted",
+            ));
+        }
+        let limits = Arc::clone(&self.state.limits);
+        let credentials = self.credentials.clone();
+        let db_name = self.db_name.clone();
+        let ip = self.ip;
+        Ok(Box::new(move |db, embedding| {
+            Box::pin(async move {
+                let vector = Some(&*embedding);
+                let mut refs = param_refs(&params);
+                refs.push(&vector);
+                auth::enter_account_and_run(
+                    &limits,
+                    db,
+                    &credentials,
+                    Some(&db_name),
+                    ip,
+                    sql,
+                    &refs,
+                )
+                .await
+            })
+        }))
     }
 
     /// The database the request is about (`dbName`).

@@ -1171,6 +1171,106 @@ fn a_search_in_one_round_trip_leaves_its_connection_clean() {
     assert_eq!(ids(me.hybrid("same", "a refund", 10)), mine);
 }
 
+/// Searches admitted early run on the query embedder's connection, right
+/// after their batch's model call, all sent at once. On a sidecar with one
+/// embedder, no kept embeddings and passes that last a minute, two accounts
+/// with the same `dbName` search at once, with a search refused (400) among
+/// theirs: each answer holds only its account's records, the refusal is its
+/// own, none of these searches took a pooled connection, and they shared
+/// model calls, so several ran on one connection one after another.
+#[test]
+fn searches_batched_together_each_run_for_their_own_account() {
+    let me = caller("embedderrun");
+    let other = caller("embedderrun2");
+    for (who, records) in [(&me, &VARIED[..3]), (&other, &VARIED[3..5])] {
+        who.create("same");
+        who.store_all("same", records);
+    }
+    let env = me.env.with_sidecar(SidecarOptions {
+        env: &[
+            ("VIGIL_QUERY_EMBEDDERS", "1"),
+            ("VIGIL_QUERY_CACHE_ENTRIES", "0"),
+            ("VIGIL_AUTH_CACHE_MS", "60000"),
+        ],
+        ..Default::default()
+    });
+    let [me, other] = [&me, &other].map(|c| Caller {
+        env: env.clone(),
+        ..(*c).clone()
+    });
+    let ids = |found: &Value| {
+        let mut ids: Vec<i64> = found.as_array().expect("an array").iter().map(id).collect();
+        ids.sort();
+        ids
+    };
+    // Each account's first search is checked before its query is embedded.
+    let mine = ids(&json!(me.query("same", "reset my password")));
+    let theirs = ids(&json!(other.hybrid("same", "reset my password", 10)));
+    assert_eq!((mine.len(), theirs.len()), (3, 2));
+
+    let pooled = metric(&env, "vigil_db_pool_wait_seconds_count");
+    let calls = counter(&env, "vigil_query_batches");
+    let searches: Vec<(&Caller, &str, Value, Option<&Vec<i64>>)> = (0..12)
+        .map(|i| {
+            let q = format!("where is my parcel {i}");
+            match i % 4 {
+                0 => (&me, "/queryEmbeddings", json!({"query": q}), Some(&mine)),
+                1 => (&other, "/hybridSearch", json!({"query": q}), Some(&theirs)),
+                2 => (
+                    &me,
+                    "/hybridSearch",
+                    json!({"query": q, "limit": 5000}),
+                    None,
+                ),
+                _ => (
+                    &other,
+                    "/queryEmbeddings",
+                    json!({"query": q}),
+                    Some(&theirs),
+                ),
+            }
+        })
+        .collect();
+    let start = std::sync::Barrier::new(searches.len());
+    let answers: Vec<(u16, Value)> = std::thread::scope(|s| {
+        let running: Vec<_> = searches
+            .iter()
+            .map(|(who, path, fields, _)| {
+                let start = &start;
+                s.spawn(move || {
+                    start.wait();
+                    who.send(path, "same", fields.clone())
+                })
+            })
+            .collect();
+        running.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    for ((who, path, fields, want), answer) in searches.iter().zip(answers) {
+        match want {
+            Some(want) => {
+                assert_eq!(
+                    answer.0, 200,
+                    "{} {path} {fields}: {}",
+                    who.account, answer.1
+                );
+                assert_eq!(&ids(&answer.1), *want, "{} {path} {fields}", who.account);
+            }
+            None => assert_error(answer, 400, "invalid_field", "limit"),
+        }
+    }
+    assert_eq!(
+        metric(&env, "vigil_db_pool_wait_seconds_count"),
+        pooled,
+        "searches admitted early take no pooled connection"
+    );
+    let calls = counter(&env, "vigil_query_batches") - calls;
+    assert!(
+        calls < searches.len() as f64,
+        "{calls} model calls for {} searches",
+        searches.len()
+    );
+}
+
 /// Each record's id and its similarity or score, to compare answers whose
 /// embeddings came from different model calls (the last float bits differ).
 fn ranked(records: &[Value], score: &str) -> Vec<(i64, f64)> {

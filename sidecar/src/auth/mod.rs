@@ -211,7 +211,7 @@ pub async fn check_api_key(
 }
 
 /// The body credentials of the vector endpoints, as read by `extract::AccountJson`.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct AccountCredentials {
     pub user_key: Option<String>,
     pub account: Option<String>,
@@ -268,7 +268,11 @@ pub async fn enter_account(
 /// of this task each; docs/performance-log.md, "One round trip a search", has the figures.
 /// Nothing can leave the connection inside the transaction: the four are
 /// queued before the first answer is awaited, so a request dropped midway
-/// still sends COMMIT.
+/// still sends COMMIT. Queued together, with nothing awaited between them,
+/// they are also never interleaved with another caller's statements, so
+/// several searches may run this way at once on one connection (a query
+/// embedder's: `query_batch::QueryBatcher::search`), each in a transaction
+/// of its own that no other statement enters.
 pub async fn enter_account_and_run(
     limits: &Limits,
     client: &deadpool_postgres::Client,

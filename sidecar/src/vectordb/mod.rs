@@ -23,7 +23,7 @@ use tokio_postgres::Row;
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Account, AccountJson, BodyCredentials, Entered, NoFields};
+use crate::extract::{param_refs, Account, AccountJson, BodyCredentials, Entered, NoFields, Param};
 use crate::openapi::{AuthRefusals, BodyRefusals};
 use crate::state::AppState;
 use records::{all, DeletedDatabase, ListedRecord, Record, ScoredRecord, SimilarRecord};
@@ -105,89 +105,100 @@ async fn call(
     Ok(rows)
 }
 
-/// Where a search runs its statement, as [`prepare_search`] decided.
-enum SearchOn<'a> {
-    /// In the request's transaction, the account entered first.
-    Entered(Entered<'a>),
-    /// Admitted early: the account is entered in the same round trip as the
-    /// statement (`Account::run_admitted`).
-    Admitted(&'a mut Account),
-}
-
-impl SearchOn<'_> {
-    fn db_name(&self) -> String {
-        match self {
-            SearchOn::Entered(entered) => entered.db_name.to_owned(),
-            SearchOn::Admitted(account) => account.db_name().to_owned(),
-        }
-    }
-
-    async fn run(self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, ApiError> {
-        match self {
-            SearchOn::Entered(entered) => call(entered, sql, params).await,
-            SearchOn::Admitted(account) => account.run_admitted(sql, params).await,
-        }
-    }
-}
-
-/// Checks the search's `query`, finds its embedding ([`query_vector`]) and
-/// says where the search runs. When these credentials entered the account a
-/// moment ago (`Account::admit_early`) and queries are batched, the query
-/// waits for its batch before the request takes a connection: a search then
-/// holds no connection while the model runs, and a batch takes every search
-/// waiting for one, not only those holding connections (the pool is a few
-/// per core). docs/performance-log.md, "Queries embedded before the connection", has the
-/// figures. The search then enters the account in its own round trip.
-/// Otherwise, and for a query that would be refused, the account is entered
-/// first: the model never runs for credentials the database has not passed,
-/// and bad credentials are refused before a bad query.
-async fn prepare_search<'a>(
+/// Runs a search's statement for the account: `sql` takes the checked
+/// `query` first, then `params`, then the query's embedding
+/// ([`query_vector`]).
+///
+/// When these credentials entered the account a moment ago
+/// (`Account::admit_early`) and queries are batched, the request takes no
+/// pooled connection: its query joins the next batch, and the embedder that
+/// embeds it runs the statement right after, on its own connection, with the
+/// rest of the batch's, all sent at once (`Account::admitted_search`). A
+/// batch takes every search waiting, not only those holding connections,
+/// and its searches run one after another in one backend, with no round
+/// trip between them and no other backend competing for the cores.
+/// docs/performance-log.md, "Queries embedded before the connection" and
+/// "Searches run by the embedders", has the figures. A query whose
+/// embedding is kept runs on a pooled connection, the account entered in the
+/// same round trip. Otherwise, and for a query that would be refused, the
+/// account is entered first: the model never runs for credentials the
+/// database has not passed, and bad credentials are refused before a bad
+/// query.
+async fn search(
     state: &AppState,
-    account: &'a mut Account,
+    account: &mut Account,
     query: Option<String>,
-) -> Result<(SearchOn<'a>, String, Option<Arc<[f32]>>), ApiError> {
+    sql: &'static str,
+    params: Vec<Param>,
+) -> Result<Vec<Row>, ApiError> {
     let query = required_text(query, "query");
-    if let Ok(text) = &query {
-        if state.query_batcher.is_some() && account.admit_early()? {
-            let vector = query_vector(state, None, text).await?;
-            return Ok((SearchOn::Admitted(account), query?, vector));
+    if let (Ok(text), Some(batcher)) = (&query, &state.query_batcher) {
+        if account.admit_early()? {
+            let mut all: Vec<Param> = vec![Box::new(text.clone())];
+            all.extend(params);
+            if let Some(kept) = kept_vector(state, text) {
+                let vector = Some(&*kept);
+                let mut refs = param_refs(&all);
+                refs.push(&vector);
+                return account.run_admitted(sql, &refs).await;
+            }
+            let then = account.admitted_search(sql, all)?;
+            let (embedding, rows) = batcher.search(text, then).await?;
+            keep_vector(state, text, embedding);
+            return Ok(rows);
         }
     }
     let entered = account.enter().await?;
     let query = query?;
     let vector = query_vector(state, Some(&entered.tx), &query).await?;
-    Ok((SearchOn::Entered(entered), query, vector))
+    let vector = vector.as_deref();
+    let mut all: Vec<Param> = vec![Box::new(query)];
+    all.extend(params);
+    let mut refs = param_refs(&all);
+    refs.push(&vector);
+    call(entered, sql, &refs).await
 }
 
-/// The embedding of `query` for a search: the one kept in the sidecar's
-/// cache, or computed in the next batch of queries (or in `tx`, when given,
-/// if batching is off), and kept. `None` when neither caches nor batches (or
-/// batching is off and there is no `tx`): the search embeds the query itself.
+/// The embedding kept for `query` in the sidecar's cache, if any.
+fn kept_vector(state: &AppState, query: &str) -> Option<Arc<[f32]>> {
+    let kept = state.query_cache.get(query)?;
+    state.metrics.query_cache(true);
+    Some(kept)
+}
+
+/// Keeps `query`'s new embedding, when the cache is on.
+fn keep_vector(state: &AppState, query: &str, embedding: Arc<[f32]>) {
+    if state.query_cache.enabled() {
+        state.metrics.query_cache(false);
+        state.query_cache.put(query, embedding);
+    }
+}
+
+/// The embedding of `query` for a search whose account is entered in `tx`:
+/// the one kept in the sidecar's cache, or computed in the next batch of
+/// queries (in `tx` if batching is off), and kept. `None` when neither
+/// caches nor batches: the search embeds the query itself.
 async fn query_vector(
     state: &AppState,
     tx: Option<&deadpool_postgres::Transaction<'_>>,
     query: &str,
 ) -> Result<Option<Arc<[f32]>>, ApiError> {
-    let cache = &state.query_cache;
-    if let Some(kept) = cache.get(query) {
-        state.metrics.query_cache(true);
+    if let Some(kept) = kept_vector(state, query) {
         return Ok(Some(kept));
     }
-    let started = Instant::now();
     let embedding = match (&state.query_batcher, tx) {
+        // The batcher counts the wait itself.
         (Some(batcher), _) => batcher.embed(query).await?,
-        (None, Some(tx)) if cache.enabled() => {
+        (None, Some(tx)) if state.query_cache.enabled() => {
+            let started = Instant::now();
             let statement = tx.prepare_cached("SELECT vigil.embed($1)").await?;
             let embedding: Vec<f32> = tx.query_one(&statement, &[&query]).await?.try_get(0)?;
+            state.metrics.query_embedding_waited(started.elapsed());
             Arc::from(embedding)
         }
         (None, _) => return Ok(None),
     };
-    state.metrics.query_embedding_waited(started.elapsed());
-    if cache.enabled() {
-        state.metrics.query_cache(false);
-        cache.put(query, Arc::clone(&embedding));
-    }
+    keep_vector(state, query, Arc::clone(&embedding));
     Ok(Some(embedding))
 }
 
@@ -323,17 +334,17 @@ pub async fn query_embeddings(
     State(state): State<AppState>,
     AccountJson { mut account, body }: AccountJson<Search>,
 ) -> Result<Json<Vec<SimilarRecord>>, ApiError> {
-    let (on, query, vector) = prepare_search(&state, &mut account, body.query).await?;
-    let db = on.db_name();
+    let db = account.db_name().to_owned();
     let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
-    let vector = vector.as_deref();
-    let rows = on
-        .run(
-            "SELECT id, title, content, metadata, vigil.epoch_ns(created_at), similarity \
-             FROM vigil.query_embeddings($1, $2, $3::int, $4::real[])",
-            &[&query, &db, &limit, &vector],
-        )
-        .await?;
+    let rows = search(
+        &state,
+        &mut account,
+        body.query,
+        "SELECT id, title, content, metadata, vigil.epoch_ns(created_at), similarity \
+         FROM vigil.query_embeddings($1, $2, $3::int, $4::real[])",
+        vec![Box::new(db), Box::new(limit)],
+    )
+    .await?;
     Ok(Json(all(&rows, SimilarRecord::from_row)?))
 }
 
@@ -355,29 +366,27 @@ pub async fn hybrid_search(
     State(state): State<AppState>,
     AccountJson { mut account, body }: AccountJson<HybridSearch>,
 ) -> Result<Json<Vec<ScoredRecord>>, ApiError> {
-    let (on, query, vector) = prepare_search(&state, &mut account, body.query).await?;
-    let db = on.db_name();
-    let vector = vector.as_deref();
+    let db = account.db_name().to_owned();
     let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
     // The extension checks the fusion and the weights and names the field.
     let fusion = body.fusion.unwrap_or_else(|| "rrf".to_owned());
     let vector_weight = body.vector_weight.unwrap_or(1.0);
     let keyword_weight = body.keyword_weight.unwrap_or(1.0);
-    let rows = on
-        .run(
-            "SELECT id, title, content, metadata, vigil.epoch_ns(created_at), score \
-             FROM vigil.hybrid_search($1, $2::int, $3, $4, $5::real, $6::real, $7::real[])",
-            &[
-                &query,
-                &limit,
-                &db,
-                &fusion,
-                &vector_weight,
-                &keyword_weight,
-                &vector,
-            ],
-        )
-        .await?;
+    let rows = search(
+        &state,
+        &mut account,
+        body.query,
+        "SELECT id, title, content, metadata, vigil.epoch_ns(created_at), score \
+         FROM vigil.hybrid_search($1, $2::int, $3, $4, $5::real, $6::real, $7::real[])",
+        vec![
+            Box::new(limit),
+            Box::new(db),
+            Box::new(fusion),
+            Box::new(vector_weight),
+            Box::new(keyword_weight),
+        ],
+    )
+    .await?;
     Ok(Json(all(&rows, ScoredRecord::from_row)?))
 }
 

@@ -12,8 +12,16 @@
 //! run on connections of their own, never the requests' pool: a request may
 //! wait for its embedding while holding its pooled connection (a client's
 //! first search, whose credentials have not passed a moment ago: see
-//! `vectordb::prepare_search`), so sharing that pool could leave the
-//! batch with no connection to run on.
+//! `vectordb::search`), so sharing that pool could leave the batch with no
+//! connection to run on.
+//!
+//! A search admitted early hands its statement to the batch too
+//! ([`QueryBatcher::search`]): right after the model call the embedder sends
+//! every such statement of the batch at once on its own connection, each
+//! with its account check and in its own transaction, so the batch's
+//! searches run one after another in that backend. They take no pooled
+//! connection, no round trip separates them, and fewer backends compete for
+//! the cores (docs/performance-log.md, "Searches run by the embedders").
 //!
 //! One text the database refuses must not fail the searches batched with it:
 //! a failed call is retried one text at a time, and each search gets its own
@@ -21,9 +29,12 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Instant;
 
 use deadpool_postgres::Pool;
+use futures_util::future::{join_all, BoxFuture};
 use tokio::sync::{mpsc, oneshot, Mutex};
+use tokio_postgres::Row;
 
 use crate::error::ApiError;
 use crate::metrics::Metrics;
@@ -35,20 +46,29 @@ pub const DEFAULT_BATCH: usize = 32;
 /// Searches that may wait for a batch before a new one waits to queue.
 const QUEUE: usize = 4096;
 
-type Embedding = Arc<[f32]>;
+pub type Embedding = Arc<[f32]>;
 
-/// Something that embeds texts in one call, in order: the database through a
-/// pool ([`Pool`]); the tests give their own.
+/// Something that embeds texts in one call, in order, on a connection of its
+/// own: the database through a pool ([`Pool`]); the tests give their own.
 pub trait EmbedTexts: Send + Sync + 'static {
+    type Connection: Send + Sync + 'static;
+
+    fn connect(&self) -> impl Future<Output = Result<Self::Connection, ApiError>> + Send;
+
     fn embed(
-        &self,
+        connection: &Self::Connection,
         texts: &[String],
     ) -> impl Future<Output = Result<Vec<Vec<f32>>, ApiError>> + Send;
 }
 
 impl EmbedTexts for Pool {
-    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, ApiError> {
-        let db = self.get().await?;
+    type Connection = deadpool_postgres::Client;
+
+    async fn connect(&self) -> Result<Self::Connection, ApiError> {
+        Ok(self.get().await?)
+    }
+
+    async fn embed(db: &Self::Connection, texts: &[String]) -> Result<Vec<Vec<f32>>, ApiError> {
         let statement = db
             .prepare_cached(
                 "SELECT e FROM vigil.embed($1::text[]) WITH ORDINALITY AS t(e, n) ORDER BY n",
@@ -75,27 +95,43 @@ pub async fn warm_up(pool: &Pool, connections: usize) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// A search waiting for its query's embedding.
-struct Job {
+/// A search's statement, run on the embedder's connection once its query is
+/// embedded (given the embedding), in the same round trip as the rest of the
+/// batch's: `Account::admitted_search` makes it. Each one sends its statements
+/// together, in one go, so the batch's searches follow one another on the
+/// connection and none runs inside another's transaction.
+pub type Then<C> =
+    Box<dyn for<'c> FnOnce(&'c C, Embedding) -> BoxFuture<'c, Result<Vec<Row>, ApiError>> + Send>;
+
+/// A search waiting for its query's embedding, and what it runs then, if anything.
+struct Job<C> {
     text: String,
-    reply: oneshot::Sender<Result<Embedding, ApiError>>,
+    queued: Instant,
+    then: Option<Then<C>>,
+    reply: oneshot::Sender<Result<Answer, ApiError>>,
+}
+
+/// A job's embedding, and its statement's rows when it had one.
+struct Answer {
+    embedding: Embedding,
+    rows: Vec<Row>,
 }
 
 /// The queue of queries to embed, served by `embedders` tasks, each running
 /// one batch at a time.
-pub struct QueryBatcher {
-    queue: mpsc::Sender<Job>,
+pub struct QueryBatcher<E: EmbedTexts = Pool> {
+    queue: mpsc::Sender<Job<E::Connection>>,
 }
 
-impl QueryBatcher {
+impl<E: EmbedTexts> QueryBatcher<E> {
     /// Starts the tasks; `None` when `max_batch` is 0 (each search embeds
     /// its own query).
-    pub fn start<E: EmbedTexts>(
+    pub fn start(
         embedder: E,
         max_batch: usize,
         embedders: usize,
         metrics: Arc<Metrics>,
-    ) -> Option<QueryBatcher> {
+    ) -> Option<QueryBatcher<E>> {
         if max_batch == 0 {
             return None;
         }
@@ -119,9 +155,30 @@ impl QueryBatcher {
 
     /// The embedding of `text`, computed in the next batch.
     pub async fn embed(&self, text: &str) -> Result<Embedding, ApiError> {
+        Ok(self.queue_job(text, None).await?.embedding)
+    }
+
+    /// The embedding of `text`, computed in the next batch, and the rows of
+    /// `then`, run with it on the same connection right after.
+    pub async fn search(
+        &self,
+        text: &str,
+        then: Then<E::Connection>,
+    ) -> Result<(Embedding, Vec<Row>), ApiError> {
+        let answer = self.queue_job(text, Some(then)).await?;
+        Ok((answer.embedding, answer.rows))
+    }
+
+    async fn queue_job(
+        &self,
+        text: &str,
+        then: Option<Then<E::Connection>>,
+    ) -> Result<Answer, ApiError> {
         let (reply, answer) = oneshot::channel();
         let job = Job {
             text: text.to_owned(),
+            queued: Instant::now(),
+            then,
             reply,
         };
         let stopped = || ApiError::unavailable("the query embedder has stopped");
@@ -152,7 +209,7 @@ impl Share {
 /// with one call, until the batcher is dropped.
 async fn serve<E: EmbedTexts>(
     embedder: Arc<E>,
-    jobs: Arc<Mutex<mpsc::Receiver<Job>>>,
+    jobs: Arc<Mutex<mpsc::Receiver<Job<E::Connection>>>>,
     share: Share,
     metrics: Arc<Metrics>,
 ) {
@@ -172,13 +229,26 @@ async fn serve<E: EmbedTexts>(
             }
             batch
         };
-        answer(embedder.as_ref(), batch, &metrics).await;
+        match embedder.connect().await {
+            Ok(connection) => answer::<E>(&connection, batch, &metrics).await,
+            Err(e) => {
+                for job in batch {
+                    let _ = job.reply.send(Err(e.clone()));
+                }
+            }
+        }
     }
 }
 
-/// Embeds a batch's distinct texts in one call and answers each job; when the
-/// call fails and the batch had more than one text, each job is tried alone.
-async fn answer<E: EmbedTexts>(embedder: &E, batch: Vec<Job>, metrics: &Metrics) {
+/// Embeds a batch's distinct texts in one call, then runs the jobs'
+/// statements on the same connection, all sent at once, and answers each
+/// job; when the call fails and the batch had more than one text, each job
+/// is tried alone.
+async fn answer<E: EmbedTexts>(
+    connection: &E::Connection,
+    batch: Vec<Job<E::Connection>>,
+    metrics: &Metrics,
+) {
     let mut texts: Vec<String> = Vec::new();
     let mut slots = Vec::with_capacity(batch.len());
     for job in &batch {
@@ -192,11 +262,14 @@ async fn answer<E: EmbedTexts>(embedder: &E, batch: Vec<Job>, metrics: &Metrics)
         slots.push(slot);
     }
     metrics.query_batch_embedded();
-    match embed_all(embedder, &texts).await {
+    match embed_all::<E>(connection, &texts).await {
         Ok(embeddings) => {
-            for (job, slot) in batch.into_iter().zip(slots) {
-                let _ = job.reply.send(Ok(Arc::clone(&embeddings[slot])));
-            }
+            let embedded: Vec<_> = batch
+                .into_iter()
+                .zip(slots)
+                .map(|(job, slot)| (job, Arc::clone(&embeddings[slot])))
+                .collect();
+            finish(connection, embedded, metrics).await;
         }
         Err(e) if texts.len() == 1 => {
             for job in batch {
@@ -206,19 +279,51 @@ async fn answer<E: EmbedTexts>(embedder: &E, batch: Vec<Job>, metrics: &Metrics)
         Err(_) => {
             for job in batch {
                 metrics.query_batch_embedded();
-                let alone = embed_all(embedder, std::slice::from_ref(&job.text)).await;
-                let _ = job.reply.send(alone.map(|mut e| e.swap_remove(0)));
+                match embed_all::<E>(connection, std::slice::from_ref(&job.text)).await {
+                    Ok(mut alone) => {
+                        let embedding = alone.swap_remove(0);
+                        finish(connection, vec![(job, embedding)], metrics).await;
+                    }
+                    Err(e) => {
+                        let _ = job.reply.send(Err(e));
+                    }
+                }
             }
         }
     }
 }
 
+/// Answers embedded jobs: those with a statement once it has run (all of
+/// them sent together, in the batch's order), the others at once.
+async fn finish<C>(connection: &C, embedded: Vec<(Job<C>, Embedding)>, metrics: &Metrics) {
+    let mut running = Vec::new();
+    let mut replies = Vec::new();
+    for (job, embedding) in embedded {
+        metrics.query_embedding_waited(job.queued.elapsed());
+        match job.then {
+            None => {
+                let _ = job.reply.send(Ok(Answer {
+                    embedding,
+                    rows: Vec::new(),
+                }));
+            }
+            Some(then) => {
+                running.push(then(connection, Arc::clone(&embedding)));
+                replies.push((job.reply, embedding));
+            }
+        }
+    }
+    for ((reply, embedding), rows) in replies.into_iter().zip(join_all(running).await) {
+        let _ = reply.send(rows.map(|rows| Answer { embedding, rows }));
+    }
+}
+
 /// One embedding per text, or an error.
 async fn embed_all<E: EmbedTexts>(
-    embedder: &E,
+    connection: &E::Connection,
     texts: &[String],
 ) -> Result<Vec<Embedding>, ApiError> {
-    let embeddings = embedder.embed(texts).await?;
+    let embeddings = E::embed(connection, texts).await?;
     if embeddings.len() != texts.len() {
         return Err(ApiError::internal(&format!(
             "{} texts to embed, the database returned {} embeddings",
@@ -242,8 +347,14 @@ mod tests {
     }
 
     impl EmbedTexts for Lengths {
-        async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, ApiError> {
-            self.calls.lock().unwrap().push(texts.to_vec());
+        type Connection = Lengths;
+
+        async fn connect(&self) -> Result<Lengths, ApiError> {
+            Ok(self.clone())
+        }
+
+        async fn embed(this: &Lengths, texts: &[String]) -> Result<Vec<Vec<f32>>, ApiError> {
+            this.calls.lock().unwrap().push(texts.to_vec());
             if texts.iter().any(|t| t.contains("bad")) {
                 return Err(ApiError::invalid("query", "bad text"));
             }
@@ -265,6 +376,8 @@ mod tests {
             queue
                 .send(Job {
                     text: (*text).to_owned(),
+                    queued: Instant::now(),
+                    then: None,
                     reply,
                 })
                 .await
@@ -285,7 +398,7 @@ mod tests {
         .await;
         let mut out = Vec::new();
         for answer in answers {
-            out.push(answer.await.unwrap());
+            out.push(answer.await.unwrap().map(|a| a.embedding));
         }
         out
     }
@@ -343,6 +456,71 @@ mod tests {
         let answers = batch_of(&embedder, &["bad", "bad"], 8).await;
         assert!(answers.iter().all(Result::is_err));
         assert_eq!(embedder.calls.lock().unwrap().len(), 1);
+    }
+
+    /// A search's statement runs on the embedder's connection with its own
+    /// query's embedding, after the batch's call; one that fails fails only
+    /// its own search.
+    #[tokio::test]
+    async fn each_search_runs_with_its_own_embedding_after_the_call() {
+        let embedder = Lengths::default();
+        let (queue, jobs) = mpsc::channel(QUEUE);
+        let ran = Arc::new(StdMutex::new(Vec::new()));
+        let mut answers = Vec::new();
+        for text in ["a", "bbb", "cc", "bbb"] {
+            let (reply, answer) = oneshot::channel();
+            let ran = Arc::clone(&ran);
+            let then: Then<Lengths> = Box::new(move |connection: &Lengths, embedding| {
+                Box::pin(async move {
+                    let calls = connection.calls.lock().unwrap().len();
+                    ran.lock().unwrap().push((text, embedding[0], calls));
+                    if text == "cc" {
+                        return Err(ApiError::invalid("limit", "too many"));
+                    }
+                    Ok(Vec::new())
+                })
+            });
+            let job = Job {
+                text: text.to_owned(),
+                queued: Instant::now(),
+                then: Some(then),
+                reply,
+            };
+            queue.send(job).await.unwrap();
+            answers.push(answer);
+        }
+        drop(queue);
+        serve(
+            Arc::new(embedder.clone()),
+            Arc::new(Mutex::new(jobs)),
+            Share {
+                max_batch: 8,
+                embedders: 1,
+            },
+            Arc::new(Metrics::new()),
+        )
+        .await;
+        let mut got = Vec::new();
+        for answer in answers {
+            got.push(answer.await.unwrap().map(|a| a.embedding[0]));
+        }
+        assert_eq!(got[..2], [Ok(1.0), Ok(3.0)]);
+        assert_eq!(got[2], Err(ApiError::invalid("limit", "too many")));
+        assert_eq!(got[3], Ok(3.0));
+        // One model call, for the distinct texts, before any statement ran.
+        assert_eq!(
+            embedder.calls.lock().unwrap().clone(),
+            [vec!["a", "bbb", "cc"]]
+        );
+        assert_eq!(
+            ran.lock().unwrap().clone(),
+            [
+                ("a", 1.0, 1),
+                ("bbb", 3.0, 1),
+                ("cc", 2.0, 1),
+                ("bbb", 3.0, 1)
+            ]
+        );
     }
 
     #[tokio::test]
