@@ -1174,10 +1174,11 @@ fn a_search_in_one_round_trip_leaves_its_connection_clean() {
 /// Searches admitted early run on the query embedder's connection, right
 /// after their batch's model call, all sent at once. On a sidecar with one
 /// embedder, no kept embeddings and passes that last a minute, two accounts
-/// with the same `dbName` search at once, with a search refused (400) among
-/// theirs: each answer holds only its account's records, the refusal is its
-/// own, none of these searches took a pooled connection, and they shared
-/// model calls, so several ran on one connection one after another.
+/// with the same `dbName` search at once, with searches refused (400) among
+/// theirs: each answer holds only its account's records, the refusals are
+/// their own, only the search asking for over 100 records took a pooled
+/// connection, and they shared model calls, so several ran on one
+/// connection one after another.
 #[test]
 fn searches_batched_together_each_run_for_their_own_account() {
     let me = caller("embedderrun");
@@ -1210,16 +1211,22 @@ fn searches_batched_together_each_run_for_their_own_account() {
 
     let pooled = metric(&env, "vigil_db_pool_wait_seconds_count");
     let calls = counter(&env, "vigil_query_batches");
-    let searches: Vec<(&Caller, &str, Value, Option<&Vec<i64>>)> = (0..12)
+    let searches: Vec<(&Caller, &str, Value, Option<&Vec<i64>>)> = (0..13)
         .map(|i| {
             let q = format!("where is my parcel {i}");
             match i % 4 {
+                _ if i == 12 => (
+                    &other,
+                    "/hybridSearch",
+                    json!({"query": q, "limit": 200}),
+                    Some(&theirs),
+                ),
                 0 => (&me, "/queryEmbeddings", json!({"query": q}), Some(&mine)),
                 1 => (&other, "/hybridSearch", json!({"query": q}), Some(&theirs)),
                 2 => (
                     &me,
                     "/hybridSearch",
-                    json!({"query": q, "limit": 5000}),
+                    json!({"query": q, "fusion": "max"}),
                     None,
                 ),
                 _ => (
@@ -1255,13 +1262,13 @@ fn searches_batched_together_each_run_for_their_own_account() {
                 );
                 assert_eq!(&ids(&answer.1), *want, "{} {path} {fields}", who.account);
             }
-            None => assert_error(answer, 400, "invalid_field", "limit"),
+            None => assert_error(answer, 400, "invalid_field", "fusion"),
         }
     }
     assert_eq!(
-        metric(&env, "vigil_db_pool_wait_seconds_count"),
-        pooled,
-        "searches admitted early take no pooled connection"
+        metric(&env, "vigil_db_pool_wait_seconds_count") - pooled,
+        1.0,
+        "searches admitted early take no pooled connection unless they ask for over 100 records"
     );
     let calls = counter(&env, "vigil_query_batches") - calls;
     assert!(
