@@ -1097,6 +1097,35 @@ fn every_search_is_checked_and_refused_keys_do_not_reach_the_model() {
     }
 }
 
+/// Two new accounts, each with a database `same` (three records and two),
+/// as callers of a new sidecar run with `env`.
+fn two_accounts_named_alike(
+    name: &str,
+    env: &'static [(&'static str, &'static str)],
+) -> [Caller; 2] {
+    let me = caller(name);
+    let other = caller(&format!("{name}2"));
+    for (who, records) in [(&me, &VARIED[..3]), (&other, &VARIED[3..5])] {
+        who.create("same");
+        who.store_all("same", records);
+    }
+    let sidecar = me.env.with_sidecar(SidecarOptions {
+        env,
+        ..Default::default()
+    });
+    [me, other].map(|c| Caller {
+        env: sidecar.clone(),
+        ..c
+    })
+}
+
+/// The ids of an answer's records, in order of id.
+fn sorted_ids(found: &[Value]) -> Vec<i64> {
+    let mut ids: Vec<i64> = found.iter().map(id).collect();
+    ids.sort();
+    ids
+}
+
 /// A search admitted early enters the account in the same round trip as
 /// its statement (BEGIN, the check, the search and COMMIT sent together).
 /// On a sidecar with one connection, so every request below shares it, and
@@ -1106,25 +1135,11 @@ fn every_search_is_checked_and_refused_keys_do_not_reach_the_model() {
 /// records of the one before.
 #[test]
 fn a_search_in_one_round_trip_leaves_its_connection_clean() {
-    let me = caller("oneroundtrip");
-    let other = caller("oneroundtrip2");
-    for (who, records) in [(&me, &VARIED[..3]), (&other, &VARIED[3..5])] {
-        who.create("same");
-        who.store_all("same", records);
-    }
-    let env = me.env.with_sidecar(SidecarOptions {
-        env: &[("VIGIL_POOL_SIZE", "1"), ("VIGIL_AUTH_CACHE_MS", "60000")],
-        ..Default::default()
-    });
-    let [me, other] = [&me, &other].map(|c| Caller {
-        env: env.clone(),
-        ..(*c).clone()
-    });
-    let ids = |found: Vec<Value>| {
-        let mut ids: Vec<i64> = found.iter().map(id).collect();
-        ids.sort();
-        ids
-    };
+    let [me, other] = two_accounts_named_alike(
+        "oneroundtrip",
+        &[("VIGIL_POOL_SIZE", "1"), ("VIGIL_AUTH_CACHE_MS", "60000")],
+    );
+    let ids = |found: Vec<Value>| sorted_ids(&found);
     let mine = ids(me.query("same", "reset my password"));
     let theirs = ids(other.hybrid("same", "reset my password", 10));
     assert_eq!((mine.len(), theirs.len()), (3, 2));
@@ -1181,29 +1196,16 @@ fn a_search_in_one_round_trip_leaves_its_connection_clean() {
 /// connection one after another.
 #[test]
 fn searches_batched_together_each_run_for_their_own_account() {
-    let me = caller("embedderrun");
-    let other = caller("embedderrun2");
-    for (who, records) in [(&me, &VARIED[..3]), (&other, &VARIED[3..5])] {
-        who.create("same");
-        who.store_all("same", records);
-    }
-    let env = me.env.with_sidecar(SidecarOptions {
-        env: &[
+    let [me, other] = two_accounts_named_alike(
+        "embedderrun",
+        &[
             ("VIGIL_QUERY_EMBEDDERS", "1"),
             ("VIGIL_QUERY_CACHE_ENTRIES", "0"),
             ("VIGIL_AUTH_CACHE_MS", "60000"),
         ],
-        ..Default::default()
-    });
-    let [me, other] = [&me, &other].map(|c| Caller {
-        env: env.clone(),
-        ..(*c).clone()
-    });
-    let ids = |found: &Value| {
-        let mut ids: Vec<i64> = found.as_array().expect("an array").iter().map(id).collect();
-        ids.sort();
-        ids
-    };
+    );
+    let env = me.env.clone();
+    let ids = |found: &Value| sorted_ids(found.as_array().expect("an array"));
     // Each account's first search is checked before its query is embedded.
     let mine = ids(&json!(me.query("same", "reset my password")));
     let theirs = ids(&json!(other.hybrid("same", "reset my password", 10)));
