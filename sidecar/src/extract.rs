@@ -33,9 +33,14 @@ use crate::vectordb::query_batch::Then;
 /// A statement parameter owned, to be run later or elsewhere.
 pub type Param = Box<dyn ToSql + Sync + Send>;
 
-/// `params` as a statement takes them.
-pub fn param_refs(params: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
-    params.iter().map(|p| &**p as &(dyn ToSql + Sync)).collect()
+/// `params` then a search's query `vector`, as a statement takes them.
+pub fn with_vector<'a>(
+    params: &'a [Param],
+    vector: &'a Option<&'a [f32]>,
+) -> Vec<&'a (dyn ToSql + Sync)> {
+    let mut refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| &**p as _).collect();
+    refs.push(vector);
+    refs
 }
 
 /// An API key scope, as a type, so each endpoint names its own in its signature.
@@ -254,8 +259,7 @@ impl Account {
         Ok(Box::new(move |db, embedding| {
             Box::pin(async move {
                 let vector = Some(&*embedding);
-                let mut refs = param_refs(&params);
-                refs.push(&vector);
+                let params = with_vector(&params, &vector);
                 auth::enter_account_and_run(
                     &limits,
                     db,
@@ -263,7 +267,7 @@ impl Account {
                     Some(&db_name),
                     ip,
                     sql,
-                    &refs,
+                    &params,
                 )
                 .await
             })

@@ -23,7 +23,9 @@ use tokio_postgres::Row;
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{param_refs, Account, AccountJson, BodyCredentials, Entered, NoFields, Param};
+use crate::extract::{
+    with_vector, Account, AccountJson, BodyCredentials, Entered, NoFields, Param,
+};
 use crate::openapi::{AuthRefusals, BodyRefusals};
 use crate::state::AppState;
 use records::{all, DeletedDatabase, ListedRecord, Record, ScoredRecord, SimilarRecord};
@@ -160,20 +162,16 @@ async fn search(
                 }
             };
             let vector = Some(&*vector);
-            let mut refs = param_refs(&all);
-            refs.push(&vector);
-            return account.run_admitted(sql, &refs).await;
+            return account.run_admitted(sql, &with_vector(&all, &vector)).await;
         }
     }
     let entered = account.enter().await?;
     let query = query?;
-    let vector = query_vector(state, Some(&entered.tx), &query).await?;
+    let vector = query_vector(state, &entered.tx, &query).await?;
     let vector = vector.as_deref();
     let mut all: Vec<Param> = vec![Box::new(query)];
     all.extend(params);
-    let mut refs = param_refs(&all);
-    refs.push(&vector);
-    call(entered, sql, &refs).await
+    call(entered, sql, &with_vector(&all, &vector)).await
 }
 
 /// The embedding kept for `query` in the sidecar's cache, if any.
@@ -197,23 +195,23 @@ fn keep_vector(state: &AppState, query: &str, embedding: Arc<[f32]>) {
 /// caches nor batches: the search embeds the query itself.
 async fn query_vector(
     state: &AppState,
-    tx: Option<&deadpool_postgres::Transaction<'_>>,
+    tx: &deadpool_postgres::Transaction<'_>,
     query: &str,
 ) -> Result<Option<Arc<[f32]>>, ApiError> {
     if let Some(kept) = kept_vector(state, query) {
         return Ok(Some(kept));
     }
-    let embedding = match (&state.query_batcher, tx) {
+    let embedding = match &state.query_batcher {
         // The batcher counts the wait itself.
-        (Some(batcher), _) => batcher.embed(query).await?,
-        (None, Some(tx)) if state.query_cache.enabled() => {
+        Some(batcher) => batcher.embed(query).await?,
+        None if state.query_cache.enabled() => {
             let started = Instant::now();
             let statement = tx.prepare_cached("SELECT vigil.embed($1)").await?;
             let embedding: Vec<f32> = tx.query_one(&statement, &[&query]).await?.try_get(0)?;
             state.metrics.query_embedding_waited(started.elapsed());
             Arc::from(embedding)
         }
-        (None, _) => return Ok(None),
+        None => return Ok(None),
     };
     keep_vector(state, query, Arc::clone(&embedding));
     Ok(Some(embedding))
