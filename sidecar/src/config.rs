@@ -77,8 +77,9 @@ pub struct ServeArgs {
     pub query_batch: usize,
 
     /// Connections that embed search queries in batches, one batch each at a
-    /// time (beside --pool-size); 0, the default, is one per core of this
-    /// machine (give the database server's count when it runs elsewhere).
+    /// time (beside --pool-size), then run the batch's searches whose
+    /// credentials passed a moment ago; 0, the default, is one per core of
+    /// this machine (give the database server's count when it runs elsewhere).
     #[arg(long, env = "VIGIL_QUERY_EMBEDDERS", default_value_t = 0)]
     query_embedders: usize,
 
