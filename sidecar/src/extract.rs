@@ -28,7 +28,7 @@ use crate::auth::{self, AccountCredentials, ApiCaller};
 use crate::error::ApiError;
 use crate::json::{json_bytes, parse, read_body, JsonBody};
 use crate::state::AppState;
-use crate::vectordb::query_batch::Then;
+use crate::vectordb::query_batch::{Embedding, Then};
 
 /// A statement parameter owned, to be run later or elsewhere.
 pub type Param = Box<dyn ToSql + Sync + Send>;
@@ -208,40 +208,31 @@ impl Account {
     }
 
     /// Runs `sql` for the account in one round trip with the account check
-    /// (`auth::enter_account_and_run`), on the request's connection. Only
-    /// for a request [`Account::admit_early`] admitted: the statement then
-    /// runs before the check answers, so its rate-limit token must be taken.
+    /// (`auth::enter_account_and_run`), on the request's connection, with
+    /// the query's `embedding` as its last parameter (`params` are the
+    /// others): the search [`Account::admitted_search`] makes, run now.
     pub async fn run_admitted(
         &mut self,
-        sql: &str,
-        params: &[&(dyn ToSql + Sync)],
+        sql: &'static str,
+        params: Vec<Param>,
+        embedding: Embedding,
     ) -> Result<Vec<Row>, ApiError> {
-        if !self.charged {
-            return Err(ApiError::internal(
-                "a statement ran before its account was admitted",
-            ));
-        }
+        let search = self.admitted_search(sql, params)?;
         let db = match self.db.take() {
             Some(db) => db,
             None => self.state.db().await?,
         };
-        auth::enter_account_and_run(
-            &self.state.limits,
-            &db,
-            &self.credentials,
-            Some(&self.db_name),
-            self.ip,
-            sql,
-            params,
-        )
-        .await
+        search(&db, embedding).await
     }
 
-    /// What [`Account::run_admitted`] runs, made to run later on another
-    /// connection, a query embedder's
-    /// ([`QueryBatcher::search`](crate::vectordb::query_batch::QueryBatcher::search)), with the
-    /// query's embedding as its last parameter (`params` are the others). Only
-    /// for a request [`Account::admit_early`] admitted.
+    /// A search for the account, to run on a connection given later (a
+    /// query embedder's,
+    /// [`QueryBatcher::search`](crate::vectordb::query_batch::QueryBatcher::search),
+    /// or the request's, [`Account::run_admitted`]): `sql` with `params`
+    /// and the query's embedding last, in one round trip with the account
+    /// check (`auth::enter_account_and_run`). Only for a request
+    /// [`Account::admit_early`] admitted: the statement runs before the
+    /// check answers, so its rate-limit token must be taken.
     pub fn admitted_search(
         &self,
         sql: &'static str,

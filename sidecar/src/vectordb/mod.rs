@@ -153,7 +153,7 @@ async fn search(
                 keep_vector(state, text, embedding);
                 return Ok(rows);
             }
-            let vector = match kept {
+            let embedding = match kept {
                 Some(kept) => kept,
                 None => {
                     let embedding = batcher.embed(text).await?;
@@ -161,8 +161,7 @@ async fn search(
                     embedding
                 }
             };
-            let vector = Some(&*vector);
-            return account.run_admitted(sql, &with_vector(&all, &vector)).await;
+            return account.run_admitted(sql, all, embedding).await;
         }
     }
     let entered = account.enter().await?;

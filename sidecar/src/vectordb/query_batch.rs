@@ -363,42 +363,54 @@ mod tests {
     }
 
     /// Queues `texts` before any embedder runs, then lets one run and
-    /// collects the answers in order.
+    /// collects the embeddings in order.
     async fn batch_of(
         embedder: &Lengths,
         texts: &[&str],
         max_batch: usize,
     ) -> Vec<Result<Embedding, ApiError>> {
-        let (queue, jobs) = mpsc::channel(QUEUE);
+        let jobs = texts.iter().map(|text| (text.to_string(), None)).collect();
+        answers_of(embedder, jobs, max_batch)
+            .await
+            .into_iter()
+            .map(|a| a.map(|a| a.embedding))
+            .collect()
+    }
+
+    /// Queues `jobs` (a text and what runs with its embedding) before any
+    /// embedder runs, then lets one run and collects the answers in order.
+    async fn answers_of(
+        embedder: &Lengths,
+        jobs: Vec<(String, Option<Then<Lengths>>)>,
+        max_batch: usize,
+    ) -> Vec<Result<Answer, ApiError>> {
+        let (queue, queued) = mpsc::channel(QUEUE);
         let mut answers = Vec::new();
-        for text in texts {
+        for (text, then) in jobs {
             let (reply, answer) = oneshot::channel();
-            queue
-                .send(Job {
-                    text: (*text).to_owned(),
-                    queued: Instant::now(),
-                    then: None,
-                    reply,
-                })
-                .await
-                .unwrap();
+            let job = Job {
+                text,
+                queued: Instant::now(),
+                then,
+                reply,
+            };
+            queue.send(job).await.unwrap();
             answers.push(answer);
         }
         drop(queue);
-        let metrics = Arc::new(Metrics::new());
         serve(
             Arc::new(embedder.clone()),
-            Arc::new(Mutex::new(jobs)),
+            Arc::new(Mutex::new(queued)),
             Share {
                 max_batch,
                 embedders: 1,
             },
-            metrics,
+            Arc::new(Metrics::new()),
         )
         .await;
         let mut out = Vec::new();
         for answer in answers {
-            out.push(answer.await.unwrap().map(|a| a.embedding));
+            out.push(answer.await.unwrap());
         }
         out
     }
@@ -464,46 +476,29 @@ mod tests {
     #[tokio::test]
     async fn each_search_runs_with_its_own_embedding_after_the_call() {
         let embedder = Lengths::default();
-        let (queue, jobs) = mpsc::channel(QUEUE);
         let ran = Arc::new(StdMutex::new(Vec::new()));
-        let mut answers = Vec::new();
-        for text in ["a", "bbb", "cc", "bbb"] {
-            let (reply, answer) = oneshot::channel();
-            let ran = Arc::clone(&ran);
-            let then: Then<Lengths> = Box::new(move |connection: &Lengths, embedding| {
-                Box::pin(async move {
-                    let calls = connection.calls.lock().unwrap().len();
-                    ran.lock().unwrap().push((text, embedding[0], calls));
-                    if text == "cc" {
-                        return Err(ApiError::invalid("limit", "too many"));
-                    }
-                    Ok(Vec::new())
-                })
-            });
-            let job = Job {
-                text: text.to_owned(),
-                queued: Instant::now(),
-                then: Some(then),
-                reply,
-            };
-            queue.send(job).await.unwrap();
-            answers.push(answer);
-        }
-        drop(queue);
-        serve(
-            Arc::new(embedder.clone()),
-            Arc::new(Mutex::new(jobs)),
-            Share {
-                max_batch: 8,
-                embedders: 1,
-            },
-            Arc::new(Metrics::new()),
-        )
-        .await;
-        let mut got = Vec::new();
-        for answer in answers {
-            got.push(answer.await.unwrap().map(|a| a.embedding[0]));
-        }
+        let jobs = ["a", "bbb", "cc", "bbb"]
+            .into_iter()
+            .map(|text| {
+                let ran = Arc::clone(&ran);
+                let then: Then<Lengths> = Box::new(move |connection: &Lengths, embedding| {
+                    Box::pin(async move {
+                        let calls = connection.calls.lock().unwrap().len();
+                        ran.lock().unwrap().push((text, embedding[0], calls));
+                        if text == "cc" {
+                            return Err(ApiError::invalid("limit", "too many"));
+                        }
+                        Ok(Vec::new())
+                    })
+                });
+                (text.to_owned(), Some(then))
+            })
+            .collect();
+        let got: Vec<_> = answers_of(&embedder, jobs, 8)
+            .await
+            .into_iter()
+            .map(|a| a.map(|a| a.embedding[0]))
+            .collect();
         assert_eq!(got[..2], [Ok(1.0), Ok(3.0)]);
         assert_eq!(got[2], Err(ApiError::invalid("limit", "too many")));
         assert_eq!(got[3], Ok(3.0));
