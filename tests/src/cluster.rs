@@ -116,34 +116,18 @@ impl Cluster {
     /// needs), without what differs between equal schemas: object ids, and the
     /// dump's own header.
     pub fn schema_dump(&self) -> String {
-        let port = self.port.to_string();
-        let run = self.dir.join("run");
-        let mut dump = Command::new("/usr/lib/postgresql/15/bin/pg_dump");
-        dump.args([
-            "--schema-only",
-            "--binary-upgrade",
-            "--no-comments",
-            "-d",
-            "vigil",
-        ])
-        .args(["-h", run.to_str().unwrap(), "-p", &port]);
-        // SAFETY: geteuid has no preconditions.
-        let out = if unsafe { libc::geteuid() } == 0 {
-            Command::new("sudo")
-                .args(["-u", "postgres", "--"])
-                .arg(dump.get_program())
-                .args(dump.get_args())
-                .output()
-        } else {
-            dump.output()
-        }
-        .expect("pg_dump runs");
-        assert!(
-            out.status.success(),
-            "pg_dump failed: {}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = self.superuser_tool(
+            "pg_dump",
+            &[
+                "--schema-only",
+                "--binary-upgrade",
+                "--no-comments",
+                "-d",
+                "vigil",
+            ],
+            &[],
         );
-        String::from_utf8(out.stdout)
+        String::from_utf8(out)
             .unwrap()
             .lines()
             .filter(|l| {
@@ -167,6 +151,47 @@ impl Cluster {
             })
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    /// Runs the PostgreSQL client `program` (pg_dump, pg_restore, psql) as
+    /// the superuser over this cluster's socket with `args`, `input` on its
+    /// stdin; it must succeed. Its output, as bytes (a custom-format dump is
+    /// binary).
+    pub fn superuser_tool(&self, program: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
+        let port = self.port.to_string();
+        let run = self.dir.join("run");
+        let mut command = Command::new(format!("/usr/lib/postgresql/15/bin/{program}"));
+        command
+            .args(args)
+            .args(["-h", run.to_str().unwrap(), "-p", &port]);
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let mut sudo = Command::new("sudo");
+            sudo.args(["-u", "postgres", "--"])
+                .arg(command.get_program())
+                .args(command.get_args());
+            command = sudo;
+        }
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{program} runs: {e}"));
+        let mut stdin = child.stdin.take().unwrap();
+        let input = input.to_vec();
+        let writer = std::thread::spawn(move || stdin.write_all(&input));
+        let out = child.wait_with_output().expect("the tool finishes");
+        assert!(
+            out.status.success(),
+            "{program} {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        writer
+            .join()
+            .unwrap()
+            .unwrap_or_else(|e| panic!("{program}'s input: {e}"));
+        out.stdout
     }
 
     /// A hot standby of this cluster (`pg-cluster.sh replica`: `pg_basebackup

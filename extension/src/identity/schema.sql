@@ -39,6 +39,8 @@ CREATE INDEX identity_assessments_sha256 ON vigil.identity_assessments (sha256);
 CREATE INDEX identity_assessments_assessed ON vigil.identity_assessments USING brin (assessed_at);
 -- JPEG, PNG and WebP are compressed already.
 ALTER TABLE vigil.identity_assessments ALTER image SET STORAGE EXTERNAL;
+-- In backups (keys/schema.sql says why).
+SELECT pg_catalog.pg_extension_config_dump('vigil.identity_assessments', '');
 
 -- The earlier assessment a perceptual hash repeats: the closest within
 -- max_distance bits, then the earliest, with how many matched. Multi-index

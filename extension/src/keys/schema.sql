@@ -54,6 +54,17 @@ AS $$ SELECT name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$' $$;
 
 REVOKE ALL ON vigil.api_keys, vigil.accounts, vigil.user_keys FROM PUBLIC;
 
+-- Users' data, not the extension's: pg_dump dumps the rows of a table the
+-- extension creates only when it is registered here, and an identity
+-- column's sequence must be registered too for new rows of a restored
+-- installation to get new ids (docs: backups). Every capability's schema
+-- registers its own tables the same way.
+SELECT pg_catalog.pg_extension_config_dump('vigil.api_keys', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.api_keys_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.accounts', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.user_keys', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.user_keys_id_seq', '');
+
 -- 'revoked', 'expired' or 'active': the one definition of a live key, used by
 -- the listings and by both checks.
 CREATE FUNCTION vigil._key_status(revoked_at timestamptz, expires_at timestamptz) RETURNS text

@@ -119,6 +119,15 @@ CREATE TABLE vigil.risk_models (
 
 REVOKE ALL ON vigil.transactions, vigil.feedback, vigil.fraud_identities, vigil.blocklist, vigil.risk_models FROM PUBLIC;
 
+-- In backups (keys/schema.sql says why).
+SELECT pg_catalog.pg_extension_config_dump('vigil.transactions', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.feedback', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.feedback_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.fraud_identities', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.blocklist', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.risk_models', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.risk_models_id_seq', '');
+
 -- The latest label of each transaction.
 CREATE VIEW vigil.transaction_labels AS
 SELECT DISTINCT ON (transaction_id) transaction_id, label, note, created_at

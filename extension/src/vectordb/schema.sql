@@ -105,6 +105,17 @@ CREATE POLICY own_account ON vigil.vector_postings
     USING (EXISTS (SELECT FROM vigil.vector_databases d WHERE d.id = db))
     WITH CHECK (EXISTS (SELECT FROM vigil.vector_databases d WHERE d.id = db));
 
+-- In backups (keys/schema.sql says why): the databases and their records.
+-- vector_terms, vector_postings and the databases' counts are derived from
+-- the records, so they are not dumped: restoring the records fires the
+-- triggers below, which build them again, and a database starts with
+-- counts of zero however its row arrives (reset_counts), so a restored
+-- row's dumped counts are not added to twice.
+SELECT pg_catalog.pg_extension_config_dump('vigil.vector_databases', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.vector_databases_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.vector_records', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.vector_records_id_seq', '');
+
 -- Admin: every account, its live user keys and its databases.
 CREATE VIEW vigil.account_list AS
 SELECT a.account, a.created_at,
@@ -209,6 +220,21 @@ CREATE TRIGGER count_terms_update AFTER UPDATE ON vigil.vector_records
 CREATE TRIGGER count_terms_delete AFTER DELETE ON vigil.vector_records
     REFERENCING OLD TABLE AS old_rows
     FOR EACH STATEMENT EXECUTE FUNCTION vigil._count_terms();
+
+-- A new database holds no records, so its counts start at zero whatever the
+-- inserted row says: a restore loads each database's row (with the counts it
+-- had) before its records, whose triggers count them again.
+CREATE FUNCTION vigil._reset_counts() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+AS $$
+BEGIN
+    NEW.records := 0;
+    NEW.total_length := 0;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER reset_counts BEFORE INSERT ON vigil.vector_databases
+    FOR EACH ROW EXECUTE FUNCTION vigil._reset_counts();
 
 -- `t` as the API's `createdAt`: nanoseconds since the Unix epoch, 19 digits.
 CREATE FUNCTION vigil.epoch_ns(t timestamptz) RETURNS text
