@@ -230,8 +230,8 @@ request = function()
     return wrk.format(nil, nil, nil, body)
 end
 LUA
-    VIGIL_ADMIN_DATABASE_URL="${ADMIN_URL[$b]}" "${SIDECAR[$b]}" serve --listen 127.0.0.1:0 \
-        --database-url "${URL[$b]}" --pool-size "$pool" > "$dir/sidecar.out" 2> "$dir/sidecar.log" &
+    VIGIL_ADMIN_DATABASE_URL="${ADMIN_URL[$b]}" DATABASE_URL="${URL[$b]}" "${SIDECAR[$b]}" serve \
+        --listen 127.0.0.1:0 --pool-size "$pool" > "$dir/sidecar.out" 2> "$dir/sidecar.log" &
     sidecar=$!
     for _ in $(seq 50); do grep -q listening "$dir/sidecar.out" && break; sleep 0.1; done
     base_url="$(sed -n 's/^vigil-sidecar listening on //p' "$dir/sidecar.out")"

@@ -56,4 +56,7 @@ cat <<HELP
   stop:     Ctrl-C stops the sidecar; \`make stop\` stops the database.
 
 HELP
-exec "$VIGIL_ROOT/target/release/vigil-sidecar" serve --listen "$http_addr" --database-url "$database_url"
+# The URL holds the role's password: in the environment (which only this user
+# and root can read, /proc/PID/environ), never on the command line, which `ps`
+# shows every user.
+DATABASE_URL="$database_url" exec "$VIGIL_ROOT/target/release/vigil-sidecar" serve --listen "$http_addr"

@@ -104,6 +104,13 @@ pub struct ServeArgs {
     #[arg(long, env = "VIGIL_CORS_ORIGINS", value_delimiter = ',')]
     pub cors_origins: Vec<String>,
 
+    /// A token `GET /metrics` requires as `Authorization: Bearer <token>`;
+    /// unset, the metrics are open to whoever reaches the port. Set it in
+    /// the environment (or an env file readable by the owner only), not on
+    /// the command line, where `ps` shows it.
+    #[arg(long, env = "VIGIL_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
+
     /// Seconds between refits of the risk model on the feedback labels
     /// (`vigil.risk_refit()`); 0 turns the schedule off.
     #[arg(long, env = "VIGIL_RISK_REFIT_SECONDS", default_value_t = 3600)]

@@ -130,6 +130,9 @@ impl ApiError {
     }
 }
 
+/// The `Retry-After` of a 503 that gives none of its own.
+pub const RETRY_UNAVAILABLE_SECS: u64 = 1;
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody {
@@ -141,7 +144,12 @@ impl IntoResponse for ApiError {
         };
         let mut response = (self.status, Json(body)).into_response();
         response.extensions_mut().insert(ErrorCode(self.code));
-        if let Some(secs) = self.retry_after {
+        // Every 503 says when to come back: the database is reached again,
+        // or the load has passed, within seconds or not at all soon.
+        let retry_after = self
+            .retry_after
+            .or((self.status == StatusCode::SERVICE_UNAVAILABLE).then_some(RETRY_UNAVAILABLE_SECS));
+        if let Some(secs) = retry_after {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
@@ -260,6 +268,12 @@ pub async fn render_foreign_errors(response: Response) -> Response {
     let (mut parts, _) = response.into_parts();
     let rendered = ApiError::from_status(status).into_response();
     parts.headers.remove(header::CONTENT_LENGTH);
+    if let Some(retry) = rendered.headers().get(header::RETRY_AFTER) {
+        parts
+            .headers
+            .entry(header::RETRY_AFTER)
+            .or_insert(retry.clone());
+    }
     parts.headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),

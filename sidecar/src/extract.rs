@@ -3,12 +3,16 @@
 //! - [`ApiKey`]: an API key with scope `S` (header `x-api-key`), checked
 //!   from the request's head, so a caller without one gets 401 before any 415
 //!   or 400 about its body (`/assess-id` reads its multipart body after it).
-//! - [`KeyedJson`]: an [`ApiKey`], then a JSON body.
+//! - [`KeyedJson`]: an [`ApiKey`], then a JSON body, then a pooled connection.
 //! - [`AccountJson`]: a JSON body carrying the body credentials `userKey`,
 //!   `account` and `dbName` beside the endpoint's own fields; the account is
-//!   entered inside the request's transaction by [`Account::enter`].
+//!   entered inside the request's transaction by [`Account::enter`]. A body
+//!   longer than [`CREDENTIALS_WITHIN`] must give its credentials in that
+//!   prefix, where they are checked before the rest is read.
 //!
-//! Both hold the request's pooled connection, so the check and the work share it.
+//! No request holds a pooled connection while its body arrives: a client
+//! sending slowly holds up nobody else, and an unauthenticated body costs
+//! at most [`CREDENTIALS_WITHIN`] bytes of memory.
 
 use std::marker::PhantomData;
 use std::net::IpAddr;
@@ -26,7 +30,9 @@ use utoipa::ToSchema;
 use crate::auth::client_ip::ClientIp;
 use crate::auth::{self, AccountCredentials, ApiCaller};
 use crate::error::ApiError;
-use crate::json::{json_bytes, parse, read_body, JsonBody};
+use crate::json::{
+    parse, read_body, read_head, read_rest, require_json, top_level_strings, Head, JsonBody,
+};
 use crate::state::AppState;
 use crate::vectordb::query_batch::{Embedding, Then};
 
@@ -62,11 +68,10 @@ impl Scope for IdentityScope {
     const NAME: &'static str = "identity";
 }
 
-/// A caller whose API key holds scope `S`.
+/// A caller whose API key holds scope `S`. The key is checked on a
+/// connection returned at once: the endpoint takes its own once the body is in.
 pub struct ApiKey<S> {
     pub caller: ApiCaller,
-    /// The connection the key was checked on, for the endpoint's own call.
-    pub db: Object,
     scope: PhantomData<fn() -> S>,
 }
 
@@ -75,34 +80,39 @@ impl<S: Scope> FromRequestParts<AppState> for ApiKey<S> {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let ClientIp(ip) = ClientIp::from_request_parts(parts, state).await?;
-        let db = state.db().await?;
-        let caller =
-            auth::check_api_key(&state.limits, &db, &parts.headers, ip, Some(S::NAME)).await?;
+        let caller = auth::check_api_key(
+            &state.limits,
+            || state.db(),
+            &parts.headers,
+            ip,
+            Some(S::NAME),
+        )
+        .await?;
         Ok(ApiKey {
             caller,
-            db,
             scope: PhantomData,
         })
     }
 }
 
-/// A caller whose API key holds scope `S`, and its JSON body.
+/// A caller whose API key holds scope `S`, its JSON body, and the
+/// connection for the endpoint's call, taken once the body was read.
 pub struct KeyedJson<S, T> {
     pub caller: ApiCaller,
-    /// The connection the key was checked on, for the endpoint's own call.
     pub db: Object,
     pub body: T,
     scope: PhantomData<fn() -> S>,
 }
 
-impl<S: Scope, T: DeserializeOwned> FromRequest<AppState> for KeyedJson<S, T> {
+impl<S: Scope, T: DeserializeOwned + Send> FromRequest<AppState> for KeyedJson<S, T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
         let (mut parts, body) = req.into_parts();
-        let ApiKey { caller, db, .. } = ApiKey::<S>::from_request_parts(&mut parts, state).await?;
+        let ApiKey { caller, .. } = ApiKey::<S>::from_request_parts(&mut parts, state).await?;
         let JsonBody(body) =
             JsonBody::from_request(Request::from_parts(parts, body), state).await?;
+        let db = state.db().await?;
         Ok(KeyedJson {
             caller,
             db,
@@ -128,6 +138,11 @@ pub struct BodyCredentials {
     #[schema(required = true, value_type = String, example = "notes")]
     db_name: Option<String>,
 }
+
+/// A longer body gives its credentials within this many bytes, where they
+/// are checked before the rest is read: an unauthenticated client makes the
+/// sidecar hold no more than this of its body.
+pub const CREDENTIALS_WITHIN: usize = 64 * 1024;
 
 /// A body with no fields of its own beyond the credentials.
 #[derive(Deserialize)]
@@ -168,7 +183,14 @@ impl<T: DeserializeOwned + Send + 'static> FromRequest<AppState> for AccountJson
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
         let (mut parts, body) = req.into_parts();
         let ClientIp(ip) = ClientIp::from_request_parts(&mut parts, state).await?;
-        let bytes = json_bytes(Request::from_parts(parts, body), state).await?;
+        require_json(&parts.headers)?;
+        let bytes = match read_head(body, CREDENTIALS_WITHIN).await? {
+            Head::Whole(bytes) => bytes,
+            Head::Partial { head, rest } => {
+                check_head(state, &head, ip).await?;
+                read_rest(head, rest).await?
+            }
+        };
         let (context, body) = read_body(bytes, |bytes| {
             Ok((parse::<BodyCredentials>(bytes)?, parse::<T>(bytes)?))
         })
@@ -189,6 +211,30 @@ impl<T: DeserializeOwned + Send + 'static> FromRequest<AppState> for AccountJson
         };
         Ok(AccountJson { account, body })
     }
+}
+
+/// Checks the credentials a long body gives in its first
+/// [`CREDENTIALS_WITHIN`] bytes, before the rest of it is read.
+async fn check_head(state: &AppState, head: &[u8], ip: IpAddr) -> Result<(), ApiError> {
+    let [user_key, account, db_name] = top_level_strings(head, ["userKey", "account", "dbName"]);
+    let Some(db_name) = db_name else {
+        return Err(ApiError::invalid(
+            "dbName",
+            format!(
+                "a body over {CREDENTIALS_WITHIN} bytes must give userKey, account and dbName \
+                 (as strings) within its first {CREDENTIALS_WITHIN} bytes"
+            ),
+        ));
+    };
+    let credentials = AccountCredentials { user_key, account };
+    auth::check_account(
+        &state.limits,
+        || state.db(),
+        &credentials,
+        Some(&db_name),
+        ip,
+    )
+    .await
 }
 
 impl Account {

@@ -6,9 +6,10 @@
 //! serde_json's recursion limit turns absurdly deep nesting into a 400 too
 //! (unknown fields are skipped without recursion, so they need none).
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{FromRequest, Request};
 use axum::http::{header, HeaderMap, StatusCode};
+use http_body_util::{BodyExt, LengthLimitError};
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
@@ -50,6 +51,133 @@ pub fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
             "the body must be JSON (Content-Type: application/json)",
         ))
     }
+}
+
+/// A body read up to a point: all of it, or its first bytes and the rest.
+pub enum Head {
+    Whole(Bytes),
+    Partial { head: Vec<u8>, rest: Body },
+}
+
+/// Reads `body` until it ends or more than `prefix` bytes have come.
+pub async fn read_head(mut body: Body, prefix: usize) -> Result<Head, ApiError> {
+    let mut head = Vec::new();
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame.map_err(body_error)?.into_data() {
+            head.extend_from_slice(&data);
+            if head.len() > prefix {
+                return Ok(Head::Partial { head, rest: body });
+            }
+        }
+    }
+    Ok(Head::Whole(Bytes::from(head)))
+}
+
+/// The rest of a body [`read_head`] stopped reading, after its `head`.
+pub async fn read_rest(mut head: Vec<u8>, rest: Body) -> Result<Bytes, ApiError> {
+    let rest = rest.collect().await.map_err(body_error)?.to_bytes();
+    head.extend_from_slice(&rest);
+    Ok(Bytes::from(head))
+}
+
+/// 413 for a body over the route's limit, 400 for one that broke off.
+fn body_error(e: axum::Error) -> ApiError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(error) = source {
+        if error.is::<LengthLimitError>() {
+            return ApiError::from_status(StatusCode::PAYLOAD_TOO_LARGE);
+        }
+        source = error.source();
+    }
+    ApiError::from_status(StatusCode::BAD_REQUEST).with_message("the body could not be read")
+}
+
+/// The string values of the top-level members `names` of the JSON object
+/// that `head` begins, as far as `head` goes (it may stop anywhere): so the
+/// credentials of a long body can be checked before the rest is read. What
+/// is not a string, or not reached, is None; a malformed object ends the
+/// search where it breaks (the whole body's parse then says what is wrong).
+/// Written here because serde_json parses whole documents only.
+pub fn top_level_strings<const N: usize>(head: &[u8], names: [&str; N]) -> [Option<String>; N] {
+    let mut found: [Option<String>; N] = std::array::from_fn(|_| None);
+    let mut at = skip_space(head, 0);
+    if head.get(at) != Some(&b'{') {
+        return found;
+    }
+    at += 1;
+    loop {
+        at = skip_space(head, at);
+        let Some(key_end) = string_end(head, at) else {
+            return found;
+        };
+        let key = serde_json::from_slice::<String>(&head[at..key_end]).ok();
+        at = skip_space(head, key_end);
+        if head.get(at) != Some(&b':') {
+            return found;
+        }
+        at = skip_space(head, at + 1);
+        let value_end = match head.get(at) {
+            Some(b'"') => string_end(head, at),
+            Some(_) => value_end(head, at),
+            None => None,
+        };
+        let Some(value_end) = value_end else {
+            return found;
+        };
+        if let Some(i) = names.iter().position(|n| key.as_deref() == Some(*n)) {
+            if found[i].is_none() {
+                found[i] = serde_json::from_slice::<String>(&head[at..value_end]).ok();
+            }
+        }
+        at = skip_space(head, value_end);
+        match head.get(at) {
+            Some(b',') => at += 1,
+            _ => return found,
+        }
+    }
+}
+
+fn skip_space(text: &[u8], mut at: usize) -> usize {
+    while matches!(text.get(at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        at += 1;
+    }
+    at
+}
+
+/// Where the string starting at `at` (a quote) ends, past its closing quote.
+fn string_end(text: &[u8], at: usize) -> Option<usize> {
+    if text.get(at) != Some(&b'"') {
+        return None;
+    }
+    let mut i = at + 1;
+    while i < text.len() {
+        match text[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// Where the non-string value starting at `at` ends: at the `,` or `}` that
+/// follows it outside any nested array, object or string.
+fn value_end(text: &[u8], mut at: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    while at < text.len() {
+        match text[at] {
+            b'"' => {
+                at = string_end(text, at)?;
+                continue;
+            }
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' if depth > 0 => depth -= 1,
+            b',' | b'}' if depth == 0 => return Some(at),
+            _ => {}
+        }
+        at += 1;
+    }
+    None
 }
 
 /// Bodies up to this many bytes are parsed where they are read; longer ones
@@ -128,6 +256,38 @@ mod tests {
         assert_eq!(
             (e.status, e.field.as_deref()),
             (StatusCode::BAD_REQUEST, Some("limit"))
+        );
+    }
+
+    #[test]
+    fn strings_of_the_top_level_are_found_in_a_prefix() {
+        let names = ["userKey", "account", "dbName"];
+        let body = br#" { "records": [{"title": "a \"quoted\" }, {", "n": [1, {"x": "]"}]}],
+            "meta": {"userKey": "nested, not this"}, "userKey" : "vu_\u0041b",
+            "n": -1.5e3, "account": "a@b.c", "dbName": "notes", "more": [1, 2"#;
+        let found = top_level_strings(body, names);
+        assert_eq!(
+            found,
+            [
+                Some("vu_Ab".into()),
+                Some("a@b.c".into()),
+                Some("notes".into())
+            ]
+        );
+        // Cut anywhere, it finds what it has passed and nothing wrong.
+        for cut in 0..body.len() {
+            for (i, got) in top_level_strings(&body[..cut], names).iter().enumerate() {
+                assert!(got.is_none() || *got == found[i], "cut at {cut}: {got:?}");
+            }
+        }
+        assert_eq!(
+            top_level_strings(br#"{"dbName": 5, "account": "x"}"#, names)[1],
+            Some("x".into())
+        );
+        assert_eq!(top_level_strings(b"[1, 2]", names), [None, None, None]);
+        assert_eq!(
+            top_level_strings(br#"{"dbName": "a", "dbName": "b"}"#, names)[2],
+            Some("a".into())
         );
     }
 

@@ -17,7 +17,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::extract::{MatchedPath, State};
-use axum::http::{header, Method, Request, Response, StatusCode};
+use axum::http::{header, HeaderMap, Method, Request, Response, StatusCode};
 use axum::response::IntoResponse;
 use deadpool_postgres::Status;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
@@ -26,6 +26,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use sha2::{Digest, Sha256};
 use tower::{Layer, Service};
 
 use crate::error::{ApiError, ErrorCode};
@@ -55,6 +56,21 @@ const POOL_GAUGES: [(&str, &str); 4] = [
     ),
 ];
 
+/// This process's memory, read from `/proc/self/status` at each scrape
+/// (`VmRSS`, `VmHWM`), in `Metrics::memory` order.
+const MEMORY_GAUGES: [(&str, &str, &str); 2] = [
+    (
+        "vigil_process_resident_bytes",
+        "VmRSS:",
+        "Memory of the sidecar resident now",
+    ),
+    (
+        "vigil_process_peak_resident_bytes",
+        "VmHWM:",
+        "Most memory the sidecar has had resident since it started",
+    ),
+];
+
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 pub struct Metrics {
@@ -75,6 +91,11 @@ pub struct Metrics {
     query_batches: Counter,
     /// How long a search waited for its query's embedding.
     query_embedding_wait: Histogram,
+    /// As [`MEMORY_GAUGES`] names them.
+    memory: [Gauge; 2],
+    /// The SHA-256 of the bearer token a scrape must give, if one is set
+    /// (`--metrics-token`).
+    token: Option<[u8; 32]>,
 }
 
 /// The route pattern a request matched; "unmatched" for the 404 fallback.
@@ -158,8 +179,40 @@ impl Metrics {
             query_cache_misses: Counter::default(),
             query_batches: Counter::default(),
             query_embedding_wait: Histogram::new(LATENCY_BUCKETS),
+            memory: Default::default(),
+            token: None,
         };
         m.registered()
+    }
+
+    /// These metrics, served only to scrapes that give `token` as
+    /// `Authorization: Bearer <token>` (any scrape when None).
+    pub fn requiring_token(mut self, token: Option<&str>) -> Metrics {
+        self.token = token.map(|t| Sha256::digest(t.as_bytes()).into());
+        self
+    }
+
+    /// 401 unless the scrape gives the token (when one is set). Digests are
+    /// compared, so the time taken says nothing about the token.
+    fn admit(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+        let Some(want) = self.token else {
+            return Ok(());
+        };
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        let refused = |code, message| {
+            Err(ApiError::new(StatusCode::UNAUTHORIZED, code, message).with_field("authorization"))
+        };
+        match given {
+            None => refused(
+                "missing_credentials",
+                "this server's metrics need its token: Authorization: Bearer <token>",
+            ),
+            Some(token) if <[u8; 32]>::from(Sha256::digest(token.as_bytes())) == want => Ok(()),
+            Some(_) => refused("unknown_key", "the metrics token is not recognised"),
+        }
     }
 
     fn registered(mut self) -> Metrics {
@@ -175,6 +228,9 @@ impl Metrics {
             self.latency.clone(),
         );
         for (gauge, (name, help)) in self.pool.iter().zip(POOL_GAUGES) {
+            r.register(name, help, gauge.clone());
+        }
+        for (gauge, (name, _, help)) in self.memory.iter().zip(MEMORY_GAUGES) {
             r.register(name, help, gauge.clone());
         }
         r.register(
@@ -281,13 +337,28 @@ impl Metrics {
         for (gauge, n) in self.pool.iter().zip(figures) {
             gauge.set(i64::try_from(n).unwrap_or(i64::MAX));
         }
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        for (gauge, (_, field, _)) in self.memory.iter().zip(MEMORY_GAUGES) {
+            gauge.set(kilobytes(&status, field).saturating_mul(1024));
+        }
         let mut text = String::with_capacity(8 * 1024);
         prometheus_client::encoding::text::encode(&mut text, &self.registry)?;
         Ok(text)
     }
 }
 
-/// `GET /metrics`: Prometheus text (OpenMetrics) exposition.
+/// A `/proc/self/status` line's figure, such as `VmRSS:   1234 kB`; 0 if absent.
+fn kilobytes(status: &str, field: &str) -> i64 {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `GET /metrics`: Prometheus text (OpenMetrics) exposition; with
+/// `--metrics-token`, only for scrapes that give it.
 #[utoipa::path(
     get,
     path = "/metrics",
@@ -295,9 +366,15 @@ impl Metrics {
     responses(
         (status = 200, description = "Metrics in the OpenMetrics text format",
          content_type = "application/openmetrics-text", body = String),
+        (status = 401, description = "missing_credentials, unknown_key: the server has a \
+         metrics token (--metrics-token) and the scrape did not give it as \
+         `Authorization: Bearer <token>`", body = crate::error::ErrorBody),
     ),
 )]
-pub async fn scrape(State(state): State<AppState>) -> axum::response::Response {
+pub async fn scrape(State(state): State<AppState>, headers: HeaderMap) -> axum::response::Response {
+    if let Err(refused) = state.metrics.admit(&headers) {
+        return refused.into_response();
+    }
     match state.metrics.render(state.pool.status()) {
         Ok(text) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),
         Err(e) => ApiError::internal(&format!("cannot encode the metrics: {e}")).into_response(),
@@ -441,5 +518,35 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "no {line} in\n{text}");
         }
+        // This process's memory, from /proc: some, and a peak at least as high.
+        let figure = |name: &str| -> i64 {
+            let line = text.lines().find(|l| l.starts_with(&format!("{name} ")));
+            line.and_then(|l| l.split(' ').nth(1)?.parse().ok())
+                .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+        };
+        let (now, peak) = (
+            figure("vigil_process_resident_bytes"),
+            figure("vigil_process_peak_resident_bytes"),
+        );
+        assert!(now > 1 << 20 && peak >= now, "{now} {peak}");
+    }
+
+    #[test]
+    fn a_token_set_is_required_from_every_scrape() {
+        let open = Metrics::new();
+        assert!(open.admit(&HeaderMap::new()).is_ok());
+        let closed = Metrics::new().requiring_token(Some("s3cret"));
+        let with = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::AUTHORIZATION, value.parse().unwrap());
+            closed.admit(&headers).map_err(|e| e.code)
+        };
+        assert_eq!(
+            closed.admit(&HeaderMap::new()).unwrap_err().code,
+            "missing_credentials"
+        );
+        assert_eq!(with("Bearer s3cret"), Ok(()));
+        assert_eq!(with("Bearer s3cre"), Err("unknown_key"));
+        assert_eq!(with("s3cret"), Err("missing_credentials"));
     }
 }

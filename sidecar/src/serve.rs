@@ -21,7 +21,7 @@ use crate::vectordb::query_cache::QueryCache;
 type BoxError = Box<dyn std::error::Error>;
 
 pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(Metrics::new().requiring_token(args.metrics_token.as_deref()));
     let embedders = db::embedder_pool(&args)?;
     let embedder_connections = args.query_embedders();
     let query_batcher = QueryBatcher::start(

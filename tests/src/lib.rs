@@ -64,6 +64,23 @@ pub struct Env {
     pub cluster_dir: PathBuf,
 }
 
+/// A transaction the superuser holds open (its statements ran, e.g. a
+/// `LOCK TABLE`), so a test decides when the database stops waiting on it,
+/// by event rather than by time. Rolled back when dropped.
+pub struct OpenTransaction {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+}
+
+impl Drop for OpenTransaction {
+    fn drop(&mut self) {
+        if let Some(mut stdin) = self.stdin.take() {
+            let _ = stdin.write_all(b"ROLLBACK;\n");
+        }
+        let _ = self.child.wait();
+    }
+}
+
 /// How to start a sidecar beyond the defaults.
 #[derive(Default)]
 pub struct SidecarOptions<'a> {
@@ -145,6 +162,44 @@ impl Env {
         String::from_utf8(out.stdout).unwrap().trim().to_owned()
     }
 
+    /// Begins a transaction as the superuser, runs `statements` in it, and
+    /// returns once they have run, the transaction still open.
+    pub fn open_transaction(&self, statements: &str) -> OpenTransaction {
+        let mut child = Command::new(workspace_root().join("scripts/pg-cluster.sh"))
+            .args(["psql", self.cluster_dir.to_str().unwrap()])
+            .args(["-At", "-v", "ON_ERROR_STOP=1"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("psql runs");
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, "BEGIN;\n{statements}\nSELECT 'open';").expect("psql reads");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        while line.trim() != "open" {
+            line.clear();
+            let read = stdout.read_line(&mut line).expect("psql answers");
+            assert!(
+                read > 0,
+                "psql ended before the transaction was open: {statements}"
+            );
+        }
+        OpenTransaction {
+            child,
+            stdin: Some(stdin),
+        }
+    }
+
+    /// How many of the application role's backends wait for a lock now.
+    pub fn backends_waiting_for_locks(&self) -> usize {
+        self.psql(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE usename = 'vigil_app' AND wait_event_type = 'Lock'",
+        )
+        .parse()
+        .unwrap()
+    }
+
     /// Another sidecar on this cluster, running until the test process exits.
     pub fn with_sidecar(&self, options: SidecarOptions) -> Env {
         let sidecar = Sidecar::start(&self.database_url, options);
@@ -173,13 +228,9 @@ impl Sidecar {
         };
         let binary = sidecar_binary();
         let mut child = Command::new(&binary)
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--database-url",
-                database_url,
-            ])
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            // As `make run` passes it: never on the command line.
+            .env("DATABASE_URL", database_url)
             .args(options.args)
             .envs(options.env.iter().copied())
             .stdout(Stdio::piped())

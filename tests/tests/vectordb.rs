@@ -1389,35 +1389,48 @@ fn stores_never_take_every_connection_from_searches() {
         account: me.account.clone(),
         user_key: me.user_key.clone(),
     };
-    let long: Vec<Value> = (0..150)
-        .map(|i| json!({"title": format!("long {i}"), "content": "words about many things ".repeat(60)}))
+    let records: Vec<Value> = (0..8)
+        .map(|i| json!({"title": format!("held {i}"), "content": "words about many things"}))
         .collect();
-    let stored_at = std::sync::Mutex::new(Vec::new());
-    let searched_at = std::thread::scope(|s| {
+    let stored = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        // Stores wait for this lock once they have embedded their records, so
+        // the order below follows from events, whatever the machine's speed.
+        // Released when this closure ends, a failed assertion included.
+        let lock = small
+            .env
+            .open_transaction("LOCK TABLE vigil.vector_records IN SHARE MODE;");
         for _ in 0..2 {
-            let (small, long, stored_at) = (&small, &long, &stored_at);
+            let (small, records, stored) = (&small, &records, &stored);
             s.spawn(move || {
-                small.expect(201, "/storeEmbeddings", "turns", json!({ "records": long }));
-                stored_at.lock().unwrap().push(std::time::Instant::now());
+                small.expect(
+                    201,
+                    "/storeEmbeddings",
+                    "turns",
+                    json!({ "records": records }),
+                );
+                stored.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             });
         }
-        // Once a store holds a connection (each embeds for seconds)...
-        while metric(&small.env, "vigil_db_pool_size") < 1.0
-            || metric(&small.env, "vigil_db_pool_available") > 0.0
-        {
-            std::thread::yield_now();
-        }
-        // ...a search is answered before either store is.
+        // Once a store holds a connection, waiting on the lock, and the
+        // other waits for its turn...
+        vigil_e2e::wait_until(
+            "a store to wait for the lock",
+            std::time::Duration::from_secs(60),
+            || small.env.backends_waiting_for_locks() == 1,
+        );
+        // ...a search is answered on the other connection.
         assert_eq!(
             small.query("turns", "a pet at work").len(),
             VARIED.len().min(10)
         );
-        std::time::Instant::now()
+        assert_eq!(
+            stored.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "no store could finish"
+        );
+        drop(lock);
     });
-    let stored_at = stored_at.into_inner().unwrap();
-    assert_eq!(stored_at.len(), 2, "both stores answered");
-    assert!(
-        stored_at.iter().all(|&t| searched_at < t),
-        "the search waited for a store to finish"
-    );
+    assert_eq!(stored.into_inner(), 2, "both stores answered");
+    assert_eq!(me.count("turns"), VARIED.len() + 2 * records.len());
 }

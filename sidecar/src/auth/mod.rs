@@ -11,8 +11,12 @@
 //! the model before it takes a connection ([`Limits::admit_early`]), and is
 //! checked in the database all the same. This module reads the credentials, turns each outcome
 //! into its status (401 missing or unknown, 403 not allowed here), and applies
-//! the rate limits: a token bucket per key, and one per client address that
-//! only failed attempts drain, so guessing keys is slow.
+//! the rate limits: a token bucket per key, and two that only failed attempts
+//! drain, so guessing keys is slow: one per client address, and one per
+//! credentials that failed (whatever the address). An address locked out by
+//! its failures still lets through credentials that passed within the last
+//! day ([`KNOWN_FOR`]): one client guessing behind a shared address (a proxy,
+//! a NAT) does not lock out the valid keys used from it.
 //!
 //! Keys are never logged or echoed: errors name the field, never its value, and
 //! [`AccountCredentials`] redacts itself in `Debug`.
@@ -23,6 +27,7 @@ mod recent;
 pub mod whoami;
 
 use std::fmt;
+use std::future::Future;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
@@ -34,20 +39,43 @@ use tokio_postgres::Row;
 use crate::config::LimitArgs;
 use crate::error::ApiError;
 use rate::{retry_after_secs, Buckets, Quota};
-use recent::Recent;
+use recent::{fingerprint, Check, Recent};
+
+/// A pooled connection being taken (`AppState::db`), for a check that may need one.
+pub trait Connecting: Future<Output = Result<deadpool_postgres::Object, ApiError>> + Send {}
+
+impl<F: Future<Output = Result<deadpool_postgres::Object, ApiError>> + Send> Connecting for F {}
 
 /// The header that carries API keys.
 pub const API_KEY_HEADER: &str = "x-api-key";
+
+/// How long credentials that passed stay exempt from their address's lock-out.
+pub const KNOWN_FOR: Duration = Duration::from_secs(24 * 3600);
 
 /// Authentication state shared by all requests: the rate limits, and the
 /// checks that passed a moment ago.
 pub struct Limits {
     per_key: Buckets<KeyRef>,
+    /// Failed attempts by client address.
     failures: Buckets<IpAddr>,
+    /// Failed attempts by what failed (a digest of the credentials and what
+    /// they were checked for), from any address.
+    failing: Buckets<[u8; 32]>,
     key_default: Quota,
     failure: Quota,
     recent: Recent<ApiCaller>,
     recent_accounts: Recent<AccountPass>,
+    /// Credentials that passed within [`KNOWN_FOR`], from any address.
+    known: Recent<()>,
+}
+
+/// An attempt as the lock-out sees it: the credentials alone (what a pass
+/// vouches for), and the whole check (with the scope or database they were
+/// checked for; what a failure counts against).
+#[derive(Clone, Copy)]
+struct Attempt<'a> {
+    credentials: &'a Check<'a>,
+    check: &'a Check<'a>,
 }
 
 /// What entering an account found of the user key: its id and its limits.
@@ -69,6 +97,7 @@ impl Limits {
         Ok(Limits {
             per_key: Buckets::new(10_000),
             failures: Buckets::new(100_000),
+            failing: Buckets::new(100_000),
             key_default: Quota::new(args.rate_per_second, args.rate_burst)?,
             failure: Quota::new(
                 args.auth_failures_per_minute / 60.0,
@@ -76,6 +105,7 @@ impl Limits {
             )?,
             recent: Recent::new(Duration::from_millis(args.auth_cache_ms)),
             recent_accounts: Recent::new(Duration::from_millis(args.auth_cache_ms)),
+            known: Recent::from_anywhere(KNOWN_FOR),
         })
     }
 
@@ -91,8 +121,8 @@ impl Limits {
         db: Option<&str>,
         ip: IpAddr,
     ) -> Result<bool, ApiError> {
-        self.refuse_locked_out(ip)?;
         let check = credentials.check(db);
+        self.refuse_locked_out(ip, Some(credentials.attempt(&check)))?;
         let Some(pass) = self.recent_accounts.get(&check, ip, Instant::now()) else {
             return Ok(false);
         };
@@ -100,23 +130,47 @@ impl Limits {
         Ok(true)
     }
 
-    /// 429 if this address has used up its failed attempts.
-    fn refuse_locked_out(&self, ip: IpAddr) -> Result<(), ApiError> {
+    /// 429 if this attempt's check has failed too often, or if this address
+    /// has and the credentials have not passed lately.
+    fn refuse_locked_out(&self, ip: IpAddr, attempt: Option<Attempt<'_>>) -> Result<(), ApiError> {
+        let now = Instant::now();
+        let refuse = |whose: &str, wait| {
+            ApiError::too_many(
+                "too_many_failures",
+                &format!("too many failed authentication attempts {whose}"),
+                retry_after_secs(wait),
+            )
+        };
+        if let Some(attempt) = attempt {
+            self.failing
+                .check(&fingerprint(attempt.check), self.failure, now)
+                .map_err(|wait| refuse("with these credentials", wait))?;
+            if self.known.get(attempt.credentials, ip, now).is_some() {
+                return Ok(());
+            }
+        }
         self.failures
-            .check(&ip, self.failure, Instant::now())
-            .map_err(|wait| {
-                ApiError::too_many(
-                    "too_many_failures",
-                    "too many failed authentication attempts from this address",
-                    retry_after_secs(wait),
-                )
-            })
+            .check(&ip, self.failure, now)
+            .map_err(|wait| refuse("from this address", wait))
     }
 
-    /// Counts a failed attempt against the address, and passes the error on.
-    fn failed(&self, ip: IpAddr, error: ApiError) -> ApiError {
-        self.failures.charge(&ip, self.failure, Instant::now());
+    /// Counts a failed attempt against the address and its check, and
+    /// passes the error on.
+    fn failed(&self, ip: IpAddr, attempt: Option<Attempt<'_>>, error: ApiError) -> ApiError {
+        let now = Instant::now();
+        self.failures.charge(&ip, self.failure, now);
+        if let Some(attempt) = attempt {
+            self.failing
+                .charge(&fingerprint(attempt.check), self.failure, now);
+            self.known.remove(attempt.credentials, ip);
+        }
         error
+    }
+
+    /// Remembers credentials that passed, for [`Limits::refuse_locked_out`].
+    fn passed(&self, attempt: Attempt<'_>, ip: IpAddr) {
+        self.known
+            .insert(attempt.credentials, ip, (), Instant::now());
     }
 
     /// A key's own limits from the database, else the defaults.
@@ -158,29 +212,40 @@ pub struct ApiCaller {
 }
 
 /// Checks the `x-api-key` header for `scope` (None: any scope) from `ip`, on
-/// the request's database connection unless the same check passed a moment
-/// ago ([`recent`]).
-pub async fn check_api_key(
+/// a connection from `connect` unless the same check passed a moment ago
+/// ([`recent`]). The connection is the caller's to drop once this returns:
+/// a request holds none while its body is sent.
+pub async fn check_api_key<C: Connecting>(
     limits: &Limits,
-    db: &impl GenericClient,
+    connect: impl FnOnce() -> C,
     headers: &HeaderMap,
     ip: IpAddr,
     scope: Option<&str>,
 ) -> Result<ApiCaller, ApiError> {
-    limits.refuse_locked_out(ip)?;
     let key = match headers.get(API_KEY_HEADER).map(|v| v.to_str()) {
         None | Some(Ok("")) => {
-            return Err(limits.failed(ip, refusal("missing", Credential::ApiKey)))
+            limits.refuse_locked_out(ip, None)?;
+            return Err(limits.failed(ip, None, refusal("missing", Credential::ApiKey)));
         }
         Some(Ok(key)) => key,
         // Not visible ASCII, so no key of ours: unknown, without asking the database.
-        Some(Err(_)) => return Err(limits.failed(ip, refusal("unknown", Credential::ApiKey))),
+        Some(Err(_)) => {
+            limits.refuse_locked_out(ip, None)?;
+            return Err(limits.failed(ip, None, refusal("unknown", Credential::ApiKey)));
+        }
     };
+    let (credentials, check) = ([Some(key)], [Some(key), scope]);
+    let attempt = Attempt {
+        credentials: &credentials,
+        check: &check,
+    };
+    limits.refuse_locked_out(ip, Some(attempt))?;
     if let Some(caller) = limits.recent.get(&[Some(key), scope], ip, Instant::now()) {
         tracing::Span::current().record("key", format!("api:{}", caller.key_id));
         limits.take(KeyRef::Api(caller.key_id), caller.quota)?;
         return Ok(caller);
     }
+    let db = connect().await?;
     let statement = db
         .prepare_cached(
             "SELECT key_id, outcome, name, prefix, scopes, to_json(expires_at) #>> '{}', \
@@ -190,8 +255,9 @@ pub async fn check_api_key(
     let row = db.query_one(&statement, &[&key, &scope, &ip]).await?;
     let outcome: String = row.try_get(1)?;
     if outcome != "ok" {
-        return Err(limits.failed(ip, refusal(&outcome, Credential::ApiKey)));
+        return Err(limits.failed(ip, Some(attempt), refusal(&outcome, Credential::ApiKey)));
     }
+    limits.passed(attempt, ip);
     let key_id: i64 = row.try_get(0)?;
     tracing::Span::current().record("key", format!("api:{key_id}"));
     let quota = limits.quota_of(row.try_get(6)?, row.try_get(7)?);
@@ -222,6 +288,15 @@ impl AccountCredentials {
     fn check<'a>(&'a self, db: Option<&'a str>) -> [Option<&'a str>; 3] {
         [self.user_key.as_deref(), self.account.as_deref(), db]
     }
+
+    /// This check as the lock-out sees it: the first two parts of `check`
+    /// are the credentials.
+    fn attempt<'a>(&self, check: &'a [Option<&'a str>; 3]) -> Attempt<'a> {
+        Attempt {
+            credentials: &check[..2],
+            check,
+        }
+    }
 }
 
 impl fmt::Debug for AccountCredentials {
@@ -249,12 +324,42 @@ pub async fn enter_account(
     ip: IpAddr,
     charged: bool,
 ) -> Result<i64, ApiError> {
-    let (account, user_key) = to_enter(limits, credentials, ip)?;
+    let (account, user_key) = to_enter(limits, credentials, db, ip)?;
     let statement = tx.prepare_cached(ENTER_ACCOUNT).await?;
     let row = tx
         .query_one(&statement, &[&account, &user_key, &db])
         .await?;
     settle_entry(limits, credentials, db, ip, charged, &row)
+}
+
+/// Checks body credentials for database `db` without acting on them: they
+/// passed from `ip` a moment ago, or `vigil.enter_account` lets them in, in
+/// a transaction on a connection from `connect` that is rolled back and
+/// returned at once. For a long body, before the rest of it is read
+/// (`extract::AccountJson`); the request enters the account again for its
+/// work, and takes its rate-limit token then.
+pub async fn check_account<C: Connecting>(
+    limits: &Limits,
+    connect: impl FnOnce() -> C,
+    credentials: &AccountCredentials,
+    db: Option<&str>,
+    ip: IpAddr,
+) -> Result<(), ApiError> {
+    let (account, user_key) = to_enter(limits, credentials, db, ip)?;
+    if limits
+        .recent_accounts
+        .get(&credentials.check(db), ip, Instant::now())
+        .is_some()
+    {
+        return Ok(());
+    }
+    let mut client = connect().await?;
+    let tx = client.transaction().await?;
+    let statement = tx.prepare_cached(ENTER_ACCOUNT).await?;
+    let row = tx
+        .query_one(&statement, &[&account, &user_key, &db])
+        .await?;
+    settle_entry(limits, credentials, db, ip, true, &row).map(|_| ())
 }
 
 /// Runs `sql` for the account in one round trip, for a request whose
@@ -282,7 +387,7 @@ pub async fn enter_account_and_run(
     sql: &str,
     params: &[&(dyn ToSql + Sync)],
 ) -> Result<Vec<Row>, ApiError> {
-    let (account, user_key) = to_enter(limits, credentials, ip)?;
+    let (account, user_key) = to_enter(limits, credentials, db, ip)?;
     let enter = client.prepare_cached(ENTER_ACCOUNT).await?;
     let work = client.prepare_cached(sql).await?;
     let enter_params: [&(dyn ToSql + Sync); 3] = [&account, &user_key, &db];
@@ -311,16 +416,24 @@ pub async fn enter_account_and_run(
 fn to_enter<'a>(
     limits: &Limits,
     credentials: &'a AccountCredentials,
+    db: Option<&str>,
     ip: IpAddr,
 ) -> Result<(&'a str, &'a str), ApiError> {
-    limits.refuse_locked_out(ip)?;
     let user_key = credentials.user_key.as_deref().unwrap_or("");
-    if user_key.is_empty() {
-        return Err(limits.failed(ip, refusal("missing", Credential::UserKey)));
-    }
-    let Some(account) = credentials.account.as_deref().filter(|a| !a.is_empty()) else {
-        return Err(limits.failed(ip, refusal("missing", Credential::Account)));
+    let account = credentials.account.as_deref().unwrap_or("");
+    let missing = if user_key.is_empty() {
+        Some(Credential::UserKey)
+    } else if account.is_empty() {
+        Some(Credential::Account)
+    } else {
+        None
     };
+    if let Some(credential) = missing {
+        limits.refuse_locked_out(ip, None)?;
+        return Err(limits.failed(ip, None, refusal("missing", credential)));
+    }
+    let check = credentials.check(db);
+    limits.refuse_locked_out(ip, Some(credentials.attempt(&check)))?;
     Ok((account, user_key))
 }
 
@@ -337,10 +450,12 @@ fn settle_entry(
 ) -> Result<i64, ApiError> {
     let outcome: String = row.try_get(1)?;
     let check = credentials.check(db);
+    let attempt = credentials.attempt(&check);
     if outcome != "ok" {
         limits.recent_accounts.remove(&check, ip);
-        return Err(limits.failed(ip, refusal(&outcome, Credential::UserKey)));
+        return Err(limits.failed(ip, Some(attempt), refusal(&outcome, Credential::UserKey)));
     }
+    limits.passed(attempt, ip);
     let key_id: i64 = row.try_get(0)?;
     tracing::Span::current().record("key", format!("user:{key_id}"));
     let quota = limits.quota_of(row.try_get(2)?, row.try_get(3)?);
@@ -510,6 +625,98 @@ mod tests {
             (refused.status, refused.code),
             (StatusCode::TOO_MANY_REQUESTS, "rate_limited")
         );
+    }
+
+    /// `n` failed attempts of `check` (credentials first, then what for) from `ip`.
+    fn fail(limits: &Limits, check: &[Option<&str>], ip: IpAddr, n: usize) {
+        let attempt = Attempt {
+            credentials: &check[..1],
+            check,
+        };
+        for _ in 0..n {
+            limits.failed(
+                ip,
+                Some(attempt),
+                ApiError::from_status(StatusCode::UNAUTHORIZED),
+            );
+        }
+    }
+
+    fn refused(limits: &Limits, check: &[Option<&str>], ip: IpAddr) -> bool {
+        let attempt = Attempt {
+            credentials: &check[..1],
+            check,
+        };
+        limits.refuse_locked_out(ip, Some(attempt)).is_err()
+    }
+
+    #[test]
+    fn an_address_locked_out_still_lets_in_credentials_that_passed() {
+        let limits = limits(1000);
+        let (shared, elsewhere) = (IpAddr::from([10, 0, 0, 1]), IpAddr::from([10, 0, 0, 2]));
+        let valid = [Some("vk_valid"), Some("transaction")];
+        limits.passed(
+            Attempt {
+                credentials: &valid[..1],
+                check: &valid,
+            },
+            elsewhere,
+        );
+        // Someone behind the same address guesses ten keys.
+        for guess in 0..10 {
+            let key = format!("vk_guess{guess}");
+            fail(&limits, &[Some(&key), Some("transaction")], shared, 1);
+        }
+        assert!(refused(
+            &limits,
+            &[Some("vk_guess99"), Some("transaction")],
+            shared
+        ));
+        assert!(refused(
+            &limits,
+            &[Some("vk_never_seen"), Some("transaction")],
+            shared
+        ));
+        assert!(
+            !refused(&limits, &valid, shared),
+            "a key that passed is not locked out"
+        );
+        // The same guesses from elsewhere are not refused for this address's failures.
+        assert!(!refused(
+            &limits,
+            &[Some("vk_guess99"), Some("transaction")],
+            elsewhere
+        ));
+    }
+
+    #[test]
+    fn credentials_that_keep_failing_are_refused_from_every_address() {
+        let limits = limits(1000);
+        let revoked = [Some("vk_revoked"), Some("transaction")];
+        for i in 1..=10u8 {
+            let ip = IpAddr::from([10, 0, 1, i]);
+            assert!(!refused(&limits, &revoked, ip), "attempt {i}");
+            fail(&limits, &revoked, ip, 1);
+        }
+        assert!(refused(&limits, &revoked, IpAddr::from([10, 0, 2, 1])));
+        // The same key for another scope is another check.
+        assert!(!refused(
+            &limits,
+            &[Some("vk_revoked"), Some("identity")],
+            IpAddr::from([10, 0, 2, 1])
+        ));
+        // A failure forgets that the credentials passed.
+        let valid = [Some("vk_valid"), Some("transaction")];
+        let attempt = Attempt {
+            credentials: &valid[..1],
+            check: &valid,
+        };
+        let ip = IpAddr::from([10, 0, 3, 1]);
+        limits.passed(attempt, ip);
+        fail(&limits, &[Some("vk_other"), None], ip, 10);
+        assert!(!refused(&limits, &valid, ip));
+        fail(&limits, &valid, ip, 1);
+        assert!(refused(&limits, &valid, ip));
     }
 
     #[test]

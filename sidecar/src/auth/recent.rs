@@ -32,6 +32,9 @@ pub type Check<'a> = [Option<&'a str>];
 /// Passes of one kind of check, each with what the check found (`V`).
 pub struct Recent<V> {
     ttl: Duration,
+    /// Whether the client address is part of what was checked: a pass from
+    /// one address is no pass from another.
+    by_address: bool,
     entries: Mutex<HashMap<[u8; 32], (Instant, V)>>,
 }
 
@@ -39,26 +42,27 @@ impl<V: Clone> Recent<V> {
     pub fn new(ttl: Duration) -> Recent<V> {
         Recent {
             ttl,
+            by_address: true,
             entries: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Each part as its length then its bytes (an absent one as a length no
-    /// text has), so no two different checks digest alike.
-    fn id(check: &Check<'_>, ip: IpAddr) -> [u8; 32] {
-        let mut digest = Sha256::new();
-        for part in check {
-            match part {
-                Some(text) => {
-                    digest.update((text.len() as u64).to_le_bytes());
-                    digest.update(text.as_bytes());
-                }
-                None => digest.update(u64::MAX.to_le_bytes()),
-            }
+    /// Passes that hold from any address.
+    pub fn from_anywhere(ttl: Duration) -> Recent<V> {
+        Recent {
+            by_address: false,
+            ..Recent::new(ttl)
         }
-        match ip {
-            IpAddr::V4(v4) => digest.update(v4.octets()),
-            IpAddr::V6(v6) => digest.update(v6.octets()),
+    }
+
+    fn id(&self, check: &Check<'_>, ip: IpAddr) -> [u8; 32] {
+        let mut digest = Sha256::new();
+        digest_check(&mut digest, check);
+        if self.by_address {
+            match ip {
+                IpAddr::V4(v4) => digest.update(v4.octets()),
+                IpAddr::V6(v6) => digest.update(v6.octets()),
+            }
         }
         digest.finalize().into()
     }
@@ -68,7 +72,7 @@ impl<V: Clone> Recent<V> {
         if self.ttl.is_zero() {
             return None;
         }
-        let id = Self::id(check, ip);
+        let id = self.id(check, ip);
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries
             .get(&id)
@@ -81,7 +85,7 @@ impl<V: Clone> Recent<V> {
         if self.ttl.is_zero() {
             return;
         }
-        let id = Self::id(check, ip);
+        let id = self.id(check, ip);
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         if entries.len() >= CAPACITY {
             entries.retain(|_, (at, _)| now.saturating_duration_since(*at) < self.ttl);
@@ -97,10 +101,31 @@ impl<V: Clone> Recent<V> {
         if self.ttl.is_zero() {
             return;
         }
-        let id = Self::id(check, ip);
+        let id = self.id(check, ip);
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries.remove(&id);
     }
+}
+
+/// Each part as its length then its bytes (an absent one as a length no
+/// text has), so no two different checks digest alike.
+fn digest_check(digest: &mut Sha256, check: &Check<'_>) {
+    for part in check {
+        match part {
+            Some(text) => {
+                digest.update((text.len() as u64).to_le_bytes());
+                digest.update(text.as_bytes());
+            }
+            None => digest.update(u64::MAX.to_le_bytes()),
+        }
+    }
+}
+
+/// A digest of credentials, to key their failures by without keeping them.
+pub fn fingerprint(check: &Check<'_>) -> [u8; 32] {
+    let mut digest = Sha256::new();
+    digest_check(&mut digest, check);
+    digest.finalize().into()
 }
 
 #[cfg(test)]
@@ -184,6 +209,19 @@ mod tests {
         assert!(recent.get(&[Some("ab"), Some("c")], ip, t0).is_some());
         recent.remove(&[Some("ab"), Some("c")], ip);
         assert!(recent.get(&[Some("ab"), Some("c")], ip, t0).is_none());
+    }
+
+    #[test]
+    fn a_pass_from_anywhere_holds_from_every_address() {
+        let recent = RecentKeys::from_anywhere(Duration::from_secs(1));
+        let t0 = Instant::now();
+        recent.insert(&[Some("vk_a")], IpAddr::from([10, 0, 0, 1]), caller(7), t0);
+        assert!(recent
+            .get(&[Some("vk_a")], IpAddr::from([10, 0, 0, 2]), t0)
+            .is_some());
+        assert!(recent
+            .get(&[Some("vk_b")], IpAddr::from([10, 0, 0, 1]), t0)
+            .is_none());
     }
 
     #[test]

@@ -71,9 +71,14 @@ pub async fn whoami(
             ));
         }
     }
-    let db = state.db().await?;
-    let caller =
-        super::check_api_key(&state.limits, &db, &headers, ip, query.scope.as_deref()).await?;
+    let caller = super::check_api_key(
+        &state.limits,
+        || state.db(),
+        &headers,
+        ip,
+        query.scope.as_deref(),
+    )
+    .await?;
     Ok(Json(KeyInfo {
         name: caller.name,
         prefix: caller.prefix,

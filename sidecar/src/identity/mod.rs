@@ -76,12 +76,9 @@ pub async fn assess(
         }
     };
     let image = read_image(form).await?;
-    let statement = key
-        .db
-        .prepare_cached("SELECT vigil.assess_id($1, $2)")
-        .await?;
-    let row = key
-        .db
+    let db = state.db().await?;
+    let statement = db.prepare_cached("SELECT vigil.assess_id($1, $2)").await?;
+    let row = db
         .query_one(&statement, &[&&image[..], &key.caller.key_id])
         .await
         .map_err(ApiError::from_image_error)?;
