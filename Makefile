@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help setup build run stop reset test bench-embed bench-risk bench-hnsw bench-vectordb bench-identity bench-risk-quality bench-embed-int8
+.PHONY: help setup build run stop reset test bench-soak bench-embed bench-risk bench-hnsw bench-vectordb bench-identity bench-risk-quality bench-embed-int8
 
 help:
 	@echo "make run          set up, build, start PostgreSQL + the sidecar (Ctrl-C to stop)"
@@ -16,6 +16,7 @@ help:
 	@echo "make bench-hnsw   vigil_hnsw vector index: recall@10 and queries/s vs an exact scan"
 	@echo "make bench-vectordb  vector database over HTTP: storing vs raw embedding, search p50/p99 at 100,000 records"
 	@echo "make bench-identity  identity checks: a 2 MP JPEG in-process, in SQL, over HTTP; duplicate lookup at 1,000,000 hashes"
+	@echo "make bench-soak   a mixed load at a steady rate for 30 minutes: errors, and the memory of the sidecar and each backend over time"
 
 setup:
 	scripts/setup.sh
@@ -57,3 +58,6 @@ bench-vectordb: build
 
 bench-identity: build
 	scripts/bench-identity.sh
+
+bench-soak: build
+	scripts/bench-soak.sh

@@ -104,6 +104,21 @@ pub struct ServeArgs {
     #[arg(long, env = "VIGIL_CORS_ORIGINS", value_delimiter = ',')]
     pub cors_origins: Vec<String>,
 
+    /// Memory, in MiB, that long vector requests may hold at once while
+    /// their credentials are unchecked: a body over 64 KiB whose `userKey`,
+    /// `account` and `dbName` come after its first 64 KiB (one that gives
+    /// them first is checked there, before the rest is read). Past it such a
+    /// body is answered 503 with Retry-After.
+    #[arg(long, env = "VIGIL_UNAUTHENTICATED_BODY_MB", default_value_t = 64)]
+    pub unauthenticated_body_mb: usize,
+
+    /// Memory, in MiB, that identity assessments may take at once in the
+    /// database's backends: as many run at once as this holds of the most one
+    /// takes (a maximal image: see README, "Input safety"); the others wait
+    /// their turn, holding no connection.
+    #[arg(long, env = "VIGIL_IDENTITY_MEMORY_MB", default_value_t = 1024)]
+    pub identity_memory_mb: u64,
+
     /// A token `GET /metrics` requires as `Authorization: Bearer <token>`;
     /// unset, the metrics are open to whoever reaches the port. Set it in
     /// the environment (or an env file readable by the owner only), not on

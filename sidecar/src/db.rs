@@ -33,7 +33,11 @@ fn pool_of(args: &ServeArgs, size: usize, settings: &str) -> Result<Pool, String
         .database_url
         .parse()
         .map_err(|e| format!("DATABASE_URL is not a valid PostgreSQL URL: {e}"))?;
-    pg.application_name("vigil-sidecar");
+    // Named in pg_stat_activity, unless the URL names it (several sidecars
+    // on one database, told apart).
+    if pg.get_application_name().is_none() {
+        pg.application_name("vigil-sidecar");
+    }
     // The server abandons a statement the client has stopped waiting for; times
     // come back in UTC, as the API reports them.
     pg.options(format!(

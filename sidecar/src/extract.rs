@@ -7,12 +7,14 @@
 //! - [`AccountJson`]: a JSON body carrying the body credentials `userKey`,
 //!   `account` and `dbName` beside the endpoint's own fields; the account is
 //!   entered inside the request's transaction by [`Account::enter`]. A body
-//!   longer than [`CREDENTIALS_WITHIN`] must give its credentials in that
-//!   prefix, where they are checked before the rest is read.
+//!   longer than [`CREDENTIALS_WITHIN`] that gives its credentials in that
+//!   prefix has them checked before the rest is read; one that gives them
+//!   later is read within a budget all such bodies share
+//!   (`--unauthenticated-body-mb`), then checked.
 //!
 //! No request holds a pooled connection while its body arrives: a client
-//! sending slowly holds up nobody else, and an unauthenticated body costs
-//! at most [`CREDENTIALS_WITHIN`] bytes of memory.
+//! sending slowly holds up nobody else. Unauthenticated bodies hold at most
+//! [`CREDENTIALS_WITHIN`] bytes each, and the budget in all, of memory.
 
 use std::marker::PhantomData;
 use std::net::IpAddr;
@@ -23,6 +25,7 @@ use axum::http::request::Parts;
 use deadpool_postgres::{Object, Transaction};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 use utoipa::ToSchema;
@@ -31,10 +34,12 @@ use crate::auth::client_ip::ClientIp;
 use crate::auth::{self, AccountCredentials, ApiCaller};
 use crate::error::ApiError;
 use crate::json::{
-    parse, read_body, read_head, read_rest, require_json, top_level_strings, Head, JsonBody,
+    parse, read_body, read_head, read_rest, read_rest_within, require_json, top_level_strings,
+    Head, JsonBody,
 };
 use crate::state::AppState;
 use crate::vectordb::query_batch::{Embedding, Then};
+use crate::vectordb::requests::required_text;
 
 /// A statement parameter owned, to be run later or elsewhere.
 pub type Param = Box<dyn ToSql + Sync + Send>;
@@ -134,14 +139,16 @@ pub struct BodyCredentials {
     /// The account, an e-mail-like identifier.
     #[schema(required = true, value_type = String, example = "demo@vigil.local")]
     account: Option<String>,
-    /// The vector database the request is about.
-    #[schema(required = true, value_type = String, example = "notes")]
+    /// The vector database the request is about: 1 to 63 letters, digits,
+    /// `_`, `.` or `-`, starting with a letter or digit.
+    #[schema(required = true, value_type = String, example = "notes",
+             pattern = "^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")]
     db_name: Option<String>,
 }
 
-/// A longer body gives its credentials within this many bytes, where they
-/// are checked before the rest is read: an unauthenticated client makes the
-/// sidecar hold no more than this of its body.
+/// A longer body whose credentials come within this many bytes has them
+/// checked before the rest is read: an unauthenticated client makes the
+/// sidecar hold no more than this of such a body.
 pub const CREDENTIALS_WITHIN: usize = 64 * 1024;
 
 /// A body with no fields of its own beyond the credentials.
@@ -165,6 +172,9 @@ pub struct Account {
     db_name: String,
     /// The request's rate-limit token is taken ([`Account::admit_early`]).
     charged: bool,
+    /// The share of the unauthenticated budget a long body read before its
+    /// credentials holds, until the request is answered.
+    _budget: Option<OwnedSemaphorePermit>,
 }
 
 /// The request's transaction, acting for the account (row-level security
@@ -184,49 +194,53 @@ impl<T: DeserializeOwned + Send + 'static> FromRequest<AppState> for AccountJson
         let (mut parts, body) = req.into_parts();
         let ClientIp(ip) = ClientIp::from_request_parts(&mut parts, state).await?;
         require_json(&parts.headers)?;
-        let bytes = match read_head(body, CREDENTIALS_WITHIN).await? {
-            Head::Whole(bytes) => bytes,
+        let (bytes, budget) = match read_head(body, CREDENTIALS_WITHIN).await? {
+            Head::Whole(bytes) => (bytes, None),
             Head::Partial { head, rest } => {
-                check_head(state, &head, ip).await?;
-                read_rest(head, rest).await?
+                if check_head(state, &head, ip).await? {
+                    (read_rest(head, rest).await?, None)
+                } else {
+                    let budget = Arc::clone(&state.unauthenticated_body);
+                    let (bytes, permit) = read_rest_within(head, rest, budget).await?;
+                    (bytes, Some(permit))
+                }
             }
         };
         let (context, body) = read_body(bytes, |bytes| {
             Ok((parse::<BodyCredentials>(bytes)?, parse::<T>(bytes)?))
         })
         .await?;
-        let db_name = context
-            .db_name
-            .ok_or_else(|| ApiError::invalid("dbName", "dbName is required"))?;
+        let db_name = required_text(context.db_name, "dbName")?;
+        let credentials = without_nul(AccountCredentials {
+            user_key: context.user_key,
+            account: context.account,
+        })?;
         let account = Account {
             state: state.clone(),
             db: None,
             ip,
-            credentials: AccountCredentials {
-                user_key: context.user_key,
-                account: context.account,
-            },
+            credentials,
             db_name,
             charged: false,
+            _budget: budget,
         };
         Ok(AccountJson { account, body })
     }
 }
 
 /// Checks the credentials a long body gives in its first
-/// [`CREDENTIALS_WITHIN`] bytes, before the rest of it is read.
-async fn check_head(state: &AppState, head: &[u8], ip: IpAddr) -> Result<(), ApiError> {
+/// [`CREDENTIALS_WITHIN`] bytes, before the rest of it is read; false when
+/// they are not all there (strings, as they must be).
+async fn check_head(state: &AppState, head: &[u8], ip: IpAddr) -> Result<bool, ApiError> {
     let [user_key, account, db_name] = top_level_strings(head, ["userKey", "account", "dbName"]);
-    let Some(db_name) = db_name else {
-        return Err(ApiError::invalid(
-            "dbName",
-            format!(
-                "a body over {CREDENTIALS_WITHIN} bytes must give userKey, account and dbName \
-                 (as strings) within its first {CREDENTIALS_WITHIN} bytes"
-            ),
-        ));
+    let (Some(user_key), Some(account), Some(db_name)) = (user_key, account, db_name) else {
+        return Ok(false);
     };
-    let credentials = AccountCredentials { user_key, account };
+    let db_name = required_text(Some(db_name), "dbName")?;
+    let credentials = without_nul(AccountCredentials {
+        user_key: Some(user_key),
+        account: Some(account),
+    })?;
     auth::check_account(
         &state.limits,
         || state.db(),
@@ -234,7 +248,22 @@ async fn check_head(state: &AppState, head: &[u8], ip: IpAddr) -> Result<(), Api
         Some(&db_name),
         ip,
     )
-    .await
+    .await?;
+    Ok(true)
+}
+
+/// The credentials, or a 400 naming one that holds a NUL character, which
+/// no key or account has (PostgreSQL's text cannot hold it).
+fn without_nul(credentials: AccountCredentials) -> Result<AccountCredentials, ApiError> {
+    for (value, field) in [
+        (&credentials.user_key, "userKey"),
+        (&credentials.account, "account"),
+    ] {
+        if let Some(value) = value {
+            required_text(Some(value.clone()), field)?;
+        }
+    }
+    Ok(credentials)
 }
 
 impl Account {

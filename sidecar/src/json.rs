@@ -6,11 +6,14 @@
 //! serde_json's recursion limit turns absurdly deep nesting into a 400 too
 //! (unknown fields are skipped without recursion, so they need none).
 
+use std::sync::Arc;
+
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequest, Request};
 use axum::http::{header, HeaderMap, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError};
 use serde::de::DeserializeOwned;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::ApiError;
 
@@ -78,6 +81,42 @@ pub async fn read_rest(mut head: Vec<u8>, rest: Body) -> Result<Bytes, ApiError>
     let rest = rest.collect().await.map_err(body_error)?.to_bytes();
     head.extend_from_slice(&rest);
     Ok(Bytes::from(head))
+}
+
+/// The rest of a body [`read_head`] stopped reading, after its `head`, when
+/// its credentials are not known yet: every KiB of it, the head's included,
+/// takes a permit of `budget` (the memory all such bodies may hold at once),
+/// kept until the returned permit is dropped. 503 when the budget is spent.
+pub async fn read_rest_within(
+    head: Vec<u8>,
+    mut rest: Body,
+    budget: Arc<Semaphore>,
+) -> Result<(Bytes, OwnedSemaphorePermit), ApiError> {
+    let spent = || {
+        ApiError::unavailable(
+            "too many long bodies whose credentials come after their first 64 KiB are \
+             being read; retry, or give userKey, account and dbName first",
+        )
+    };
+    let kib = |bytes: usize| u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX);
+    let mut permit = Arc::clone(&budget)
+        .try_acquire_many_owned(kib(head.len()))
+        .map_err(|_| spent())?;
+    let mut body = head;
+    while let Some(frame) = rest.frame().await {
+        if let Ok(data) = frame.map_err(body_error)?.into_data() {
+            let more = kib(body.len() + data.len()) - kib(body.len());
+            if more > 0 {
+                permit.merge(
+                    Arc::clone(&budget)
+                        .try_acquire_many_owned(more)
+                        .map_err(|_| spent())?,
+                );
+            }
+            body.extend_from_slice(&data);
+        }
+    }
+    Ok((Bytes::from(body), permit))
 }
 
 /// 413 for a body over the route's limit, 400 for one that broke off.

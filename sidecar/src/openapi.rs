@@ -126,9 +126,108 @@ pub struct Rendered(Bytes);
 /// Completes the document of the registered routes and renders it.
 pub fn rendered(mut doc: utoipa::openapi::OpenApi) -> Result<Rendered, String> {
     add_default_errors(&mut doc);
-    doc.to_json()
+    let mut json = serde_json::to_value(&doc)
+        .map_err(|e| format!("cannot render the OpenAPI document: {e}"))?;
+    state_enforced_rules(&mut json);
+    serde_json::to_vec(&json)
         .map(|json| Rendered(Bytes::from(json)))
         .map_err(|e| format!("cannot render the OpenAPI document: {e}"))
+}
+
+/// No NUL character: PostgreSQL's text and jsonb cannot hold it, so every
+/// string the server keeps refuses it.
+const NO_NUL: &str = "^[^\\u0000]*$";
+
+/// What the server enforces beyond the JSON types, stated in the document:
+/// the rules the extension checks in SQL (blank queries and records, NUL
+/// characters, a transaction's field formats) have no Rust type to carry
+/// them, so they are written here, each at the JSON pointer of its schema.
+/// A pattern may be narrower than what the server accepts (the document
+/// then promises less), never wider: `tests/tests/fuzz.rs` sends what the
+/// document allows and fails on any refusal.
+fn state_enforced_rules(doc: &mut serde_json::Value) {
+    use serde_json::json;
+    let schemas = "/components/schemas";
+    // Any JSON without NUL characters, keys included (metadata, and the
+    // fields a transaction may carry that the engine does not read).
+    doc["components"]["schemas"]["JsonWithoutNul"] = json!({
+        "description": "Any JSON value whose strings and keys hold no NUL character",
+        "anyOf": [
+            {"type": "string", "pattern": NO_NUL},
+            {"type": ["number", "boolean", "null"]},
+            {"type": "array", "items": {"$ref": "#/components/schemas/JsonWithoutNul"}},
+            {"type": "object", "propertyNames": {"pattern": NO_NUL},
+             "additionalProperties": {"$ref": "#/components/schemas/JsonWithoutNul"}}
+        ]
+    });
+    let text_with_words = json!({"pattern": "^[^\\u0000]*[^\\u0000\\s][^\\u0000]*$"});
+    let rules: [(&str, serde_json::Value); 12] = [
+        (
+            "/BodyCredentials/properties/userKey",
+            json!({"pattern": NO_NUL}),
+        ),
+        (
+            "/BodyCredentials/properties/account",
+            json!({"pattern": NO_NUL}),
+        ),
+        ("/Search/properties/query", text_with_words.clone()),
+        ("/HybridSearch/properties/query", text_with_words.clone()),
+        (
+            "/NewRecord/properties/title",
+            json!({"pattern": NO_NUL, "maxLength": 1000}),
+        ),
+        (
+            "/NewRecord/properties/content",
+            json!({"pattern": NO_NUL, "maxLength": 100000}),
+        ),
+        (
+            "/NewRecord",
+            json!({"anyOf": [
+                {"properties": {"title": text_with_words}},
+                {"properties": {"content": text_with_words}}
+            ]}),
+        ),
+        (
+            "/NewRecord/properties/metadata",
+            json!({"propertyNames": {"pattern": NO_NUL},
+                   "additionalProperties": {"$ref": "#/components/schemas/JsonWithoutNul"}}),
+        ),
+        (
+            "/NewRecords/properties/records",
+            json!({"minItems": 1, "maxItems": 1000}),
+        ),
+        (
+            "/Feedback/properties/note",
+            json!({"pattern": NO_NUL, "maxLength": 1000}),
+        ),
+        (
+            "/TransactionRequest",
+            json!({"propertyNames": {"pattern": NO_NUL},
+                   "additionalProperties": {"$ref": "#/components/schemas/JsonWithoutNul"}}),
+        ),
+        ("/RecordId/properties/id", json!({"minimum": 1})),
+    ];
+    for (at, rule) in rules {
+        if let (Some(schema), Some(rule)) = (
+            doc.pointer_mut(&format!("{schemas}{at}"))
+                .and_then(|s| s.as_object_mut()),
+            rule.as_object(),
+        ) {
+            schema.extend(rule.clone());
+        }
+    }
+    // The path parameter of the feedback endpoint, and the scope of /api/key.
+    let uuid = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
+    for (path, method, pattern) in [
+        ("/api/transaction/{transactionId}/feedback", "post", uuid),
+        ("/api/key", "get", "^(transaction|identity)$"),
+    ] {
+        if let Some(params) = doc["paths"][path][method]["parameters"].as_array_mut() {
+            for param in params {
+                param["schema"]["pattern"] = json!(pattern);
+            }
+        }
+    }
 }
 
 /// `GET /openapi.json`: this document.

@@ -31,6 +31,14 @@ pub struct AppState {
     /// request's connection (a batch for up to minutes), so stores alone
     /// must never hold every connection and leave searches none.
     pub store_turns: Arc<Semaphore>,
+    /// Turns to assess an identity image: as many at once as the memory
+    /// budget (`--identity-memory-mb`) holds of the most one assessment may
+    /// take in its backend ([`crate::identity::ASSESSMENT_PEAK_BYTES`]).
+    pub identity_turns: Arc<Semaphore>,
+    /// KiB that long bodies may hold at once while their credentials, which
+    /// come after their first 64 KiB, are not checked yet
+    /// (`--unauthenticated-body-mb`; `extract::AccountJson`).
+    pub unauthenticated_body: Arc<Semaphore>,
 }
 
 impl AppState {
@@ -39,12 +47,27 @@ impl AppState {
         Arc::new(Semaphore::new((pool_size / 2).max(1)))
     }
 
+    /// The semaphore of [`AppState::identity_turns`] for a budget of `budget_mb`.
+    pub fn identity_turns_for(budget_mb: u64) -> Arc<Semaphore> {
+        let turns = (budget_mb << 20) / crate::identity::ASSESSMENT_PEAK_BYTES;
+        Arc::new(Semaphore::new(usize::try_from(turns).unwrap_or(1).max(1)))
+    }
+
+    /// The semaphore of [`AppState::unauthenticated_body`] for `mb` MiB.
+    pub fn unauthenticated_body_for(mb: usize) -> Arc<Semaphore> {
+        Arc::new(Semaphore::new(
+            mb.saturating_mul(1024).min(Semaphore::MAX_PERMITS),
+        ))
+    }
+
     /// Waits for a turn to store records (see [`AppState::store_turns`]).
     pub async fn store_turn(&self) -> Result<SemaphorePermit<'_>, ApiError> {
-        self.store_turns
-            .acquire()
-            .await
-            .map_err(|_| ApiError::unavailable("the server is shutting down"))
+        turn(&self.store_turns).await
+    }
+
+    /// Waits for a turn to assess an identity image (see [`AppState::identity_turns`]).
+    pub async fn identity_turn(&self) -> Result<SemaphorePermit<'_>, ApiError> {
+        turn(&self.identity_turns).await
     }
 
     /// A pooled connection, or 503 when the database cannot be reached. The
@@ -55,4 +78,11 @@ impl AppState {
         self.metrics.pool_waited(start.elapsed());
         Ok(connection?)
     }
+}
+
+async fn turn(turns: &Semaphore) -> Result<SemaphorePermit<'_>, ApiError> {
+    turns
+        .acquire()
+        .await
+        .map_err(|_| ApiError::unavailable("the server is shutting down"))
 }

@@ -190,6 +190,17 @@ impl Env {
         }
     }
 
+    /// The value of the sample `name` (without labels) in the sidecar's `/metrics`.
+    pub fn metric(&self, name: &str) -> f64 {
+        let text = reqwest::blocking::get(self.url("/metrics"))
+            .and_then(|r| r.text())
+            .expect("metrics scraped");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name} in /metrics:\n{text}"))
+    }
+
     /// How many of the application role's backends wait for a lock now.
     pub fn backends_waiting_for_locks(&self) -> usize {
         self.psql(

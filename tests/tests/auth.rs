@@ -359,8 +359,8 @@ fn failed_attempts_from_one_address_are_limited_but_not_valid_keys() {
         ..Default::default()
     });
     let good = api_key(&strict, &["--name", "innocent"]);
-    let user = account_key(&strict, "erin@example.com", &[]);
-    let user_body = json!({"userKey": user, "account": "erin@example.com", "dbName": "main"});
+    let user = account_key(&strict, "lockout@example.com", &[]);
+    let user_body = json!({"userKey": user, "account": "lockout@example.com", "dbName": "main"});
     // Both used from this address before anyone guesses from it.
     assert_eq!(whoami(&strict, Some(&good), "").status(), StatusCode::OK);
     assert_eq!(

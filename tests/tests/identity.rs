@@ -330,3 +330,93 @@ fn the_analysis_queries_report_identity_outcomes() {
         "{row}"
     );
 }
+
+/// A maximal upload: 8000x5000 pixels of 8-bit RGBA (160 MB decoded, the
+/// most the extension decodes), in blocks of one colour, so the PNG is small.
+fn maximal_png() -> Vec<u8> {
+    let image = image::RgbaImage::from_fn(8000, 5000, |x, y| {
+        image::Rgba([(x / 500 * 16) as u8, (y / 500 * 24) as u8, 128, 255])
+    });
+    let mut png = Vec::new();
+    image::DynamicImage::ImageRgba8(image)
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .unwrap();
+    png
+}
+
+#[test]
+fn maximal_images_at_once_stay_within_the_identity_memory_budget() {
+    // A sidecar of its own, whose backends are told apart by their name:
+    // 640 MiB is two assessments' worth.
+    let url = format!("{}?application_name=identity-budget", shared().database_url);
+    let env = shared().with_sidecar(vigil_e2e::SidecarOptions {
+        args: &["--identity-memory-mb", "640"],
+        env: &[("DATABASE_URL", &url)],
+        ..Default::default()
+    });
+    let key = key(&env, "identity");
+    let picture = maximal_png();
+    assert!(
+        picture.len() < 10 << 20,
+        "the upload fits: {} bytes",
+        picture.len()
+    );
+    // Private memory only (RssAnon): VmRSS also counts the shared buffers
+    // each backend has touched, which are the server's once.
+    let resident_kb = || -> u64 {
+        let pids = env.psql(
+            "SELECT string_agg(pid::text, ' ') FROM pg_stat_activity WHERE application_name = 'identity-budget'",
+        );
+        pids.split_whitespace()
+            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok())
+            .filter_map(|status| {
+                let line = status
+                    .lines()
+                    .find(|l| l.starts_with("RssAnon:"))?
+                    .to_owned();
+                line.split_whitespace().nth(1)?.parse::<u64>().ok()
+            })
+            .sum()
+    };
+    /// Sets the flag when dropped, a panic included, so the sampler stops.
+    struct Done<'a>(&'a std::sync::atomic::AtomicBool);
+    impl Drop for Done<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (most, statuses) = std::thread::scope(|s| {
+        let sampler = s.spawn(|| {
+            let mut most = 0;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                most = most.max(resident_kb());
+            }
+            most
+        });
+        let finished = Done(&done);
+        let uploads: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| upload(&env, Some(&key), "image", picture.clone()).0))
+            .collect();
+        let statuses: Vec<std::thread::Result<u16>> =
+            uploads.into_iter().map(|u| u.join()).collect();
+        drop(finished);
+        let statuses: Vec<u16> = statuses.into_iter().map(|s| s.unwrap()).collect();
+        (sampler.join().unwrap(), statuses)
+    });
+    assert_eq!(statuses, [200; 4]);
+    // The sampler saw the assessments (one alone takes about 290 MB)...
+    assert!(most > 200 * 1024, "the samples saw {} MiB", most / 1024);
+    // ...and never more than two at once, and the idle backends beside
+    // them; four at once would take over 1,100 MB.
+    let bound_kb = (640 + 4 * 48) * 1024;
+    assert!(
+        most < bound_kb,
+        "the sidecar's backends held {} MiB at once",
+        most / 1024
+    );
+    eprintln!(
+        "identity budget: the backends held at most {} MiB at once",
+        most / 1024
+    );
+}

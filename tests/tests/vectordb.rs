@@ -402,8 +402,8 @@ fn hybrid_fusion_and_weights_are_set_per_request() {
         ),
         (
             json!({"query": query, "vectorWeight": -1}),
-            "invalid_field",
-            "weights",
+            "invalid_json",
+            "vectorWeight",
         ),
         (
             json!({"query": query, "vectorWeight": 0, "keywordWeight": 0}),
@@ -684,7 +684,76 @@ fn bad_input_is_refused_naming_the_field() {
             "invalid_json",
             "query",
         );
+        for blank in ["", "   ", "\n\t"] {
+            assert_error(
+                me.send(path, "strict", json!({ "query": blank })),
+                400,
+                "invalid_field",
+                "query",
+            );
+        }
     }
+    // Weights are finite numbers a real holds, and not absurd.
+    for (weight, value) in [
+        ("keywordWeight", json!(1e39)),
+        ("keywordWeight", json!(3.4e38)),
+        ("vectorWeight", json!(-1e39)),
+        ("vectorWeight", json!(1e7)),
+    ] {
+        let (status, body) = me.send(
+            "/hybridSearch",
+            "strict",
+            json!({"query": "q", weight: value}),
+        );
+        assert_eq!(status, 400, "{weight} {value}: {body}");
+        assert_eq!(body["error"]["field"], weight, "{weight} {value}: {body}");
+    }
+    // A NUL (which PostgreSQL's text cannot hold) in a credential or the fusion.
+    for (field, value) in [
+        ("userKey", "vu_\u{0}"),
+        ("account", "a\u{0}@x.org"),
+        ("dbName", "a\u{0}b"),
+    ] {
+        let mut body = json!({"userKey": me.user_key, "account": me.account, "dbName": "strict", "query": "q"});
+        body[field] = json!(value);
+        let (status, answer) = me.send_raw("/queryEmbeddings", body.to_string());
+        assert_eq!(
+            (status, &answer["error"]["field"]),
+            (400, &json!(field)),
+            "{answer}"
+        );
+    }
+    assert_error(
+        me.send(
+            "/hybridSearch",
+            "strict",
+            json!({"query": "q", "fusion": "rrf\u{0}"}),
+        ),
+        400,
+        "invalid_field",
+        "fusion",
+    );
+    // White space alone is nothing to store, one record or a batch.
+    assert_error(
+        me.send(
+            "/storeEmbedding",
+            "strict",
+            json!({"title": " ", "content": "\n"}),
+        ),
+        400,
+        "invalid_field",
+        "content",
+    );
+    assert_error(
+        me.send(
+            "/storeEmbeddings",
+            "strict",
+            json!({"records": [{"title": "a", "content": "b"}, {"title": " ", "content": "\n\t"}]}),
+        ),
+        400,
+        "invalid_field",
+        "records[1].content",
+    );
     assert_error(
         me.send("/storeEmbedding", "strict", json!({"content": "c"})),
         400,
@@ -970,18 +1039,7 @@ fn concurrent_writers_keep_the_keyword_index_exact() {
 
 /// A counter's value in the sidecar's `/metrics`.
 fn counter(env: &Env, name: &str) -> f64 {
-    metric(env, &format!("{name}_total"))
-}
-
-/// The value of the sample `name` (without labels) in the sidecar's `/metrics`.
-fn metric(env: &Env, name: &str) -> f64 {
-    let text = reqwest::blocking::get(env.url("/metrics"))
-        .and_then(|r| r.text())
-        .expect("metrics scraped");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{name} in /metrics:\n{text}"))
+    env.metric(&format!("{name}_total"))
 }
 
 #[test]
@@ -990,10 +1048,10 @@ fn a_repeated_query_is_answered_from_kept_embeddings_alike() {
     me.create("kept");
     me.store_all("kept", &VARIED);
     let query = "how long until my order shows up at my door (cache test)";
-    let waits = metric(&me.env, "vigil_query_embedding_wait_seconds_count");
+    let waits = me.env.metric("vigil_query_embedding_wait_seconds_count");
     let first = (me.query("kept", query), me.hybrid("kept", query, 5));
     assert!(
-        metric(&me.env, "vigil_query_embedding_wait_seconds_count") >= waits + 1.0,
+        me.env.metric("vigil_query_embedding_wait_seconds_count") >= waits + 1.0,
         "the new query's wait for its embedding is in the histogram"
     );
     let hits = counter(&me.env, "vigil_query_cache_hits");
@@ -1211,7 +1269,7 @@ fn searches_batched_together_each_run_for_their_own_account() {
     let theirs = ids(&json!(other.hybrid("same", "reset my password", 10)));
     assert_eq!((mine.len(), theirs.len()), (3, 2));
 
-    let pooled = metric(&env, "vigil_db_pool_wait_seconds_count");
+    let pooled = env.metric("vigil_db_pool_wait_seconds_count");
     let calls = counter(&env, "vigil_query_batches");
     let searches: Vec<(&Caller, &str, Value, Option<&Vec<i64>>)> = (0..13)
         .map(|i| {
@@ -1268,7 +1326,7 @@ fn searches_batched_together_each_run_for_their_own_account() {
         }
     }
     assert_eq!(
-        metric(&env, "vigil_db_pool_wait_seconds_count") - pooled,
+        env.metric("vigil_db_pool_wait_seconds_count") - pooled,
         1.0,
         "searches admitted early take no pooled connection unless they ask for over 100 records"
     );
@@ -1433,4 +1491,23 @@ fn stores_never_take_every_connection_from_searches() {
     });
     assert_eq!(stored.into_inner(), 2, "both stores answered");
     assert_eq!(me.count("turns"), VARIED.len() + 2 * records.len());
+}
+
+#[test]
+fn a_database_dropped_twice_at_once_is_dropped_once_and_not_found_once() {
+    let me = caller("droptwice");
+    for round in 0..5 {
+        let db = format!("gone{round}");
+        me.create(&db);
+        me.store(&db, "t", "a record");
+        let statuses: Vec<u16> = std::thread::scope(|s| {
+            let drops: Vec<_> = (0..2)
+                .map(|_| s.spawn(|| me.send("/deleteDatabase", &db, json!({})).0))
+                .collect();
+            drops.into_iter().map(|d| d.join().unwrap()).collect()
+        });
+        let mut sorted = statuses.clone();
+        sorted.sort();
+        assert_eq!(sorted, [200, 404], "round {round}: {statuses:?}");
+    }
 }

@@ -18,7 +18,13 @@ pub const MAX_BYTES: usize = 10 * 1024 * 1024;
 pub const MAX_PIXELS: u64 = 40_000_000;
 /// Longest side, in pixels.
 pub const MAX_SIDE: u32 = 12_000;
-/// Memory the decoder may allocate (a 40 MP RGBA image takes 160 MB).
+/// Largest decoded image, in bytes, checked from the header before decoding:
+/// any image of 8 bits per channel within [`MAX_PIXELS`] (RGBA: 4 bytes a
+/// pixel). An image of 16 bits per channel takes twice as many bytes a
+/// pixel, so it is accepted up to half as many pixels; a small PNG can claim
+/// 36 megapixels of 16-bit RGBA, 288 MB decoded.
+pub const MAX_DECODED_BYTES: u64 = MAX_PIXELS * 4;
+/// Memory the decoder may allocate: the decoded image and its working buffers.
 const MAX_ALLOC: u64 = 256 * 1024 * 1024;
 
 /// Why an upload could not be decoded. Each says what was received.
@@ -32,6 +38,13 @@ pub enum DecodeError {
     Unsupported { received: String },
     /// A supported format whose header claims more than the pixel limits.
     TooManyPixels { width: u32, height: u32 },
+    /// Within the pixel limits, but more than [`MAX_DECODED_BYTES`] decoded
+    /// (16 bits per channel).
+    TooDeep {
+        width: u32,
+        height: u32,
+        bytes_per_pixel: u16,
+    },
     /// A supported format that does not decode (truncated, corrupt).
     Corrupt {
         format: &'static str,
@@ -52,6 +65,14 @@ impl DecodeError {
             }
             DecodeError::TooManyPixels { width, height } => format!(
                 "the image is {width}x{height} pixels; at most {MAX_PIXELS} pixels and {MAX_SIDE} per side are accepted"
+            ),
+            DecodeError::TooDeep {
+                width,
+                height,
+                bytes_per_pixel,
+            } => format!(
+                "the image is {width}x{height} pixels of {bytes_per_pixel} bytes each; at most \
+                 {MAX_DECODED_BYTES} bytes decoded are accepted (send 8 bits per channel, or fewer pixels)"
             ),
             DecodeError::Corrupt { format, detail } => {
                 format!("the {format} image could not be decoded ({detail}); it may be truncated or damaged")
@@ -173,6 +194,13 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
     }
     if u64::from(width) * u64::from(height) > MAX_PIXELS {
         return Err(DecodeError::TooManyPixels { width, height });
+    }
+    if decoder.total_bytes() > MAX_DECODED_BYTES {
+        return Err(DecodeError::TooDeep {
+            width,
+            height,
+            bytes_per_pixel: decoder.color_type().bytes_per_pixel().into(),
+        });
     }
     // Metadata is optional: a file whose EXIF is damaged still has pixels.
     let exif = decoder.exif_metadata().ok().flatten();
@@ -296,15 +324,43 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_header_claiming_a_huge_image_is_refused_before_decoding() {
-        // A valid PNG signature and IHDR claiming 100,000 x 100,000 pixels, then nothing.
+    /// A valid PNG signature and IHDR claiming `width` x `height` pixels of
+    /// `depth` bits per channel and colour type `colour`, then an empty IDAT
+    /// (the decoder reads up to the first) and nothing.
+    fn png_header(width: u32, height: u32, depth: u8, colour: u8) -> Vec<u8> {
         let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
-        png.extend_from_slice(&100_000u32.to_be_bytes());
-        png.extend_from_slice(&100_000u32.to_be_bytes());
-        png.extend_from_slice(&[8, 2, 0, 0, 0]);
+        png.extend_from_slice(&width.to_be_bytes());
+        png.extend_from_slice(&height.to_be_bytes());
+        png.extend_from_slice(&[depth, colour, 0, 0, 0]);
         let crc = crc32(&png[12..]);
         png.extend_from_slice(&crc.to_be_bytes());
+        png.extend_from_slice(b"\0\0\0\0IDAT");
+        png.extend_from_slice(&crc32(b"IDAT").to_be_bytes());
+        png
+    }
+
+    #[test]
+    fn sixteen_bits_a_channel_are_refused_past_the_decoded_size_before_decoding() {
+        // 36 megapixels of 16-bit RGBA: 288 MB decoded.
+        match decode(&png_header(6000, 6000, 16, 6)) {
+            Err(DecodeError::TooDeep {
+                width: 6000,
+                height: 6000,
+                bytes_per_pixel: 8,
+            }) => {}
+            other => panic!("{:?}", other.map(|_| "decoded")),
+        }
+        // As many pixels at 8 bits pass the size checks (and then, headers
+        // only, fail to decode).
+        assert!(matches!(
+            decode(&png_header(6000, 6000, 8, 6)),
+            Err(DecodeError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn a_header_claiming_a_huge_image_is_refused_before_decoding() {
+        let png = png_header(100_000, 100_000, 8, 2);
         match decode(&png) {
             Err(DecodeError::TooManyPixels { width, height }) => {
                 assert_eq!((width, height), (100_000, 100_000))

@@ -21,7 +21,7 @@
 //! | flag | `true`/`false`, or a string `Yes`/`No` (also `true`/`false`), any case | bool |
 //! | count | a non-negative integer (`5` or `5.0`), or a string of digits | `u32`, within the field's bound |
 //! | `amount` | a string of digits with at most one `.` (form A), or a number (form B) | finite `f64` in `0..=1e12` |
-//! | `time` | `YYYY-MM-DD HH:MM:SS` (form A, no zone: UTC), or ISO 8601 / RFC 3339 date-time with `T` or space, optional seconds, fraction and zone `Z`/`±HH:MM`/`±HHMM`/`±HH` (no zone: UTC) | [`Timestamp`] keeping the client's offset |
+//! | `time` | from the year 1970: `YYYY-MM-DD HH:MM:SS` (form A, no zone: UTC), or ISO 8601 / RFC 3339 date-time with `T` or space, optional seconds, fraction and zone `Z`/`±HH:MM`/`±HHMM`/`±HH` (no zone: UTC) | [`Timestamp`] keeping the client's offset |
 //! | `ipAddress` | an IPv4 or IPv6 address in text | [`IpAddr`]; IPv4-mapped IPv6 becomes IPv4 |
 //! | `strictness` | an integer 0..=100 (`50` or `50.0`, not `50.5`), or its digits as a string | `u8`, default 50 |
 //!
@@ -41,6 +41,9 @@ pub const MAX_TEXT_CHARS: usize = 1_000;
 pub const MAX_EMAIL_CHARS: usize = 320;
 /// Largest amount accepted; anything above is a client bug, not a purchase.
 pub const MAX_AMOUNT: f64 = 1e12;
+/// Earliest year of a `time`: a purchase before the Unix epoch (`0000-01-01`,
+/// say) is a client's placeholder, not an event to compare with others.
+pub const MIN_YEAR: u32 = 1970;
 /// Largest `accountAge` in days (100 years).
 pub const MAX_ACCOUNT_AGE_DAYS: u32 = 36_525;
 /// Largest `transactionFrequency` and `orderQuantity`.
@@ -269,6 +272,9 @@ fn expect(b: &[u8], pos: &mut usize, c: u8) -> Option<()> {
 fn parse_datetime(b: &[u8]) -> Option<Timestamp> {
     let mut p = 0;
     let year = digits(b, &mut p, 4)?;
+    if year < MIN_YEAR {
+        return None;
+    }
     expect(b, &mut p, b'-')?;
     let month = digits(b, &mut p, 2)?;
     expect(b, &mut p, b'-')?;
@@ -575,7 +581,7 @@ impl<'a> Body<'a> {
         Timestamp::parse(&s).map(Some).ok_or_else(|| {
             InputError::new(
                 self.key(name),
-                "must be \"YYYY-MM-DD HH:MM:SS\" or an ISO 8601 date-time such as 2024-05-01T13:45:00Z",
+                "must be \"YYYY-MM-DD HH:MM:SS\" or an ISO 8601 date-time such as 2024-05-01T13:45:00Z, from the year 1970",
             )
         })
     }

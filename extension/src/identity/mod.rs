@@ -73,9 +73,9 @@ fn sqlstate(e: &DecodeError) -> PgSqlErrorCode {
         // 415: not a format we take.
         DecodeError::Unsupported { .. } => PgSqlErrorCode::ERRCODE_INVALID_BINARY_REPRESENTATION,
         // 413 / 422: over a size limit, refused before decoding.
-        DecodeError::TooManyBytes { .. } | DecodeError::TooManyPixels { .. } => {
-            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED
-        }
+        DecodeError::TooManyBytes { .. }
+        | DecodeError::TooManyPixels { .. }
+        | DecodeError::TooDeep { .. } => PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
         // 422: a supported format that does not decode.
         DecodeError::Empty | DecodeError::Corrupt { .. } => {
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE

@@ -323,6 +323,12 @@ BEGIN
     RETURN QUERY
     DELETE FROM vector_databases d WHERE d.id = vigil._database(db)
     RETURNING d.name, d.records;
+    -- Another transaction dropped it after _database found it (two drops at once).
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no database "%" in account %', coalesce(db, current_setting('vigil.db', true)),
+            vigil.current_account()
+            USING ERRCODE = 'no_data_found', COLUMN = 'dbName';
+    END IF;
 END
 $$;
 
@@ -340,7 +346,7 @@ BEGIN
         PERFORM vigil._refuse(prefix || 'content', prefix || 'content is required (a string)');
     ELSIF length(content) > 100000 THEN
         PERFORM vigil._refuse(prefix || 'content', prefix || 'content is longer than 100,000 characters');
-    ELSIF btrim(title || content) = '' THEN
+    ELSIF (title || content) !~ '\S' THEN
         PERFORM vigil._refuse(prefix || 'content', prefix || 'title and content are both empty: nothing to store');
     ELSIF metadata IS NOT NULL AND jsonb_typeof(metadata) <> 'object' THEN
         PERFORM vigil._refuse(prefix || 'metadata', prefix || 'metadata must be a JSON object');
@@ -446,6 +452,8 @@ AS $$
 BEGIN
     IF query IS NULL THEN
         PERFORM vigil._refuse('query', 'query is required');
+    ELSIF query !~ '\S' THEN
+        PERFORM vigil._refuse('query', 'query is blank: give words to search for');
     END IF;
     PERFORM vigil._check_limit(k);
 END

@@ -24,6 +24,12 @@ use schema::{IdentityAssessment, IdentityUpload};
 pub const MAX_IMAGE_BYTES: usize = 10 * 1024 * 1024;
 /// Body limit of the route: the image plus the form's own framing.
 pub const MAX_BODY_BYTES: usize = MAX_IMAGE_BYTES + 64 * 1024;
+/// The most memory one assessment takes in its backend: a maximal image
+/// (8000x5000 pixels of 8-bit RGBA, the extension's largest decoded size)
+/// took a backend's peak resident memory from 16 to 305 MB (README, "Input
+/// safety"), with room for the upload's 10 MiB. Sizes the turns of
+/// `AppState::identity_turns`.
+pub const ASSESSMENT_PEAK_BYTES: u64 = 320 << 20;
 
 /// Refusals of an upload.
 #[derive(utoipa::IntoResponses)]
@@ -76,6 +82,7 @@ pub async fn assess(
         }
     };
     let image = read_image(form).await?;
+    let _turn = state.identity_turn().await?;
     let db = state.db().await?;
     let statement = db.prepare_cached("SELECT vigil.assess_id($1, $2)").await?;
     let row = db

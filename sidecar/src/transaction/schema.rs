@@ -12,23 +12,32 @@ use utoipa::openapi::RefOr;
 use utoipa::{PartialSchema, ToSchema};
 
 /// How a SPEC field may be written: form A (a string) or form B (native).
+/// The document states the formats the engine checks (`vigil_risk::input`);
+/// where the engine accepts more (other spellings, surrounding spaces,
+/// IPv6), the document promises the plain forms only.
 #[derive(Clone, Copy)]
 enum Form {
     /// A string in both forms.
     Text,
+    /// An e-mail address (or empty).
+    Email,
+    /// An IPv4 address (or empty; the engine also takes IPv6).
+    Ip,
+    /// A date-time from 1970 (or empty).
+    Time,
     /// Form A `"Yes"`/`"No"`, form B a boolean.
     Flag,
     /// Form A a string of digits, form B a number.
     Amount,
-    /// A whole number, or a string of digits.
-    Count,
+    /// A whole number up to the bound, or a string of its digits.
+    Count(u32),
 }
 
 /// The fields of SPEC's transaction that the engine reads.
 const FIELDS: [(&str, Form, &str); 26] = [
     (
         "email",
-        Form::Text,
+        Form::Email,
         "form A: the registered e-mail address (also read from `Email`)",
     ),
     ("product", Form::Text, "a product or a service"),
@@ -40,7 +49,7 @@ const FIELDS: [(&str, Form, &str); 26] = [
     ("location", Form::Text, "a place name"),
     (
         "time",
-        Form::Text,
+        Form::Time,
         "form A `YYYY-MM-DD HH:MM:SS`, form B ISO 8601",
     ),
     (
@@ -52,7 +61,11 @@ const FIELDS: [(&str, Form, &str); 26] = [
     ("paymentMethod", Form::Text, "payment method label"),
     ("shippingAddress", Form::Text, "shipping address"),
     ("billingAddress", Form::Text, "billing address"),
-    ("customerEmail", Form::Text, "the customer's e-mail address"),
+    (
+        "customerEmail",
+        Form::Email,
+        "the customer's e-mail address",
+    ),
     (
         "customerName",
         Form::Text,
@@ -65,14 +78,14 @@ const FIELDS: [(&str, Form, &str); 26] = [
     ),
     ("clientBrowser", Form::Text, "browser"),
     ("deviceType", Form::Text, "device type"),
-    ("ipAddress", Form::Text, "IPv4 or IPv6 address"),
+    ("ipAddress", Form::Ip, "IPv4 or IPv6 address"),
     ("deviceFingerprint", Form::Text, "device identity"),
     (
         "transactionFrequency",
-        Form::Count,
+        Form::Count(1_000_000),
         "transactions as counted by the client",
     ),
-    ("accountAge", Form::Count, "days"),
+    ("accountAge", Form::Count(36_525), "days"),
     (
         "emailDomain",
         Form::Text,
@@ -86,10 +99,10 @@ const FIELDS: [(&str, Form, &str); 26] = [
     ("twoFactorAuth", Form::Flag, "true/false or \"Yes\"/\"No\""),
     ("referralSource", Form::Text, "where the customer came from"),
     ("proxyOrVPN", Form::Flag, "true/false or \"Yes\"/\"No\""),
-    ("orderQuantity", Form::Count, "items ordered"),
+    ("orderQuantity", Form::Count(1_000_000), "items ordered"),
     (
         "strictness",
-        Form::Count,
+        Form::Count(100),
         "0 to 100, default 50; higher is stricter",
     ),
 ];
@@ -129,17 +142,41 @@ impl ToSchema for TransactionRequest {
 
 fn property(form: Form) -> ObjectBuilder {
     let types = |t: &[Type]| SchemaType::Array(t.to_vec());
-    match form {
-        Form::Text => ObjectBuilder::new()
+    let text = |pattern: &str| {
+        ObjectBuilder::new()
             .schema_type(Type::String)
-            .max_length(Some(MAX_TEXT_CHARS)),
-        Form::Flag => ObjectBuilder::new().schema_type(types(&[Type::Boolean, Type::String])),
+            .max_length(Some(MAX_TEXT_CHARS))
+            .pattern(Some(pattern))
+    };
+    // A string pattern applies to strings only, so a field of two types
+    // keeps its number's range and its string's form apart.
+    match form {
+        Form::Text => text("^[^\\u0000]*$"),
+        Form::Email => text("^([A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,200})?$"),
+        Form::Ip => text(
+            "^(((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9]))?$",
+        ),
+        Form::Time => text(
+            "^((19[7-9][0-9]|20[0-9]{2})-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])[T ]\
+             ([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9])?Z?)?$",
+        ),
+        Form::Flag => ObjectBuilder::new()
+            .schema_type(types(&[Type::Boolean, Type::String]))
+            .pattern(Some("^(Yes|No|yes|no|true|false)?$")),
         Form::Amount => ObjectBuilder::new()
             .schema_type(types(&[Type::Number, Type::String]))
-            .minimum(Some(0.0)),
-        Form::Count => ObjectBuilder::new()
+            .minimum(Some(0.0))
+            .maximum(Some(1e12))
+            .pattern(Some("^([0-9]{1,12}(\\.[0-9]{0,6})?)?$")),
+        Form::Count(most) => ObjectBuilder::new()
             .schema_type(types(&[Type::Integer, Type::String]))
-            .minimum(Some(0.0)),
+            .minimum(Some(0.0))
+            .maximum(Some(f64::from(most)))
+            .pattern(Some(match most {
+                100 => "^([0-9]{1,2}|100)?$",
+                36_525 => "^[0-9]{0,4}$",
+                _ => "^[0-9]{0,6}$",
+            })),
     }
 }
 

@@ -8,7 +8,7 @@
 pub mod query_batch;
 pub mod query_cache;
 mod records;
-mod requests;
+pub(crate) mod requests;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -30,7 +30,7 @@ use crate::openapi::{AuthRefusals, BodyRefusals};
 use crate::state::AppState;
 use records::{all, DeletedDatabase, ListedRecord, Record, ScoredRecord, SimilarRecord};
 use requests::{
-    required, required_text, DeleteEmbeddingRequest, GetEmbeddingsRequest, HybridSearch,
+    required, required_text, DeleteEmbeddingRequest, Fusion, GetEmbeddingsRequest, HybridSearch,
     HybridSearchRequest, NewRecord, NewRecords, Page, RecordId, Search, SearchRequest,
     StoreEmbeddingRequest, StoreEmbeddingsRequest, DEFAULT_LIMIT,
 };
@@ -383,8 +383,8 @@ pub async fn hybrid_search(
 ) -> Result<Json<Vec<ScoredRecord>>, ApiError> {
     let db = account.db_name().to_owned();
     let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
-    // The extension checks the fusion and the weights and names the field.
-    let fusion = body.fusion.unwrap_or_else(|| "rrf".to_owned());
+    // The extension checks the weights together and names the field.
+    let fusion = Fusion::checked(body.fusion)?;
     let vector_weight = body.vector_weight.unwrap_or(1.0);
     let keyword_weight = body.keyword_weight.unwrap_or(1.0);
     let rows = search(

@@ -48,9 +48,11 @@ pub struct NewRecords {
 pub struct Page {
     /// How many records to skip.
     #[schema(default = 0, minimum = 0)]
+    #[serde(default, deserialize_with = "integer")]
     pub start: Option<i64>,
     /// How many records to return at most.
     #[schema(default = 10, minimum = 1, maximum = 1000)]
+    #[serde(default, deserialize_with = "integer")]
     pub limit: Option<i32>,
 }
 
@@ -62,6 +64,7 @@ pub struct Search {
     pub query: Option<String>,
     /// How many records to return at most.
     #[schema(default = 10, minimum = 1, maximum = 1000)]
+    #[serde(default, deserialize_with = "integer")]
     pub limit: Option<i32>,
 }
 
@@ -76,18 +79,61 @@ pub struct HybridSearch {
     pub query: Option<String>,
     /// How many records to return at most.
     #[schema(default = 10, minimum = 1, maximum = 1000)]
+    #[serde(default, deserialize_with = "integer")]
     pub limit: Option<i32>,
     /// `rrf` (Reciprocal Rank Fusion, k = 60; the default) or `convex` (a
     /// weighted mean of the normalised scores, better when a few labelled
     /// queries have tuned the weights).
-    #[schema(value_type = Option<String>, default = "rrf", example = "rrf")]
+    #[schema(value_type = Option<Fusion>, default = "rrf", example = "rrf")]
     pub fusion: Option<String>,
-    /// Weight of the vector ranking (0 or more; default 1).
-    #[schema(default = 1.0, minimum = 0)]
+    /// Weight of the vector ranking (0 to 1,000,000; default 1).
+    #[schema(default = 1.0, minimum = 0, maximum = 1_000_000)]
+    #[serde(default, deserialize_with = "weight")]
     pub vector_weight: Option<f32>,
-    /// Weight of the keyword ranking (0 or more, not both 0; default 1).
-    #[schema(default = 1.0, minimum = 0)]
+    /// Weight of the keyword ranking (0 to 1,000,000, not both 0; default 1).
+    #[schema(default = 1.0, minimum = 0, maximum = 1_000_000)]
+    #[serde(default, deserialize_with = "weight")]
     pub keyword_weight: Option<f32>,
+}
+
+/// The largest weight: weights are relative, and a product of two must
+/// stay finite in a `real` (3.4e38 overflowed in the fusion).
+pub const MAX_WEIGHT: f64 = 1e6;
+
+/// A fusion weight: a number from 0 to [`MAX_WEIGHT`] (null: the default).
+/// Out of range it is a 400 naming the field (serde_json would read 1e39
+/// as infinity).
+fn weight<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f32>, D::Error> {
+    use serde::de::Error;
+    match Option::<f64>::deserialize(d)? {
+        Some(w) if !(0.0..=MAX_WEIGHT).contains(&w) => Err(D::Error::custom(format!(
+            "a weight is a number from 0 to {MAX_WEIGHT}, not {w}"
+        ))),
+        w => Ok(w.map(|w| w as f32)),
+    }
+}
+
+/// The fusions of a hybrid search (documentation: the handler checks the text).
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum Fusion {
+    Rrf,
+    Convex,
+}
+
+impl Fusion {
+    /// `fusion` as given, or a 400 naming it.
+    pub fn checked(fusion: Option<String>) -> Result<String, ApiError> {
+        match fusion.as_deref() {
+            None => Ok("rrf".to_owned()),
+            Some("rrf" | "convex") => Ok(fusion.unwrap_or_default()),
+            Some(_) => Err(ApiError::invalid(
+                "fusion",
+                "fusion must be 'rrf' or 'convex'",
+            )),
+        }
+    }
 }
 
 /// A record to delete.
@@ -95,7 +141,34 @@ pub struct HybridSearch {
 pub struct RecordId {
     /// The record's `id`.
     #[schema(required = true, value_type = i64, example = 1)]
+    #[serde(default, deserialize_with = "integer")]
     pub id: Option<i64>,
+}
+
+/// An integer field, written `5` or `5.0` (JSON Schema's integers, which
+/// some clients' encoders write with a fraction); null: absent. Anything
+/// else, a fraction or a number out of `T`'s range included, is a 400
+/// naming the field.
+fn integer<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<i64>,
+{
+    use serde::de::Error;
+    let Some(number) = Option::<serde_json::Number>::deserialize(d)? else {
+        return Ok(None);
+    };
+    // Within ±2^63 an integral f64 converts exactly.
+    let whole = number.as_i64().or_else(|| {
+        number
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 9.2e18)
+            .map(|f| f as i64)
+    });
+    whole
+        .and_then(|n| T::try_from(n).ok())
+        .map(Some)
+        .ok_or_else(|| D::Error::custom(format!("must be an integer in range, not {number}")))
 }
 
 /// A required field's value, or a 400 naming it.

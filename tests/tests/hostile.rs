@@ -1,0 +1,234 @@
+//! Clients that attack or misbehave cost the sidecar little and hold up no
+//! one else: an unauthenticated body is refused after its first 64 KiB,
+//! whatever its length; a client sending its body slowly holds no database
+//! connection meanwhile; a database that holds a lock makes a request wait
+//! no longer than the request timeout, answered 503 with `Retry-After`.
+//!
+//! Each test has a sidecar of its own, so its memory and its pool are its own.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use reqwest::blocking::Client;
+use serde_json::{json, Value};
+use vigil_e2e::{shared, Env, SidecarOptions};
+
+fn client() -> Client {
+    Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap()
+}
+
+fn account(env: &Env, name: &str) -> Value {
+    let account = format!("{name}@example.com");
+    env.admin_ok(&["accounts", "create", &account]);
+    let user_key = env.admin_ok(&["user-keys", "create", &account]);
+    json!({"userKey": user_key, "account": account, "dbName": "main"})
+}
+
+fn post(env: &Env, path: &str, body: &Value) -> (u16, Value) {
+    let response = client()
+        .post(env.url(path))
+        .json(body)
+        .send()
+        .expect("request sent");
+    let status = response.status().as_u16();
+    (status, response.json().unwrap_or(Value::Null))
+}
+
+/// Sends `body` to `/storeEmbeddings` from six clients at once; the
+/// statuses of the answers (None: the upload broke off, refused early).
+fn six_at_once(env: &Env, body: &str) -> Vec<Option<u16>> {
+    std::thread::scope(|s| {
+        let sent: Vec<_> = (0..6)
+            .map(|_| {
+                s.spawn(move || {
+                    client()
+                        .post(env.url("/storeEmbeddings"))
+                        .header("content-type", "application/json")
+                        .body(body.to_owned())
+                        .send()
+                        .ok()
+                        .map(|r| r.status().as_u16())
+                })
+            })
+            .collect();
+        sent.into_iter().map(|t| t.join().unwrap()).collect()
+    })
+}
+
+#[test]
+fn unauthenticated_bodies_cost_the_sidecar_little_memory() {
+    let env = shared().with_sidecar(SidecarOptions {
+        args: &["--unauthenticated-body-mb", "16"],
+        ..Default::default()
+    });
+    let mib = 1048576.0;
+    let peak = || env.metric("vigil_process_peak_resident_bytes");
+    let before = peak();
+    // Maximal batches (the limit is 64 MiB) with a user key that is wrong.
+    let pad = "x".repeat(60 << 20);
+    let wrong = format!("vu_{}", "0".repeat(64));
+    let first = format!(
+        r#"{{"userKey":"{wrong}","account":"nobody@example.com","dbName":"main","records":[{{"title":"t","content":"{pad}"}}]}}"#
+    );
+    let statuses = six_at_once(&env, &first);
+    assert!(statuses.iter().flatten().all(|&s| s == 401), "{statuses:?}");
+    let grown = peak() - before;
+    assert!(
+        grown < 32.0 * mib,
+        "credentials first: six bodies of 60 MiB grew the sidecar's peak by {:.0} MiB",
+        grown / mib
+    );
+    // The credentials after the records: each body is read within the
+    // budget all such bodies share (16 MiB here), and refused past it.
+    let last = format!(
+        r#"{{"records":[{{"title":"t","content":"{pad}"}}],"userKey":"{wrong}","account":"nobody@example.com","dbName":"main"}}"#
+    );
+    let statuses = six_at_once(&env, &last);
+    assert!(statuses.iter().flatten().all(|&s| s == 503), "{statuses:?}");
+    let grown = peak() - before;
+    assert!(
+        grown < 48.0 * mib,
+        "credentials last: six bodies of 60 MiB grew the sidecar's peak by {:.0} MiB",
+        grown / mib
+    );
+
+    // Within the budget, credentials may come anywhere.
+    let me = account(&env, "latecredentials");
+    assert!([200, 201].contains(&post(&env, "/createDatabase", &me).0));
+    let mut late = json!({"records": [{"title": "a", "content": "b ".repeat(40_000)}]});
+    late.as_object_mut()
+        .unwrap()
+        .extend(me.as_object().unwrap().clone());
+    let text = late.to_string();
+    assert!(
+        text.find("userKey").unwrap() > 64 * 1024,
+        "the credentials come late"
+    );
+    let response = client()
+        .post(env.url("/storeEmbeddings"))
+        .header("content-type", "application/json")
+        .body(text)
+        .send()
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 201);
+}
+
+/// A request whose body is sent in two halves over a raw connection, the
+/// second when [`Trickle::finish`] says.
+struct Trickle {
+    stream: TcpStream,
+    rest: Vec<u8>,
+}
+
+impl Trickle {
+    /// Sends the head and the first half of `body`, once the server has
+    /// asked for the body (`100 Continue`): by then it has checked the key.
+    fn start(env: &Env, path: &str, key: &str, body: &[u8]) -> Trickle {
+        let address = env.url("").trim_start_matches("http://").to_owned();
+        let mut stream = TcpStream::connect(&address).expect("connected");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        write!(
+            stream,
+            "POST {path} HTTP/1.1\r\nHost: {address}\r\nx-api-key: {key}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\
+             Expect: 100-continue\r\n\r\n",
+            body.len()
+        )
+        .unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        assert!(line.starts_with("HTTP/1.1 100"), "{line}");
+        reader.read_line(&mut line).unwrap();
+        let half = body.len() / 2;
+        stream.write_all(&body[..half]).unwrap();
+        Trickle {
+            stream,
+            rest: body[half..].to_vec(),
+        }
+    }
+
+    /// Sends the rest; the response's status.
+    fn finish(mut self) -> u16 {
+        self.stream.write_all(&self.rest).unwrap();
+        let mut answer = Vec::new();
+        let mut buffer = [0u8; 4096];
+        while !String::from_utf8_lossy(&answer).contains("\r\n\r\n") {
+            let n = self.stream.read(&mut buffer).expect("an answer");
+            assert!(n > 0, "closed without an answer");
+            answer.extend_from_slice(&buffer[..n]);
+        }
+        let text = String::from_utf8_lossy(&answer);
+        text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap()
+    }
+}
+
+#[test]
+fn a_client_sending_slowly_holds_up_no_one() {
+    // Two connections, and three uploads in progress at once.
+    let env = shared().with_sidecar(SidecarOptions {
+        env: &[("VIGIL_POOL_SIZE", "2")],
+        ..Default::default()
+    });
+    let key = env.admin_ok(&["keys", "create", "--name", "slow", "--scope", "transaction"]);
+    let other = account(&env, "othertenant");
+    assert!([200, 201].contains(&post(&env, "/createDatabase", &other).0));
+    let purchase = json!({"customerEmail": "slow@example.com", "amount": 12.5}).to_string();
+    let slow: Vec<Trickle> = (0..3)
+        .map(|_| Trickle::start(&env, "/api/transaction", &key, purchase.as_bytes()))
+        .collect();
+    // While all three are half sent, another tenant is served at once.
+    let mut list = other.clone();
+    list["start"] = json!(0);
+    list["limit"] = json!(5);
+    for _ in 0..3 {
+        let (status, body) = post(&env, "/getEmbeddings", &list);
+        assert_eq!(status, 200, "{body}");
+    }
+    let health = client().get(env.url("/healthz")).send().unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    for upload in slow {
+        assert_eq!(upload.finish(), 200);
+    }
+}
+
+#[test]
+fn a_database_holding_a_lock_answers_503_with_retry_after_within_the_timeout() {
+    let env = shared().with_sidecar(SidecarOptions {
+        args: &["--request-timeout-ms", "2000"],
+        ..Default::default()
+    });
+    let me = account(&env, "lockedout");
+    assert!([200, 201].contains(&post(&env, "/createDatabase", &me).0));
+    let mut list = me.clone();
+    list["start"] = json!(0);
+    list["limit"] = json!(5);
+    let _lock = env.open_transaction("LOCK TABLE vigil.vector_records IN ACCESS EXCLUSIVE MODE;");
+    let start = Instant::now();
+    let response = client()
+        .post(env.url("/getEmbeddings"))
+        .json(&list)
+        .send()
+        .expect("an answer");
+    let waited = start.elapsed();
+    assert_eq!(response.status().as_u16(), 503);
+    let retry: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(retry >= 1);
+    let body: Value = response.json().unwrap();
+    assert_eq!(body["error"]["code"], "timeout", "{body}");
+    // The request timeout, and a margin for a loaded machine.
+    assert!(
+        waited < Duration::from_secs(12),
+        "answered after {waited:?}"
+    );
+}
