@@ -154,14 +154,16 @@ fn state_enforced_rules(doc: &mut serde_json::Value) {
         "description": "Any JSON value whose strings and keys hold no NUL character",
         "anyOf": [
             {"type": "string", "pattern": NO_NUL},
-            {"type": ["number", "boolean", "null"]},
+            // jsonb holds any number, but the extension reads it as a double.
+            {"type": "number", "minimum": -1e300, "maximum": 1e300},
+            {"type": ["boolean", "null"]},
             {"type": "array", "items": {"$ref": "#/components/schemas/JsonWithoutNul"}},
             {"type": "object", "propertyNames": {"pattern": NO_NUL},
              "additionalProperties": {"$ref": "#/components/schemas/JsonWithoutNul"}}
         ]
     });
     let text_with_words = json!({"pattern": "^[^\\u0000]*[^\\u0000\\s][^\\u0000]*$"});
-    let rules: [(&str, serde_json::Value); 12] = [
+    let rules: [(&str, serde_json::Value); 14] = [
         (
             "/BodyCredentials/properties/userKey",
             json!({"pattern": NO_NUL}),
@@ -192,10 +194,18 @@ fn state_enforced_rules(doc: &mut serde_json::Value) {
             json!({"propertyNames": {"pattern": NO_NUL},
                    "additionalProperties": {"$ref": "#/components/schemas/JsonWithoutNul"}}),
         ),
+        // A batch's records go to the extension whole, other fields included.
+        (
+            "/NewRecord",
+            json!({"propertyNames": {"pattern": NO_NUL},
+                   "additionalProperties": {"$ref": "#/components/schemas/JsonWithoutNul"}}),
+        ),
         (
             "/NewRecords/properties/records",
             json!({"minItems": 1, "maxItems": 1000}),
         ),
+        // Other parts are ignored, but their headers must be well formed.
+        ("/IdentityUpload", json!({"additionalProperties": false})),
         (
             "/Feedback/properties/note",
             json!({"pattern": NO_NUL, "maxLength": 1000}),
