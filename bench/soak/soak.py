@@ -9,8 +9,11 @@ here), 15 stores, 25 similarity searches, 10 hybrid searches, 5 listings,
 and 7 refusals (a wrong API key, a malformed body), each with the status it
 must get. An error is any other status, a 5xx, or no answer.
 
-Memory is VmRSS from /proc: the sidecar's, and each backend of the
-application role (`vigil_app`), whose pids the superuser's psql lists.
+Memory is from /proc: the sidecar's resident memory (VmRSS), and each
+backend's private memory (RssAnon: its resident memory less the shared
+buffers and mapped files, the model among them, which it shares with the
+others) for the backends of the application role (`vigil_app`), whose pids
+the superuser's psql lists.
 """
 
 import argparse
@@ -130,15 +133,28 @@ class Soak:
             self.send("bad body", "/queryEmbeddings", {**self.account(), "query": "q", "limit": -1}, expect=(400,))
 
 
-def rss_kb(pid):
+def rss_kb(pid, field="VmRSS:"):
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field):
                     return int(line.split()[1])
     except OSError:
         return None
     return None
+
+
+def cached_queries(base):
+    """Query embeddings the sidecar has computed and kept (its cache's misses;
+    the cache keeps at most --query-cache-entries, about 1.6 kB each)."""
+    try:
+        with urllib.request.urlopen(base + "/metrics", timeout=10) as response:
+            for line in response.read().decode().splitlines():
+                if line.startswith("vigil_query_cache_misses_total "):
+                    return int(float(line.split()[1]))
+    except Exception:
+        return -1
+    return 0
 
 
 def backends(psql):
@@ -167,11 +183,12 @@ def main():
 
     def sample(t):
         pids = backends(args.psql)
-        sizes = [s for s in (rss_kb(pid) for pid in pids) if s is not None]
+        sizes = [s for s in (rss_kb(pid, "RssAnon:") for pid in pids) if s is not None]
         with soak.lock:
             rows.append((t, soak.requests, sum(soak.errors.values()), (rss_kb(args.sidecar_pid) or 0) / 1024,
-                         len(sizes), sum(sizes) / 1024, max(sizes, default=0) / 1024))
-        print("%6.0f s %8d requests %5d errors  sidecar %6.1f MB  %2d backends %7.1f MB (largest %6.1f)" % rows[-1],
+                         cached_queries(args.base), len(sizes), sum(sizes) / 1024, max(sizes, default=0) / 1024))
+        print("%6.0f s %8d requests %5d errors  sidecar %6.1f MB (%6d query embeddings computed)  "
+              "%2d backends %7.1f MB private (largest %6.1f)" % rows[-1],
               flush=True)
 
     start = time.monotonic()
@@ -202,10 +219,10 @@ def main():
     print("errors:", dict(soak.errors) if soak.errors else "none")
     if len(rows) >= 2:
         first, last = rows[0], rows[-1]
-        print("after warm-up (%.0f s to %.0f s): sidecar %+.1f MB (%.1f to %.1f), backends %+.1f MB in all "
-              "(%.1f to %.1f), largest backend %.1f to %.1f MB" % (
-                  first[0], last[0], last[3] - first[3], first[3], last[3], last[5] - first[5], first[5], last[5],
-                  first[6], last[6]))
+        print("after warm-up (%.0f s to %.0f s): sidecar %+.1f MB (%.1f to %.1f) while it computed %d more "
+              "query embeddings, backends %+.1f MB in all (%.1f to %.1f), largest backend %.1f to %.1f MB" % (
+                  first[0], last[0], last[3] - first[3], first[3], last[3], last[4] - first[4],
+                  last[6] - first[6], first[6], last[6], first[7], last[7]))
     raise SystemExit(1 if soak.errors else 0)
 
 
