@@ -163,7 +163,16 @@ fn state_enforced_rules(doc: &mut serde_json::Value) {
         ]
     });
     let text_with_words = json!({"pattern": "^[^\\u0000]*[^\\u0000\\s][^\\u0000]*$"});
-    let rules: [(&str, serde_json::Value); 14] = [
+    // A weight of 0, or one a `real` keeps above 0; not both 0.
+    let weight = json!({"anyOf": [{"const": 0}, {"minimum": 1e-6, "maximum": 1e6}]});
+    let rules: [(&str, serde_json::Value); 17] = [
+        ("/HybridSearch/properties/vectorWeight", weight.clone()),
+        ("/HybridSearch/properties/keywordWeight", weight),
+        (
+            "/HybridSearch",
+            json!({"not": {"required": ["vectorWeight", "keywordWeight"],
+                           "properties": {"vectorWeight": {"const": 0}, "keywordWeight": {"const": 0}}}}),
+        ),
         (
             "/BodyCredentials/properties/userKey",
             json!({"pattern": NO_NUL}),

@@ -71,7 +71,10 @@ fn fuzz(env: &Env, what: &str, document: &Value, headers: &[String]) {
         // Not asked of the server (tests/fuzz/schemathesis.toml says why).
         .args(["--exclude-checks", "negative_data_rejection"])
         .args(["--max-time", SECONDS_PER_RUN])
-        .args(["--workers", "2"])
+        // One worker: with two, CPython 3.11's ast module, which Hypothesis
+        // uses from both threads, failed now and then ("AST constructor
+        // recursion depth mismatch"), a fault of the tool, not of the server.
+        .args(["--workers", "1"])
         .args(["--seed", "20261127"])
         .args(["--suppress-health-check", "all"])
         .args(["--no-color"]);

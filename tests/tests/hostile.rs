@@ -232,3 +232,27 @@ fn a_database_holding_a_lock_answers_503_with_retry_after_within_the_timeout() {
         "answered after {waited:?}"
     );
 }
+
+#[test]
+fn metrics_with_a_token_are_served_to_those_who_give_it() {
+    let env = shared().with_sidecar(SidecarOptions {
+        env: &[("VIGIL_METRICS_TOKEN", "scrape-secret")],
+        ..Default::default()
+    });
+    let scrape = |token: Option<&str>| {
+        let mut request = client().get(env.url("/metrics"));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().unwrap();
+        let status = response.status().as_u16();
+        (status, response.text().unwrap())
+    };
+    let (status, body) = scrape(None);
+    assert_eq!(status, 401, "{body}");
+    assert!(body.contains("missing_credentials"), "{body}");
+    assert_eq!(scrape(Some("guess")).0, 401);
+    let (status, body) = scrape(Some("scrape-secret"));
+    assert_eq!(status, 200);
+    assert!(body.contains("vigil_process_resident_bytes"), "{body}");
+}

@@ -228,3 +228,33 @@ request!(
     /// `POST /deleteEmbedding`
     DeleteEmbeddingRequest(RecordId)
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::parse;
+
+    #[test]
+    fn integers_may_be_written_with_a_zero_fraction_and_read_exactly() {
+        let id = |body: &str| parse::<RecordId>(body.as_bytes()).map(|r| r.id);
+        // (ApiError is not Debug: the errors are matched, not unwrapped.)
+        assert_eq!(id(r#"{"id": 7}"#).unwrap(), Some(7));
+        assert_eq!(id(r#"{"id": 7.0}"#).unwrap(), Some(7));
+        // Near 2^52 a fast float parser can be a unit in the last place off.
+        assert_eq!(
+            id(r#"{"id": 3786595243929910.0}"#).unwrap(),
+            Some(3_786_595_243_929_910)
+        );
+        assert_eq!(id(r#"{"id": null}"#).unwrap(), None);
+        for bad in [r#"{"id": 7.5}"#, r#"{"id": "7"}"#, r#"{"id": 1e19}"#] {
+            let Err(e) = id(bad) else {
+                panic!("{bad} was read");
+            };
+            assert_eq!(e.field.as_deref(), Some("id"), "{bad}");
+        }
+        let Err(page) = parse::<Page>(br#"{"limit": 4294967296}"#) else {
+            panic!("a limit over i32 was read");
+        };
+        assert_eq!(page.field.as_deref(), Some("limit"));
+    }
+}
