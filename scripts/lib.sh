@@ -50,8 +50,8 @@ install_extension() {
     (cd "$VIGIL_ROOT/extension" && cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$stage") \
         || die "the extension did not build; nothing was installed"
     # pgrx packages the upgrade scripts (extension/sql/vigil--A--B.sql); the full
-    # scripts of earlier versions go too, so a cluster of one can be made to test
-    # the upgrade from it.
+    # script of the previous version goes too, so a cluster of it can be made to
+    # test the upgrade from it.
     local base
     for base in "$VIGIL_ROOT"/extension/sql/vigil--*.sql; do
         [ -e "$base" ] || continue

@@ -276,6 +276,38 @@ fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
 }
 
 #[test]
+fn every_version_the_scripts_name_upgrades_to_this_one() {
+    // Versions from the upgrade scripts' names (vigil--A--B.sql): each was
+    // released, and each script was tested from its A when it was written.
+    let dir = workspace_root().join("extension/sql");
+    let mut versions: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|entry| {
+            let name = entry.ok()?.file_name().into_string().ok()?;
+            let pair = name
+                .strip_prefix("vigil--")?
+                .strip_suffix(".sql")?
+                .to_owned();
+            let (from, _) = pair.split_once("--")?;
+            Some(from.to_owned())
+        })
+        .collect();
+    versions.sort_by_key(|v| parse(v));
+    assert_eq!(versions.first().map(String::as_str), Some("0.1.0"));
+    let cluster = Cluster::start();
+    for version in &versions {
+        let path = cluster.psql(&format!(
+            "SELECT coalesce(path, 'none') FROM pg_extension_update_paths('vigil') \
+             WHERE source = '{version}' AND target = '{CURRENT}'"
+        ));
+        assert!(
+            path.starts_with(version.as_str()) && path.ends_with(CURRENT),
+            "no chain of scripts from {version} to {CURRENT}: {path:?}"
+        );
+    }
+}
+
+#[test]
 fn a_cluster_of_a_version_without_an_upgrade_path_is_left_alone() {
     let cluster = Cluster::start();
     // A version no script leads from, as a cluster made by a newer build would hold.
