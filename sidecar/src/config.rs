@@ -8,6 +8,10 @@ use ipnet::IpNet;
 
 use crate::admin::AdminCommand;
 
+/// Texts `--query-batch` allows in one model call by default: past this the
+/// model gains nothing per text (it pads every text to the longest).
+pub const DEFAULT_QUERY_BATCH: usize = 32;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "vigil-sidecar",
@@ -73,7 +77,7 @@ pub struct ServeArgs {
     /// in flight share a call, about half the model's cost each under load;
     /// 0 embeds each search's query on its own.
     #[arg(long, env = "VIGIL_QUERY_BATCH",
-          default_value_t = crate::vectordb::query_batch::DEFAULT_BATCH)]
+          default_value_t = DEFAULT_QUERY_BATCH)]
     pub query_batch: usize,
 
     /// Connections that embed search queries in batches, one batch each at a

@@ -34,12 +34,11 @@ use crate::auth::client_ip::ClientIp;
 use crate::auth::{self, AccountCredentials, ApiCaller};
 use crate::error::ApiError;
 use crate::json::{
-    parse, read_body, read_head, read_rest, read_rest_within, require_json, top_level_strings,
-    Head, JsonBody,
+    parse, read_body, read_head, read_rest, read_rest_within, require_json, required_text,
+    top_level_strings, Head, JsonBody,
 };
 use crate::state::AppState;
 use crate::vectordb::query_batch::{Embedding, Then};
-use crate::vectordb::requests::required_text;
 
 /// A statement parameter owned, to be run later or elsewhere.
 pub type Param = Box<dyn ToSql + Sync + Send>;

@@ -238,6 +238,24 @@ pub async fn read_body<R: Send + 'static>(
         .map_err(|e| ApiError::internal(&format!("reading the body stopped: {e}")))?
 }
 
+/// A required field's value, or a 400 naming it.
+pub fn required<T>(value: Option<T>, field: &str) -> Result<T, ApiError> {
+    value.ok_or_else(|| ApiError::invalid(field, format!("{field} is required")))
+}
+
+/// A required text field's value, or a 400 naming it: PostgreSQL's text
+/// cannot hold the NUL character.
+pub fn required_text(value: Option<String>, field: &str) -> Result<String, ApiError> {
+    let text = required(value, field)?;
+    if text.contains('\0') {
+        return Err(ApiError::invalid(
+            field,
+            format!("{field} must not contain the NUL character (\\u0000)"),
+        ));
+    }
+    Ok(text)
+}
+
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let invalid = |message: String| {
         ApiError::new(

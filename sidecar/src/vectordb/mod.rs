@@ -8,7 +8,7 @@
 pub mod query_batch;
 pub mod query_cache;
 mod records;
-pub(crate) mod requests;
+mod requests;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,13 +26,14 @@ use crate::error::{ApiError, ErrorBody};
 use crate::extract::{
     with_vector, Account, AccountJson, BodyCredentials, Entered, NoFields, Param,
 };
+use crate::json::{required, required_text};
 use crate::openapi::{AuthRefusals, BodyRefusals};
 use crate::state::AppState;
 use records::{all, DeletedDatabase, ListedRecord, Record, ScoredRecord, SimilarRecord};
 use requests::{
-    required, required_text, DeleteEmbeddingRequest, Fusion, GetEmbeddingsRequest, HybridSearch,
-    HybridSearchRequest, NewRecord, NewRecords, Page, RecordId, Search, SearchRequest,
-    StoreEmbeddingRequest, StoreEmbeddingsRequest, DEFAULT_LIMIT,
+    DeleteEmbeddingRequest, Fusion, GetEmbeddingsRequest, HybridSearch, HybridSearchRequest,
+    NewRecord, NewRecords, Page, RecordId, Search, SearchRequest, StoreEmbeddingRequest,
+    StoreEmbeddingsRequest, DEFAULT_LIMIT,
 };
 
 /// A vector database.

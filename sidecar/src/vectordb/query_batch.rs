@@ -39,10 +39,6 @@ use tokio_postgres::Row;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
 
-/// Texts `--query-batch` allows in one model call by default: past this the
-/// model gains nothing per text (it pads every text to the longest).
-pub const DEFAULT_BATCH: usize = 32;
-
 /// Searches that may wait for a batch before a new one waits to queue.
 const QUEUE: usize = 4096;
 

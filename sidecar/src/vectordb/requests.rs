@@ -171,24 +171,6 @@ where
         .ok_or_else(|| D::Error::custom(format!("must be an integer in range, not {number}")))
 }
 
-/// A required field's value, or a 400 naming it.
-pub fn required<T>(value: Option<T>, field: &str) -> Result<T, ApiError> {
-    value.ok_or_else(|| ApiError::invalid(field, format!("{field} is required")))
-}
-
-/// A required text field's value, or a 400 naming it: PostgreSQL's text
-/// cannot hold the NUL character.
-pub fn required_text(value: Option<String>, field: &str) -> Result<String, ApiError> {
-    let text = required(value, field)?;
-    if text.contains('\0') {
-        return Err(ApiError::invalid(
-            field,
-            format!("{field} must not contain the NUL character (\\u0000)"),
-        ));
-    }
-    Ok(text)
-}
-
 /// Documents a request body: the body credentials and the endpoint's own fields.
 macro_rules! request {
     ($(#[$meta:meta])* $name:ident($fields:ty)) => {
