@@ -34,7 +34,7 @@ use crate::auth::client_ip::ClientIp;
 use crate::auth::{self, AccountCredentials, ApiCaller};
 use crate::error::ApiError;
 use crate::json::{
-    parse, read_body, read_head, read_rest, read_rest_within, require_json, required_text,
+    parse, read_body, read_head, read_rest, refuse_nul, require_json, required_text,
     top_level_strings, Head, JsonBody,
 };
 use crate::state::AppState;
@@ -196,13 +196,14 @@ impl<T: DeserializeOwned + Send + 'static> FromRequest<AppState> for AccountJson
         let (bytes, budget) = match read_head(body, CREDENTIALS_WITHIN).await? {
             Head::Whole(bytes) => (bytes, None),
             Head::Partial { head, rest } => {
-                if check_head(state, &head, ip).await? {
-                    (read_rest(head, rest).await?, None)
-                } else {
-                    let budget = Arc::clone(&state.unauthenticated_body);
-                    let (bytes, permit) = read_rest_within(head, rest, budget).await?;
-                    (bytes, Some(permit))
+                let checked = check_head(state, &head, ip).await?;
+                if !checked {
+                    // Credentials later in the body: a locked-out address
+                    // is refused before the rest is read.
+                    state.limits.refuse_address_locked_out(ip)?;
                 }
+                let budget = (!checked).then(|| Arc::clone(&state.unauthenticated_body));
+                read_rest(head, rest, budget).await?
             }
         };
         let (context, body) = read_body(bytes, |bytes| {
@@ -258,9 +259,7 @@ fn without_nul(credentials: AccountCredentials) -> Result<AccountCredentials, Ap
         (&credentials.user_key, "userKey"),
         (&credentials.account, "account"),
     ] {
-        if let Some(value) = value {
-            required_text(Some(value.clone()), field)?;
-        }
+        refuse_nul(value.as_deref().unwrap_or(""), field)?;
     }
     Ok(credentials)
 }

@@ -76,42 +76,37 @@ pub async fn read_head(mut body: Body, prefix: usize) -> Result<Head, ApiError> 
     Ok(Head::Whole(Bytes::from(head)))
 }
 
-/// The rest of a body [`read_head`] stopped reading, after its `head`.
-pub async fn read_rest(mut head: Vec<u8>, rest: Body) -> Result<Bytes, ApiError> {
-    let rest = rest.collect().await.map_err(body_error)?.to_bytes();
-    head.extend_from_slice(&rest);
-    Ok(Bytes::from(head))
-}
-
-/// The rest of a body [`read_head`] stopped reading, after its `head`, when
-/// its credentials are not known yet: every KiB of it, the head's included,
-/// takes a permit of `budget` (the memory all such bodies may hold at once),
-/// kept until the returned permit is dropped. 503 when the budget is spent.
-pub async fn read_rest_within(
+/// The rest of a body [`read_head`] stopped reading, after its `head`. With
+/// a `budget` (the memory all bodies whose credentials are not known yet
+/// may hold at once), every KiB of it, the head's included, takes a permit,
+/// kept until the returned one is dropped; 503 when the budget is spent.
+pub async fn read_rest(
     head: Vec<u8>,
     mut rest: Body,
-    budget: Arc<Semaphore>,
-) -> Result<(Bytes, OwnedSemaphorePermit), ApiError> {
-    let spent = || {
-        ApiError::unavailable(
-            "too many long bodies whose credentials come after their first 64 KiB are \
-             being read; retry, or give userKey, account and dbName first",
-        )
-    };
+    budget: Option<Arc<Semaphore>>,
+) -> Result<(Bytes, Option<OwnedSemaphorePermit>), ApiError> {
     let kib = |bytes: usize| u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX);
-    let mut permit = Arc::clone(&budget)
-        .try_acquire_many_owned(kib(head.len()))
-        .map_err(|_| spent())?;
+    let take = |n: u32| -> Result<Option<OwnedSemaphorePermit>, ApiError> {
+        let Some(budget) = &budget else {
+            return Ok(None);
+        };
+        Arc::clone(budget)
+            .try_acquire_many_owned(n)
+            .map(Some)
+            .map_err(|_| {
+                ApiError::unavailable(
+                    "too many long bodies whose credentials come after their first 64 KiB are \
+                 being read; retry, or give userKey, account and dbName first",
+                )
+            })
+    };
+    let mut permit = take(kib(head.len()))?;
     let mut body = head;
     while let Some(frame) = rest.frame().await {
         if let Ok(data) = frame.map_err(body_error)?.into_data() {
             let more = kib(body.len() + data.len()) - kib(body.len());
-            if more > 0 {
-                permit.merge(
-                    Arc::clone(&budget)
-                        .try_acquire_many_owned(more)
-                        .map_err(|_| spent())?,
-                );
+            if let (Some(permit), Some(more)) = (permit.as_mut(), take(more)?) {
+                permit.merge(more);
             }
             body.extend_from_slice(&data);
         }
@@ -243,17 +238,23 @@ pub fn required<T>(value: Option<T>, field: &str) -> Result<T, ApiError> {
     value.ok_or_else(|| ApiError::invalid(field, format!("{field} is required")))
 }
 
-/// A required text field's value, or a 400 naming it: PostgreSQL's text
-/// cannot hold the NUL character.
+/// A required text field's value, or a 400 naming it.
 pub fn required_text(value: Option<String>, field: &str) -> Result<String, ApiError> {
     let text = required(value, field)?;
+    refuse_nul(&text, field)?;
+    Ok(text)
+}
+
+/// A 400 naming `field` if `text` holds the NUL character, which
+/// PostgreSQL's text cannot hold.
+pub fn refuse_nul(text: &str, field: &str) -> Result<(), ApiError> {
     if text.contains('\0') {
         return Err(ApiError::invalid(
             field,
             format!("{field} must not contain the NUL character (\\u0000)"),
         ));
     }
-    Ok(text)
+    Ok(())
 }
 
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {

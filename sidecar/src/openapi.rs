@@ -128,7 +128,7 @@ pub fn rendered(mut doc: utoipa::openapi::OpenApi) -> Result<Rendered, String> {
     add_default_errors(&mut doc);
     let mut json = serde_json::to_value(&doc)
         .map_err(|e| format!("cannot render the OpenAPI document: {e}"))?;
-    state_enforced_rules(&mut json);
+    state_enforced_rules(&mut json)?;
     serde_json::to_vec(&json)
         .map(|json| Rendered(Bytes::from(json)))
         .map_err(|e| format!("cannot render the OpenAPI document: {e}"))
@@ -144,8 +144,10 @@ const NO_NUL: &str = "^[^\\u0000]*$";
 /// them, so they are written here, each at the JSON pointer of its schema.
 /// A pattern may be narrower than what the server accepts (the document
 /// then promises less), never wider: `tests/tests/fuzz.rs` sends what the
-/// document allows and fails on any refusal.
-fn state_enforced_rules(doc: &mut serde_json::Value) {
+/// document allows and fails on any refusal. A rule whose schema or
+/// parameter is not in the document (a type renamed) is an error, so the
+/// sidecar does not start with the rule silently gone.
+fn state_enforced_rules(doc: &mut serde_json::Value) -> Result<(), String> {
     use serde_json::json;
     let schemas = "/components/schemas";
     // Any JSON without NUL characters, keys included (metadata, and the
@@ -227,12 +229,12 @@ fn state_enforced_rules(doc: &mut serde_json::Value) {
         ("/RecordId/properties/id", json!({"minimum": 1})),
     ];
     for (at, rule) in rules {
-        if let (Some(schema), Some(rule)) = (
-            doc.pointer_mut(&format!("{schemas}{at}"))
-                .and_then(|s| s.as_object_mut()),
-            rule.as_object(),
-        ) {
-            schema.extend(rule.clone());
+        let schema = doc
+            .pointer_mut(&format!("{schemas}{at}"))
+            .and_then(|s| s.as_object_mut())
+            .ok_or_else(|| format!("the OpenAPI document has no schema {at} to state a rule on"))?;
+        if let serde_json::Value::Object(rule) = rule {
+            schema.extend(rule);
         }
     }
     // The path parameter of the feedback endpoint, and the scope of /api/key.
@@ -241,12 +243,14 @@ fn state_enforced_rules(doc: &mut serde_json::Value) {
         ("/api/transaction/{transactionId}/feedback", "post", uuid),
         ("/api/key", "get", "^(transaction|identity)$"),
     ] {
-        if let Some(params) = doc["paths"][path][method]["parameters"].as_array_mut() {
-            for param in params {
-                param["schema"]["pattern"] = json!(pattern);
-            }
+        let params = doc["paths"][path][method]["parameters"]
+            .as_array_mut()
+            .ok_or_else(|| format!("the OpenAPI document has no parameters of {method} {path}"))?;
+        for param in params {
+            param["schema"]["pattern"] = json!(pattern);
         }
     }
+    Ok(())
 }
 
 /// `GET /openapi.json`: this document.

@@ -256,3 +256,35 @@ fn metrics_with_a_token_are_served_to_those_who_give_it() {
     assert_eq!(status, 200);
     assert!(body.contains("vigil_process_resident_bytes"), "{body}");
 }
+
+#[test]
+fn a_locked_out_address_is_refused_before_a_long_body_is_read() {
+    let env = shared().with_sidecar(SidecarOptions {
+        args: &[
+            "--auth-failure-burst",
+            "1",
+            "--auth-failures-per-minute",
+            "1",
+        ],
+        ..Default::default()
+    });
+    let wrong = json!({"userKey": format!("vu_{}", "1".repeat(64)), "account": "x@example.com", "dbName": "main"});
+    assert_eq!(post(&env, "/getEmbeddings", &wrong).0, 401);
+    // 60 MiB, the credentials after the records: refused from its first
+    // 64 KiB, whatever the budget for such bodies.
+    let late = format!(
+        r#"{{"records":[{{"title":"t","content":"{}"}}],"userKey":"vu_x","account":"x@example.com","dbName":"main"}}"#,
+        "x".repeat(60 << 20)
+    );
+    let before = env.metric("vigil_process_peak_resident_bytes");
+    let status = client()
+        .post(env.url("/storeEmbeddings"))
+        .header("content-type", "application/json")
+        .body(late)
+        .send()
+        .ok()
+        .map(|r| r.status().as_u16());
+    assert!(matches!(status, None | Some(429)), "{status:?}");
+    let grown = env.metric("vigil_process_peak_resident_bytes") - before;
+    assert!(grown < 8.0 * 1048576.0, "grew by {grown} bytes");
+}

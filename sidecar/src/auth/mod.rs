@@ -145,13 +145,21 @@ impl Limits {
             self.failing
                 .check(&fingerprint(attempt.check), self.failure, now)
                 .map_err(|wait| refuse("with these credentials", wait))?;
-            if self.known.get(attempt.credentials, ip, now).is_some() {
-                return Ok(());
-            }
         }
-        self.failures
-            .check(&ip, self.failure, now)
-            .map_err(|wait| refuse("from this address", wait))
+        let Err(wait) = self.failures.check(&ip, self.failure, now) else {
+            return Ok(());
+        };
+        // Locked out: only credentials that passed lately get through.
+        match attempt {
+            Some(a) if self.known.get(a.credentials, ip, now).is_some() => Ok(()),
+            _ => Err(refuse("from this address", wait)),
+        }
+    }
+
+    /// 429 if this address is locked out, for a request whose credentials
+    /// are not read yet (they would have to be read to be let through).
+    pub fn refuse_address_locked_out(&self, ip: IpAddr) -> Result<(), ApiError> {
+        self.refuse_locked_out(ip, None)
     }
 
     /// Counts a failed attempt against the address and its check, and

@@ -26,13 +26,13 @@ use crate::error::{ApiError, ErrorBody};
 use crate::extract::{
     with_vector, Account, AccountJson, BodyCredentials, Entered, NoFields, Param,
 };
-use crate::json::{required, required_text};
+use crate::json::{refuse_nul, required, required_text};
 use crate::openapi::{AuthRefusals, BodyRefusals};
 use crate::state::AppState;
 use records::{all, DeletedDatabase, ListedRecord, Record, ScoredRecord, SimilarRecord};
 use requests::{
-    DeleteEmbeddingRequest, Fusion, GetEmbeddingsRequest, HybridSearch, HybridSearchRequest,
-    NewRecord, NewRecords, Page, RecordId, Search, SearchRequest, StoreEmbeddingRequest,
+    DeleteEmbeddingRequest, GetEmbeddingsRequest, HybridSearch, HybridSearchRequest, NewRecord,
+    NewRecords, Page, RecordId, Search, SearchRequest, StoreEmbeddingRequest,
     StoreEmbeddingsRequest, DEFAULT_LIMIT,
 };
 
@@ -384,8 +384,10 @@ pub async fn hybrid_search(
 ) -> Result<Json<Vec<ScoredRecord>>, ApiError> {
     let db = account.db_name().to_owned();
     let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
-    // The extension checks the weights together and names the field.
-    let fusion = Fusion::checked(body.fusion)?;
+    // The extension checks the fusion and the weights and names the field;
+    // a NUL, which cannot reach it, is refused here.
+    let fusion = body.fusion.unwrap_or_else(|| "rrf".to_owned());
+    refuse_nul(&fusion, "fusion")?;
     let vector_weight = body.vector_weight.unwrap_or(1.0);
     let keyword_weight = body.keyword_weight.unwrap_or(1.0);
     let rows = search(

@@ -12,7 +12,6 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::error::ApiError;
 use crate::extract::BodyCredentials;
 
 /// The default of `limit`.
@@ -113,27 +112,14 @@ fn weight<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f32>, D::Erro
     }
 }
 
-/// The fusions of a hybrid search (documentation: the handler checks the text).
+/// The fusions of a hybrid search, for the document: the extension checks
+/// the text (`vigil.hybrid_search`) and names the field.
 #[derive(ToSchema)]
 #[schema(rename_all = "lowercase")]
-#[allow(dead_code)]
+#[allow(dead_code)] // documentation only
 pub enum Fusion {
     Rrf,
     Convex,
-}
-
-impl Fusion {
-    /// `fusion` as given, or a 400 naming it.
-    pub fn checked(fusion: Option<String>) -> Result<String, ApiError> {
-        match fusion.as_deref() {
-            None => Ok("rrf".to_owned()),
-            Some("rrf" | "convex") => Ok(fusion.unwrap_or_default()),
-            Some(_) => Err(ApiError::invalid(
-                "fusion",
-                "fusion must be 'rrf' or 'convex'",
-            )),
-        }
-    }
 }
 
 /// A record to delete.
@@ -219,7 +205,6 @@ mod tests {
     #[test]
     fn integers_may_be_written_with_a_zero_fraction_and_read_exactly() {
         let id = |body: &str| parse::<RecordId>(body.as_bytes()).map(|r| r.id);
-        // (ApiError is not Debug: the errors are matched, not unwrapped.)
         assert_eq!(id(r#"{"id": 7}"#).unwrap(), Some(7));
         assert_eq!(id(r#"{"id": 7.0}"#).unwrap(), Some(7));
         // Near 2^52 a fast float parser can be a unit in the last place off.
