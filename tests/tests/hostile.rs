@@ -200,10 +200,8 @@ fn a_client_sending_slowly_holds_up_no_one() {
 
 #[test]
 fn a_database_holding_a_lock_answers_503_with_retry_after_within_the_timeout() {
-    let env = shared().with_sidecar(SidecarOptions {
-        args: &["--request-timeout-ms", "2000"],
-        ..Default::default()
-    });
+    // A cluster of its own: the lock would hold up the other tests' requests.
+    let env = vigil_e2e::start(&["--request-timeout-ms", "2000"]);
     let me = account(&env, "lockedout");
     assert!([200, 201].contains(&post(&env, "/createDatabase", &me).0));
     let mut list = me.clone();

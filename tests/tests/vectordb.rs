@@ -1435,18 +1435,20 @@ fn searches_at_once_share_model_calls_and_answer_as_alone() {
 
 #[test]
 fn stores_never_take_every_connection_from_searches() {
-    let me = caller("storeturns");
+    // A cluster of its own: the lock below would hold up the other tests'
+    // stores. Two connections: stores take turns on one, so a search has the other.
+    let env = vigil_e2e::start(&["--pool-size", "2"]);
+    let account = "storeturns@example.com".to_owned();
+    env.admin_ok(&["accounts", "create", &account]);
+    let user_key = env.admin_ok(&["user-keys", "create", &account]);
+    let small = Caller {
+        env,
+        account,
+        user_key,
+    };
+    let me = &small;
     me.create("turns");
     me.store_all("turns", &VARIED);
-    // Two connections: stores take turns on one, so a search has the other.
-    let small = Caller {
-        env: me.env.with_sidecar(SidecarOptions {
-            env: &[("VIGIL_POOL_SIZE", "2")],
-            ..Default::default()
-        }),
-        account: me.account.clone(),
-        user_key: me.user_key.clone(),
-    };
     let records: Vec<Value> = (0..8)
         .map(|i| json!({"title": format!("held {i}"), "content": "words about many things"}))
         .collect();
