@@ -38,12 +38,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
 use crate::codes::{Code, Directions};
-use crate::distance::{normalize, prefetch_bytes, unit_halves};
+use crate::distance::{normalize, prefetch_bytes, unit_halves, Metric};
+use crate::error::{Error, StoreError};
+use crate::ids::{IdMap, IdSet};
 use crate::insert::{plan_links, write_element, LevelRng};
 use crate::layout::{locality_order, Links};
+use crate::params::Params;
 use crate::reach::link_unreached;
 use crate::store::{ElementId, ElementMeta, ElementVisitor, EntryPoint, GraphStore, VectorRef};
-use crate::{Error, IdMap, IdSet, Metric, Params, StoreError};
 
 /// A vector as the bulk build holds it: as given, in f32, or as
 /// [`UnitHalves`] (cosine only), half the memory and the very form a cosine

@@ -3,8 +3,10 @@
 //! Reads every element once and every neighbour list once; stops at the
 //! first problem with a [`Corruption`] naming the element and layer.
 
+use crate::error::{Corruption, CorruptionKind, StoreError};
+use crate::ids::{IdMap, IdSet};
+use crate::params::{Params, MAX_LEVEL};
 use crate::store::{ElementMeta, GraphStore};
-use crate::{Corruption, CorruptionKind, IdMap, IdSet, Params, StoreError, MAX_LEVEL};
 
 /// What [`check`] insists on beyond the always-checked invariants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

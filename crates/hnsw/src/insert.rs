@@ -4,10 +4,11 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
-use crate::distance::{widen_halves, Query, VectorRef};
+use crate::distance::{widen_halves, Metric, Query, VectorRef};
+use crate::error::{Corruption, CorruptionKind, StoreError};
+use crate::params::{Params, MAX_LEVEL};
 use crate::search::{descend, score, search_layer, Scored};
 use crate::store::{EntryPoint, GraphStore};
-use crate::{Corruption, CorruptionKind, Metric, Params, StoreError, MAX_LEVEL};
 
 /// Level sampler: a splitmix64 generator.
 ///

@@ -23,10 +23,12 @@
 //! are written by compare and replace, so concurrent inserts lose nothing.
 
 use crate::distance::Query;
+use crate::error::StoreError;
+use crate::ids::{IdMap, IdSet};
 use crate::insert::read_vector;
+use crate::params::Params;
 use crate::search::{descend, score, search_layer};
 use crate::store::GraphStore;
-use crate::{IdMap, IdSet, Params, StoreError};
 
 /// Lists a walk reads between calls to [`GraphStore::pause_point`].
 const PAUSE_EVERY: usize = 1024;

@@ -11,10 +11,12 @@
 //! removed from the store.
 
 use crate::distance::Query;
+use crate::error::StoreError;
+use crate::ids::IdSet;
 use crate::insert::reselect;
+use crate::params::Params;
 use crate::search::{descend, search_layer};
 use crate::store::{ElementMeta, EntryPoint, GraphStore};
-use crate::{IdSet, Params, StoreError};
 
 /// What [`repair`] did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

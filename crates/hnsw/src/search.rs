@@ -5,9 +5,11 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
 use crate::codes::{Code, CodedQuery, Directions, SKIP_MARGIN};
-use crate::distance::Query;
+use crate::distance::{Metric, Query};
+use crate::error::{Corruption, CorruptionKind, StoreError};
+use crate::ids::IdSet;
+use crate::params::Params;
 use crate::store::{ElementMeta, EntryPoint, GraphStore};
-use crate::{IdSet, Metric, Params, StoreError};
 
 /// An element with its distance to the query. Ordered by distance, then id,
 /// so every heap and sort in the crate is deterministic.
@@ -98,10 +100,10 @@ pub(crate) fn score_all<S: GraphStore>(
 /// Builds the corruption error for a stored vector of the wrong length.
 fn vector_length_error<S: GraphStore>(store: &S, id: S::Id, expected: usize) -> StoreError<S> {
     match store.with_element(id, |_, v| v.len()) {
-        Ok(len) => StoreError::<S>::Corrupt(crate::Corruption {
+        Ok(len) => StoreError::<S>::Corrupt(Corruption {
             element: Some(id),
             layer: None,
-            kind: crate::CorruptionKind::VectorLength { len, expected },
+            kind: CorruptionKind::VectorLength { len, expected },
         }),
         Err(e) => StoreError::<S>::Storage(e),
     }
@@ -110,7 +112,7 @@ fn vector_length_error<S: GraphStore>(store: &S, id: S::Id, expected: usize) -> 
 /// An empty visited set sized for a beam of `ef`: a search visits some ten
 /// to twenty elements per beam slot, and growing the table on the way was
 /// 3% of a build's profile.
-fn visited_set<I: crate::ElementId>(ef: usize) -> IdSet<I> {
+fn visited_set<I: crate::store::ElementId>(ef: usize) -> IdSet<I> {
     IdSet::with_capacity_and_hasher(visited_capacity(ef), Default::default())
 }
 
@@ -422,7 +424,7 @@ impl<I> Default for ScanMemory<I> {
     }
 }
 
-impl<I: crate::ElementId> ScanMemory<I> {
+impl<I: crate::store::ElementId> ScanMemory<I> {
     /// Empties it, keeping its capacity (the tables are overwritten whole).
     fn clear(&mut self) {
         self.query.clear();
@@ -455,7 +457,7 @@ impl<I: crate::ElementId> ScanMemory<I> {
     }
 }
 
-impl<I: crate::ElementId> IterativeScan<I> {
+impl<I: crate::store::ElementId> IterativeScan<I> {
     /// Starts a scan: validates the query and descends to layer 0.
     pub fn new<S: GraphStore<Id = I>>(
         store: &S,

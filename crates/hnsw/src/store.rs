@@ -219,7 +219,7 @@ pub struct MemElement<I> {
 /// vector lengths so tests can inject corruption for [`crate::check()`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemStore<I: ElementId = u64> {
-    elements: crate::IdMap<I, MemElement<I>>,
+    elements: crate::ids::IdMap<I, MemElement<I>>,
     entry: Option<EntryPoint<I>>,
     /// Lends codes with layer-0 lists ([`MemStore::with_codes`]).
     codes: bool,
@@ -234,7 +234,7 @@ impl<I: ElementId> Default for MemStore<I> {
 impl<I: ElementId> MemStore<I> {
     pub fn new() -> Self {
         MemStore {
-            elements: crate::IdMap::default(),
+            elements: crate::ids::IdMap::default(),
             entry: None,
             codes: false,
         }
