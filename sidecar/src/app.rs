@@ -174,7 +174,7 @@ mod tests {
             )),
             query_batcher: None,
             store_turns: AppState::store_turns_for(args.pool_size()),
-            identity_turns: AppState::identity_turns_for(args.identity_memory_mb),
+            identity_turns: crate::identity::turns(args.identity_memory_mb),
             unauthenticated_body: AppState::unauthenticated_body_for(args.unauthenticated_body_mb),
         };
         router(state, &args).unwrap()

@@ -8,6 +8,10 @@ use ipnet::IpNet;
 
 use crate::admin::AdminCommand;
 
+/// Entries `--query-cache-entries` allows by default: 10,000 queries of
+/// 384 floats, about 16 MB.
+pub const DEFAULT_QUERY_CACHE_ENTRIES: usize = 10_000;
+
 /// Texts `--query-batch` allows in one model call by default: past this the
 /// model gains nothing per text (it pads every text to the longest).
 pub const DEFAULT_QUERY_BATCH: usize = 32;
@@ -70,7 +74,7 @@ pub struct ServeArgs {
     /// Query embeddings kept by the sidecar, so that a search for a query it
     /// has seen runs no model (about 1.6 kB each); 0 turns the cache off.
     #[arg(long, env = "VIGIL_QUERY_CACHE_ENTRIES",
-          default_value_t = crate::vectordb::query_cache::DEFAULT_ENTRIES)]
+          default_value_t = DEFAULT_QUERY_CACHE_ENTRIES)]
     pub query_cache_entries: usize,
 
     /// Most search queries embedded in one model call: the queries of searches

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use axum::extract::{MatchedPath, State};
 use axum::http::{header, HeaderMap, Method, Request, Response, StatusCode};
 use axum::response::IntoResponse;
-use deadpool_postgres::Status;
+use deadpool_postgres::{Pool, Status};
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -30,7 +30,6 @@ use sha2::{Digest, Sha256};
 use tower::{Layer, Service};
 
 use crate::error::{ApiError, ErrorCode};
-use crate::state::AppState;
 
 /// Request latency buckets in seconds: 1 ms to 10 s (the default request timeout).
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -371,11 +370,15 @@ fn kilobytes(status: &str, field: &str) -> i64 {
          `Authorization: Bearer <token>`", body = crate::error::ErrorBody),
     ),
 )]
-pub async fn scrape(State(state): State<AppState>, headers: HeaderMap) -> axum::response::Response {
-    if let Err(refused) = state.metrics.admit(&headers) {
+pub async fn scrape(
+    State(metrics): State<Arc<Metrics>>,
+    State(pool): State<Pool>,
+    headers: HeaderMap,
+) -> axum::response::Response {
+    if let Err(refused) = metrics.admit(&headers) {
         return refused.into_response();
     }
-    match state.metrics.render(state.pool.status()) {
+    match metrics.render(pool.status()) {
         Ok(text) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),
         Err(e) => ApiError::internal(&format!("cannot encode the metrics: {e}")).into_response(),
     }

@@ -33,7 +33,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
     let state = AppState {
         pool: db::pool(&args)?,
         store_turns: AppState::store_turns_for(args.pool_size()),
-        identity_turns: AppState::identity_turns_for(args.identity_memory_mb),
+        identity_turns: crate::identity::turns(args.identity_memory_mb),
         unauthenticated_body: AppState::unauthenticated_body_for(args.unauthenticated_body_mb),
         limits: Arc::new(Limits::new(&args.limits)?),
         trusted_proxies: args.trusted_proxies.clone().into(),

@@ -1,9 +1,13 @@
 //! The application state every handler receives. Its own module so that the
-//! router (`app`) and the handlers both depend on it and not on each other.
+//! router (`app`) and the handlers both depend on it and not on each other:
+//! it imports the parts it holds, never a handler's module. A handler that
+//! needs one part alone takes it as a substate ([`FromRef`]), as
+//! `metrics::scrape` does, so the metrics need not know the state.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use axum::extract::FromRef;
 use deadpool_postgres::{Object, Pool};
 use ipnet::IpNet;
 use tokio::sync::{Semaphore, SemaphorePermit};
@@ -33,7 +37,7 @@ pub struct AppState {
     pub store_turns: Arc<Semaphore>,
     /// Turns to assess an identity image: as many at once as the memory
     /// budget (`--identity-memory-mb`) holds of the most one assessment may
-    /// take in its backend ([`crate::identity::ASSESSMENT_PEAK_BYTES`]).
+    /// take in its backend (`identity::turns`).
     pub identity_turns: Arc<Semaphore>,
     /// KiB that long bodies may hold at once while their credentials, which
     /// come after their first 64 KiB, are not checked yet
@@ -45,12 +49,6 @@ impl AppState {
     /// The semaphore of [`AppState::store_turns`] for a pool of `pool_size`.
     pub fn store_turns_for(pool_size: usize) -> Arc<Semaphore> {
         Arc::new(Semaphore::new((pool_size / 2).max(1)))
-    }
-
-    /// The semaphore of [`AppState::identity_turns`] for a budget of `budget_mb`.
-    pub fn identity_turns_for(budget_mb: u64) -> Arc<Semaphore> {
-        let turns = (budget_mb << 20) / crate::identity::ASSESSMENT_PEAK_BYTES;
-        Arc::new(Semaphore::new(usize::try_from(turns).unwrap_or(1).max(1)))
     }
 
     /// The semaphore of [`AppState::unauthenticated_body`] for `mb` MiB.
@@ -77,6 +75,18 @@ impl AppState {
         let connection = self.pool.get().await;
         self.metrics.pool_waited(start.elapsed());
         Ok(connection?)
+    }
+}
+
+impl FromRef<AppState> for Pool {
+    fn from_ref(state: &AppState) -> Pool {
+        state.pool.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<Metrics> {
+    fn from_ref(state: &AppState) -> Arc<Metrics> {
+        Arc::clone(&state.metrics)
     }
 }
 

@@ -7,12 +7,15 @@
 
 mod schema;
 
+use std::sync::Arc;
+
 use axum::body::Bytes;
 use axum::extract::multipart::{Multipart, MultipartRejection};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::Value;
+use tokio::sync::Semaphore;
 
 use crate::error::ApiError;
 use crate::extract::{ApiKey, IdentityScope};
@@ -27,9 +30,15 @@ pub const MAX_BODY_BYTES: usize = MAX_IMAGE_BYTES + 64 * 1024;
 /// The most memory one assessment takes in its backend: a maximal image
 /// (8000x5000 pixels of 8-bit RGBA, the extension's largest decoded size)
 /// took a backend's peak resident memory from 16 to 305 MB (README, "Input
-/// safety"), with room for the upload's 10 MiB. Sizes the turns of
-/// `AppState::identity_turns`.
+/// safety"), with room for the upload's 10 MiB. Sizes the [`turns`].
 pub const ASSESSMENT_PEAK_BYTES: u64 = 320 << 20;
+
+/// The turns to assess an image (`AppState::identity_turns`): as many at
+/// once as a budget of `budget_mb` MiB holds of [`ASSESSMENT_PEAK_BYTES`].
+pub fn turns(budget_mb: u64) -> Arc<Semaphore> {
+    let turns = (budget_mb << 20) / ASSESSMENT_PEAK_BYTES;
+    Arc::new(Semaphore::new(usize::try_from(turns).unwrap_or(1).max(1)))
+}
 
 /// Refusals of an upload.
 #[derive(utoipa::IntoResponses)]

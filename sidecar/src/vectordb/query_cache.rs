@@ -12,10 +12,6 @@ use std::sync::{Arc, Mutex};
 
 use lru::LruCache;
 
-/// Entries `--query-cache-entries` allows by default: 10,000 queries of
-/// 384 floats, about 16 MB.
-pub const DEFAULT_ENTRIES: usize = 10_000;
-
 pub struct QueryCache {
     /// `None` when the cache is off (0 entries).
     entries: Option<Mutex<LruCache<String, Arc<[f32]>>>>,
