@@ -2,11 +2,12 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help setup build run stop reset test bench-soak bench-embed bench-risk bench-hnsw bench-vectordb bench-identity bench-risk-quality bench-embed-int8
+.PHONY: help setup build run stop reset test docs bench-soak bench-embed bench-risk bench-hnsw bench-vectordb bench-identity bench-risk-quality bench-embed-int8
 
 help:
 	@echo "make run          set up, build, start PostgreSQL + the sidecar (Ctrl-C to stop)"
 	@echo "make test         set up, build, run every test"
+	@echo "make docs         build docs/ into a browsable book under target/book/ (mdBook)"
 	@echo "make stop         stop the local PostgreSQL cluster"
 	@echo "make reset        delete the local cluster and its data (keys, accounts, records)"
 	@echo "make bench-embed  embedding throughput: in-database vs raw ONNX Runtime"
@@ -37,6 +38,9 @@ reset:
 
 test: setup
 	scripts/test.sh
+
+docs: setup
+	mdbook build docs
 
 bench-embed: build
 	scripts/bench-embed.sh

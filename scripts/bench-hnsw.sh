@@ -336,7 +336,7 @@ SQL
     # without an index that was a sequential scan of the queries table
     # (all 200 of its pages, every query), as costly as a search and the
     # same for both sides, which diluted both ratios, and at 16 clients its
-    # buffer table lookups inflated every query (docs/performance-log.md, stop 38).
+    # buffer table lookups inflated every query (`git show 9307556:docs/performance-log.md`, stop 38).
     for sfx in "" _pgv; do
         [ -z "$sfx" ] || [ "$pgvector" = 1 ] || continue
         psql -c "CREATE UNIQUE INDEX IF NOT EXISTS ${ds}_queries${sfx}_id ON bench.${ds}_queries$sfx (id)" >/dev/null

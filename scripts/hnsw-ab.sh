@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A/B of two or more builds of vigil.so on the bench-hnsw cluster, with pgvector
-# as the yardstick for the machine's drift: the figures README and
-# docs/performance-log.md quote as "an A/B in one cluster". Needs a finished `BENCH_DATASETS=real scripts/bench-hnsw.sh`
+# as the yardstick for the machine's drift: the figures docs/performance.md and
+# the performance log (`git show 9307556:docs/performance-log.md`) quote as "an A/B in one cluster". Needs a finished `BENCH_DATASETS=real scripts/bench-hnsw.sh`
 # (its tables and both indexes). Save each build first, for example
 #   . scripts/lib.sh && install_extension && cp "$("$PG_CONFIG" --pkglibdir)/vigil.so" /tmp/a.so
 # then: scripts/hnsw-ab.sh [queries|build|clients] /tmp/a.so /tmp/b.so ...
@@ -92,7 +92,7 @@ for r in $(seq "${AB_ROUNDS:-2}"); do
     # Odd rounds run the builds in the order named, even rounds the other way
     # round (and pgvector before vigil_hnsw in `clients`): of two runs in a
     # row the second tended to be the faster, whichever build it was
-    # (docs/performance-log.md, "Term counts kept", stop 37), so a fixed order favours one side.
+    # (the performance log, "Term counts kept", stop 37), so a fixed order favours one side.
     order=("${builds[@]}")
     if [ $((r % 2)) = 0 ]; then
         order=()

@@ -34,7 +34,7 @@ printf "SET vigil.account = :'a';\nSELECT FROM vigil.create_database(:'d');\n" |
 umask 077
 cat > "$creds" <<CREDS
 # Written by \`make run\`. Source it: set -a; . .vigil/credentials.env; set +a
-# Manage keys with target/release/vigil-sidecar keys|accounts|user-keys (README).
+# Manage keys with target/release/vigil-sidecar keys|accounts|user-keys (docs/reference/admin-command.md).
 DATABASE_URL=$database_url
 VIGIL_ADMIN_DATABASE_URL=$VIGIL_ADMIN_DATABASE_URL
 VIGIL_HTTP=http://$http_addr

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs what Vigil needs on a Debian 12 machine, skipping what is in place:
-# Debian packages, cargo-pgrx, its PG15 registration, and the data files
+# Debian packages, cargo-pgrx, mdbook, its PG15 registration, and the data files
 # (docker/fetch-data.sh). Used by `make run` and `make test`.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-packages=(postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo python3-pip python3-venv curl)
+packages=(postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo python3-pip python3-venv curl jq)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -22,6 +22,13 @@ fi
 if ! cargo pgrx --version 2>/dev/null | grep -q " $PGRX_VERSION\$"; then
     step "installing cargo-pgrx $PGRX_VERSION (about 10 minutes on 2 cores)"
     cargo install cargo-pgrx --version "$PGRX_VERSION" --locked
+fi
+
+# mdBook builds docs/ into a browsable book (`make docs`); without its default
+# features (a file watcher and a web server) it builds in about two minutes.
+if ! mdbook --version 2>/dev/null | grep -q "v$MDBOOK_VERSION\$"; then
+    step "installing mdbook $MDBOOK_VERSION (about 2 minutes on 2 cores)"
+    cargo install mdbook --version "$MDBOOK_VERSION" --locked --no-default-features
 fi
 
 pgrx_config="${PGRX_HOME:-$HOME/.pgrx}/config.toml"

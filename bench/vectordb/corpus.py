@@ -17,7 +17,7 @@ under /var/lib/apt/lists (read through `apt-helper cat-file`, which handles
 lz4/gz/xz). If they are missing, run once:
     apt-get update -o Acquire::Languages=en
 
-Filters (see README.md): first record per package name wins; names ending in
+Filters (see docs/vector-database.md): first record per package name wins; names ending in
 -dbgsym, -dbg, -doc, -dev, -common, -data or starting with lib are dropped;
 long descriptions shorter than 200 characters are dropped; after sorting by
 name, a package whose long description is identical to an earlier kept one is

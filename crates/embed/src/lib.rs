@@ -144,7 +144,7 @@ impl Embedder {
     /// on `threads` intra-op threads (at least one). With `spinning`, those threads
     /// wait for the next operator by spinning briefly before they sleep: a single
     /// short text is a chain of small operators, and waking sleeping threads for
-    /// each costs more than the work (see README, embedding figures).
+    /// each costs more than the work (see docs/performance.md, "Embedding").
     pub fn load(
         runtime: &Runtime,
         model_dir: &Path,
@@ -167,7 +167,7 @@ impl Embedder {
             // ONNX Runtime fuses each residual Add and LayerNormalization into
             // SkipLayerNormalization, whose CPU kernel took 0.2 ms a call on a
             // batch of 8 queries where the two unfused operators take 0.04 ms:
-            // a fifth of the int8 model's time (docs/performance-log.md, "Embedding in int8").
+            // a fifth of the int8 model's time (the performance log, `git show 9307556:docs/performance-log.md`, "Embedding in int8").
             .and_then(|b| Ok(b.with_disabled_optimizers("SkipLayerNormFusion")?))
             .and_then(|mut b| b.commit_from_file(&model_path))
             .map_err(|e| fail(e.to_string()))?;

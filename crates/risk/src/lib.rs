@@ -33,7 +33,7 @@
 //! Speed: `assess` takes about 6 µs with 15 reasons (about 90 small allocations:
 //! reason details and the features JSON); the first call in a process also sorts the
 //! disposable-domain list (about 1.3 ms). See the ignored `assess_speed` test.
-//! [`signals::signals_markdown`] prints the signal table for the README.
+//! [`signals::signals_markdown`] prints the signal table of docs/reference/signals.md.
 
 pub mod geo;
 pub mod history;

@@ -1,8 +1,8 @@
 //! The risk signals: each is a reason code with points, fired by one fact of the
-//! request or its history, and listed in [`SIGNALS`] for the README.
+//! request or its history, and listed in [`SIGNALS`] for the reference (docs/reference/signals.md).
 //!
 //! A signal's points come only from its [`SignalInfo`] entry (one value per grade,
-//! mildest first), so the table the README prints is the table the engine uses. Grades
+//! mildest first), so the table the reference prints is the table the engine uses. Grades
 //! are monotone: more of the risky input (a higher amount, more velocity, a newer
 //! account) never gives fewer points. Weak signals are scaled by strictness (see
 //! [`crate::score`]); strong signals, mitigations and hard rules are not.
@@ -260,7 +260,7 @@ pub const SIGNALS: &[SignalInfo] = &[
 ];
 
 /// [`SIGNALS`] as a Markdown table (code, points at strictness 50, kind, description),
-/// for the README.
+/// for docs/reference/signals.md.
 pub fn signals_markdown() -> String {
     let mut out = String::from(
         "| code | points at strictness 50 | kind | description |\n|---|---|---|---|\n",

@@ -1,13 +1,14 @@
-//! README keeps up with the code. A new user reads README, not the
-//! sources, so each list README gives is checked against what the build
-//! has: every endpoint of the OpenAPI document, every metric served (a
-//! labelled family appears once it has a sample), every public SQL function
-//! of the installed extension, every error code the sidecar can answer
-//! with, every reason code of the identity verdict, every environment
-//! variable of the sidecar and setting of the extension, and the version
-//! the build installs. Each test fails naming what README lacks. (The risk
-//! signals' table is checked by `crates/risk/tests/readme.rs`, which
-//! prints the table itself.)
+//! The reference (docs/reference/) keeps up with the code. A user reads
+//! the reference, not the sources, so each list it gives is checked against
+//! what the build has: every endpoint of the OpenAPI document (http.md),
+//! every metric served (metrics.md; a labelled family appears once it has a
+//! sample), every public SQL function of the installed extension (sql.md),
+//! every error code the sidecar can answer with (errors.md), every reason
+//! code of the identity verdict (signals.md), every environment variable of
+//! the sidecar and setting of the extension (configuration.md), and the
+//! version the build installs (docs/operations.md). Each test fails naming
+//! what the page lacks. (The risk signals' table is checked by
+//! `crates/risk/tests/reference.rs`, which prints the table itself.)
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -15,27 +16,30 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use vigil_e2e::{shared, workspace_root};
 
-fn readme() -> String {
-    std::fs::read_to_string(workspace_root().join("README.md")).expect("README.md")
+/// A page of the documentation, `docs/<name>`.
+fn page(name: &str) -> String {
+    std::fs::read_to_string(workspace_root().join("docs").join(name))
+        .unwrap_or_else(|e| panic!("docs/{name}: {e}"))
 }
 
-/// Fails unless `readme` holds `spelled(name)` for every name, and unless
-/// there are at least `least` names (so a broken scan cannot pass).
-fn assert_readme_names(
+/// Fails unless `text` (of the page `at`) holds `spelled(name)` for every
+/// name, and unless there are at least `least` names (so a broken scan
+/// cannot pass).
+fn assert_page_names(
     what: &str,
     names: &BTreeSet<String>,
     least: usize,
-    readme: &str,
+    (at, text): (&str, &str),
     spelled: impl Fn(&str) -> String,
 ) {
     assert!(names.len() >= least, "too few {what} found: {names:?}");
     let missing: Vec<_> = names
         .iter()
-        .filter(|name| !readme.contains(&spelled(name)))
+        .filter(|name| !text.contains(&spelled(name)))
         .collect();
     assert!(
         missing.is_empty(),
-        "{what} missing from README: {missing:?}"
+        "{what} missing from docs/{at}: {missing:?}"
     );
 }
 
@@ -110,9 +114,14 @@ fn every_endpoint_of_the_openapi_document_is_in_the_http_table() {
             endpoints.insert(format!("{} {path}", method.to_uppercase()));
         }
     }
-    assert_readme_names("endpoints", &endpoints, 15, &readme(), |e| {
-        format!("| `{e}")
-    });
+    let http = page("reference/http.md");
+    assert_page_names(
+        "endpoints",
+        &endpoints,
+        15,
+        ("reference/http.md", &http),
+        |e| format!("| `{e}"),
+    );
 }
 
 #[test]
@@ -132,7 +141,9 @@ fn every_metric_served_is_in_the_metrics_table() {
             _ => name.to_owned(),
         })
         .collect();
-    assert_readme_names("metrics", &metrics, 10, &readme(), |m| format!("`{m}`"));
+    let page_text = page("reference/metrics.md");
+    let at = ("reference/metrics.md", page_text.as_str());
+    assert_page_names("metrics", &metrics, 10, at, |m| format!("`{m}`"));
 }
 
 #[test]
@@ -143,9 +154,14 @@ fn every_public_sql_function_of_the_extension_is_named() {
          WHERE n.nspname = 'vigil' AND p.prokind IN ('f', 'p') AND p.proname !~ '^_'",
     );
     let names = names.lines().map(str::to_owned).collect();
-    assert_readme_names("SQL functions", &names, 30, &readme(), |f| {
-        format!("vigil.{f}")
-    });
+    let sql = page("reference/sql.md");
+    assert_page_names(
+        "SQL functions",
+        &names,
+        30,
+        ("reference/sql.md", &sql),
+        |f| format!("vigil.{f}"),
+    );
 }
 
 #[test]
@@ -160,14 +176,15 @@ fn every_error_code_of_the_sidecar_is_in_the_error_table() {
             codes.extend(literals_after(&text, &["=> ("]));
         }
     }
-    let readme = readme();
-    let table: String = readme
+    let errors = page("reference/errors.md");
+    let table: String = errors
         .lines()
         .skip_while(|l| !l.starts_with("| status | code | when |"))
         .take_while(|l| l.starts_with('|'))
         .filter_map(|l| l.split('|').nth(2))
         .collect();
-    assert_readme_names("error codes", &codes, 20, &table, |c| format!("`{c}`"));
+    let at = ("reference/errors.md", table.as_str());
+    assert_page_names("error codes", &codes, 20, at, |c| format!("`{c}`"));
 }
 
 #[test]
@@ -182,7 +199,9 @@ fn every_reason_code_of_the_identity_verdict_is_named() {
         .filter(|s| s.len() > 3 && s.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
         .map(str::to_owned)
         .collect();
-    assert_readme_names("reason codes", &codes, 15, &readme(), |c| format!("`{c}`"));
+    let signals = page("reference/signals.md");
+    let at = ("reference/signals.md", signals.as_str());
+    assert_page_names("reason codes", &codes, 15, at, |c| format!("`{c}`"));
 }
 
 #[test]
@@ -190,13 +209,12 @@ fn every_setting_of_the_sidecar_and_the_extension_is_named() {
     let root = workspace_root();
     let variables = quoted_after(&sources(&root.join("sidecar/src")), "env = \"");
     let settings = quoted_after(&sources(&root.join("extension/src")), "c\"vigil.");
-    let readme = readme();
-    assert_readme_names("environment variables", &variables, 10, &readme, |v| {
+    let configuration = page("reference/configuration.md");
+    let at = ("reference/configuration.md", configuration.as_str());
+    assert_page_names("environment variables", &variables, 10, at, |v| {
         format!("`{v}`")
     });
-    assert_readme_names("settings", &settings, 10, &readme, |s| {
-        format!("`vigil.{s}`")
-    });
+    assert_page_names("settings", &settings, 10, at, |s| format!("`vigil.{s}`"));
 }
 
 #[test]
@@ -204,7 +222,7 @@ fn the_version_the_build_installs_is_named() {
     // The extension and every crate share the workspace's version.
     let stated = format!("workspace version, now **{}**", env!("CARGO_PKG_VERSION"));
     assert!(
-        readme().contains(&stated),
-        "README's \"Versions and upgrades\" should say: {stated}"
+        page("operations.md").contains(&stated),
+        "docs/operations.md's \"Versions and upgrades\" should say: {stated}"
     );
 }
