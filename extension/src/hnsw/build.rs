@@ -17,8 +17,8 @@ use pgrx::prelude::*;
 use vigil_hnsw::build::{build, estimate_build_memory, BuildVector, Graph, UnitHalves};
 use vigil_hnsw::codes::Code;
 use vigil_hnsw::Params;
+use vigil_hnsw_page::{self as page, element_size, Encoding, Meta, Tid, META_BLOCK, PAGE_DATA};
 
-use super::page::{self, element_size, Encoding, Meta, Tid, META_BLOCK, PAGE_DATA};
 use super::store::{self, add_item, init_page, write_meta, Locked, Wal};
 use super::{insert, new_params, ops, raise, relation_name};
 

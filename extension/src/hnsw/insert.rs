@@ -14,8 +14,8 @@ use std::cell::RefCell;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use vigil_hnsw::{plan_links, write_element, LevelRng};
+use vigil_hnsw_page::{self as page, Tid};
 
-use super::page::{self, Tid};
 use super::store::{self, GraphLock, PageStore, PlacementLock};
 use super::{ops, raise};
 

@@ -1,10 +1,11 @@
 //! `vigil_hnsw`: an HNSW index access method over `real[]`, crash-safe and
 //! replicated through generic WAL.
 //!
-//! The graph algorithm is the pure crate `vigil-hnsw`; this module is its
-//! Postgres edge, one file per phase of an index's life:
+//! The graph algorithm is the pure crate `vigil-hnsw`, and the page layout
+//! the pure crate `vigil-hnsw-page` (described once, in
+//! [`vigil_hnsw_page::layout`]); this module is their Postgres edge, one
+//! file per phase of an index's life:
 //!
-//! - [`page`]: the page layout, described once.
 //! - [`store`]: the crate's storage trait over buffers and generic WAL.
 //! - [`build`]: `CREATE INDEX` / `REINDEX` (in memory on every core, then
 //!   written out; page by page when `maintenance_work_mem` runs out).
@@ -26,7 +27,6 @@ pub mod build;
 pub mod cost;
 pub mod insert;
 pub mod ops;
-pub mod page;
 pub mod scan;
 pub mod store;
 pub mod vacuum;

@@ -43,7 +43,7 @@ pub unsafe fn vector_from_datum<'a>(datum: pg_sys::Datum) -> Result<&'a [f32], S
         return Err("a vector must not be empty".into());
     }
     // Data follows the dims and lower bounds, MAXALIGNed (ARR_OVERHEAD_NONULLS).
-    let data = array.add(super::page::maxalign(ARRAY_HEADER + 8));
+    let data = array.add(vigil_hnsw_page::maxalign(ARRAY_HEADER + 8));
     if !(data as usize).is_multiple_of(std::mem::align_of::<f32>()) {
         return Err("misaligned array data".into());
     }

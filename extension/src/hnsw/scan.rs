@@ -22,8 +22,8 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 use vigil_hnsw::distance::unit_half_cosine_error;
 use vigil_hnsw::{IterativeScan, ScanMemory, ScanOrder};
+use vigil_hnsw_page::{Encoding, Tid};
 
-use super::page::{Encoding, Tid};
 use super::store::PageStore;
 use super::{ops, raise, IterativeScanSetting, EF_SEARCH, ITERATIVE_SCAN, MAX_SCAN_TUPLES};
 

@@ -25,10 +25,19 @@ use pgrx::prelude::*;
 use vigil_hnsw::distance::{prefetch, prefetch_bytes};
 use vigil_hnsw::store::{Code, ElementVisitor, VectorRef};
 use vigil_hnsw::{ElementMeta, EntryPoint, GraphStore, Params};
-
-use super::page::{
-    self, element_size, ElementHeader, Encoding, Filler, Meta, Opaque, Tid, FLAG_DELETED,
+use vigil_hnsw_page::{
+    self as page, element_size, ElementHeader, Encoding, Filler, Meta, Opaque, Tid, FLAG_DELETED,
     FLAG_REMOVED, KIND_ELEMENT, META_BLOCK, META_SIZE, PAGE_DATA, PAGE_HEADER, PAGE_ID, PAGE_META,
+};
+
+// The sizes the layout takes from Postgres' headers are this server's.
+const _: () = {
+    assert!(page::BLOCK_SIZE == pg_sys::BLCKSZ as usize);
+    // SAFETY: a const offset_of, no pointer is read.
+    assert!(PAGE_HEADER == unsafe { pg_sys::SizeOfPageHeaderData() });
+    assert!(page::LINE_POINTER == size_of::<pg_sys::ItemIdData>());
+    assert!(page::maxalign(1) == pg_sys::MAXIMUM_ALIGNOF as usize);
+    assert!(page::SPECIAL_SIZE == page::maxalign(page::SPECIAL_SIZE));
 };
 
 /// A page that does not hold what the graph says it should.

@@ -22,8 +22,8 @@
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use vigil_hnsw::GraphStore;
+use vigil_hnsw_page::Tid;
 
-use super::page::Tid;
 use super::raise;
 use super::store::{GraphLock, PageStore};
 use crate::pg::relation_name;
