@@ -728,3 +728,32 @@ fn with_the_auth_cache_off_a_revoked_key_is_refused_at_once() {
         Some(&key),
     );
 }
+
+#[test]
+fn the_admin_command_into_a_reader_that_stopped_reading() {
+    let env = env();
+    // A pipe whose reader is closed before the command starts: `| head -0`.
+    let run = |args: &[&str]| {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        std::process::Command::new(vigil_e2e::workspace_root().join("target/release/vigil-sidecar"))
+            .args(args)
+            .env("VIGIL_ADMIN_DATABASE_URL", &env.admin_url)
+            .stdout(writer)
+            .output()
+            .expect("vigil-sidecar runs")
+    };
+    // A listing ends quietly, as any Unix tool does.
+    let listing = run(&["keys", "list"]);
+    let stderr = String::from_utf8_lossy(&listing.stderr);
+    assert!(listing.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // A new key is shown only once: one that could not be printed says so.
+    let created = run(&["keys", "create", "--name", "unprinted"]);
+    let stderr = String::from_utf8_lossy(&created.stderr);
+    assert!(!created.status.success());
+    assert!(
+        stderr.contains("could not print its key") && stderr.contains("revoke it"),
+        "{stderr}"
+    );
+}

@@ -344,10 +344,7 @@ async fn keys(db: &Client, action: KeysAction) -> Result<(), BoxError> {
         KeysAction::Status { prefix } => {
             let rows = call(db, "SELECT vigil.key_status($1)", &[&prefix]).await?;
             match rows.first().and_then(|r| r.get::<_, Option<String>>(0)) {
-                Some(status) => {
-                    println!("{status}");
-                    Ok(())
-                }
+                Some(status) => Ok(output::out(status)?),
                 None => Err(format!("no key with prefix {prefix}").into()),
             }
         }

@@ -1,20 +1,48 @@
 //! How the admin command prints: a new key alone on stdout (its description on
 //! stderr), listings as aligned columns, or JSON with `--json`.
+//!
+//! Output goes through [`out`], never `println!`, which panics when the
+//! reader has gone: `vigil-sidecar keys list | head -1` must end quietly,
+//! as any Unix tool does, and a new key that could not be printed must say
+//! so, since it is shown only once.
+
+use std::io::Write;
 
 use serde_json::{json, Map, Value};
 use tokio_postgres::Row;
 
 type BoxError = Box<dyn std::error::Error>;
 
+/// Writes one line to stdout.
+pub fn out(line: impl std::fmt::Display) -> std::io::Result<()> {
+    writeln!(std::io::stdout().lock(), "{line}")
+}
+
+/// A listing's reader that stopped reading (`| head`) has what it wanted.
+fn listed(result: std::io::Result<()>) -> Result<(), BoxError> {
+    match result {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
 /// Prints a `(id, key, prefix)` row of a function that made a key.
 pub fn print_created(what: &str, rows: &[Row], as_json: bool) -> Result<(), BoxError> {
     let row = rows.first().ok_or("the database returned no key")?;
     let (id, key, prefix): (i64, String, String) =
         (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-    if as_json {
-        println!("{}", json!({ "id": id, "prefix": prefix, "key": key }));
+    let printed = if as_json {
+        out(json!({ "id": id, "prefix": prefix, "key": key }))
     } else {
-        println!("{key}");
+        out(&key)
+    };
+    if let Err(e) = printed {
+        return Err(format!(
+            "created {what} {prefix}, but could not print its key ({e}): revoke it and create another"
+        )
+        .into());
+    }
+    if !as_json {
         eprintln!("created {what} {prefix}; the key above is shown only now: store it");
     }
     Ok(())
@@ -24,7 +52,7 @@ pub fn print_created(what: &str, rows: &[Row], as_json: bool) -> Result<(), BoxE
 pub fn print_listing(rows: &[Row], as_json: bool) -> Result<(), BoxError> {
     let Some(first) = rows.first() else {
         if as_json {
-            println!("[]");
+            return listed(out("[]"));
         } else {
             eprintln!("(none)");
         }
@@ -54,8 +82,7 @@ pub fn print_listing(rows: &[Row], as_json: bool) -> Result<(), BoxError> {
                 Value::Object(fields)
             })
             .collect();
-        println!("{}", Value::Array(records));
-        return Ok(());
+        return listed(out(Value::Array(records)));
     }
     let widths: Vec<usize> = (0..names.len())
         .map(|i| {
@@ -73,11 +100,14 @@ pub fn print_listing(rows: &[Row], as_json: bool) -> Result<(), BoxError> {
             .zip(&widths)
             .map(|(v, w)| format!("{v:<w$}"))
             .collect();
-        println!("{}", padded.join("  ").trim_end());
+        out(padded.join("  ").trim_end())
     };
-    line(names.clone());
+    let mut printed = line(names.clone());
     for row in &cells {
-        line(row.iter().map(String::as_str).collect());
+        if printed.is_err() {
+            break;
+        }
+        printed = line(row.iter().map(String::as_str).collect());
     }
-    Ok(())
+    listed(printed)
 }
