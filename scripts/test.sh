@@ -16,5 +16,8 @@ step "release build: extension and sidecar"
 install_extension
 cargo build --locked --release -p vigil-sidecar
 
+step "the documentation builds (mdBook; its examples and links are checked by tests/tests/docs.rs)"
+mdbook build docs
+
 step "end-to-end tests (cluster + sidecar + HTTP)"
 cargo test --locked --release -p vigil-e2e
