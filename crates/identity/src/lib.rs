@@ -31,7 +31,7 @@ use sha2::{Digest, Sha256};
 
 pub use decode::DecodeError;
 pub use face::FaceDetector;
-pub use verdict::{judge, Assessment, Duplicate, Reason};
+pub use verdict::{judge, Assessment, Confidence, Decision, Duplicate, Level, Reason, Verdict};
 
 /// Widest working copy the document is searched and cropped in (a whole
 /// factor smaller than the upload: 512 to 1024 pixels wide).

@@ -1,5 +1,11 @@
 //! From measures to an answer: reasons, result, level, score, confidence.
 //!
+//! Five checks, each a function that gives its reasons and its entry under
+//! `checks`: `image_quality`, `document_framing`, `face`, `tampering`,
+//! `duplicates`. [`judge`] joins them in that order, which is the order of the
+//! reasons and of `checks`, adds up the points and picks the [`Level`]; the
+//! result ([`Verdict`]) and the [`Decision`] follow from the level.
+//!
 //! Two kinds of reason, kept apart as Veriff keeps "resubmission requested"
 //! apart from "declined":
 //!
@@ -7,22 +13,24 @@
 //!   `GLARE`, `TOO_DARK`, `TOO_BRIGHT`, `LOW_CONTRAST`, `BLACK_AND_WHITE`,
 //!   `NO_DOCUMENT`, `CUT_OFF`, `DOCUMENT_TOO_SMALL`): the image cannot be
 //!   assessed as it is. Level 7, `Review`, `retryable`, decision `resubmit`.
+//!   The face check then gives no `NO_FACE`: a portrait missed on a picture
+//!   that must be taken again says nothing about the document.
 //! - **Concern** reasons carry points: `DUPLICATE_IMAGE` 75, `NO_FACE` 60,
 //!   `EDITING_SOFTWARE` 60, `COMPRESSION_INCONSISTENT` 40,
 //!   `NO_CAMERA_METADATA` 10. Tampering signals together count at most 75, so
 //!   they can ask for a person but never fail an image alone. The total (at most
-//!   100) is `RiskScore`, and levels follow the transaction cut-offs: 0 at 90
-//!   (`Failed`), 1 at 75 and 6 at 60 (`Review`), 3 at 40, 4 at 20, else 5
-//!   (`Passed`).
+//!   100) is `RiskScore`, and levels follow the transaction cut-offs and
+//!   numbers: 0 at 90 (`Failed`), 1 at 75 and 6 at 60 (`Review`), 3 at 40, 4
+//!   at 20, else 5 (`Passed`). Level 2 (a transaction's hard rule) has no
+//!   counterpart here.
 //!
 //! A `Failed` outcome outranks a retake; a retake outranks the score levels.
 //! Score-only integrators are not misled: a retake scores at least 50.
 
 use serde_json::{json, Map, Value};
 
-use crate::document::{Found, Quad};
-use crate::phash;
-use crate::Analysis;
+use crate::document::{Found, Quad, MIN_DOCUMENT_SHARE};
+use crate::{phash, Analysis};
 
 /// Shortest document side, in pixels of the upload, that is readable.
 pub const MIN_DOCUMENT_PIXELS: u32 = 600;
@@ -42,6 +50,8 @@ pub const MAX_ELA_OUTLIER_RATIO: f64 = 10.0;
 pub const MIN_ELA_MEDIAN: f64 = 0.002;
 /// Most points the tampering signals add together.
 const TAMPERING_CAP: f64 = 75.0;
+/// Points from which an image fails, retake or not.
+const CRITICAL_POINTS: f64 = 90.0;
 
 /// An earlier assessment of the same picture.
 #[derive(Clone, Debug, PartialEq)]
@@ -62,14 +72,124 @@ pub struct Reason {
     pub points: f64,
 }
 
+/// `RiskLevel`, numbered as a transaction's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Critical = 0,
+    High = 1,
+    Monitor = 3,
+    Low = 4,
+    Safe = 5,
+    Caution = 6,
+    /// The image cannot be assessed as it is.
+    Retake = 7,
+}
+
+impl Level {
+    /// Cut-offs under [`CRITICAL_POINTS`], highest first; under all of them, `Safe`.
+    const CUTOFFS: [(f64, Level); 4] = [
+        (75.0, Level::High),
+        (60.0, Level::Caution),
+        (40.0, Level::Monitor),
+        (20.0, Level::Low),
+    ];
+
+    /// The level of `points`: critical outranks a retake, which outranks the cut-offs.
+    fn of(points: f64, retake: bool) -> Level {
+        if points >= CRITICAL_POINTS {
+            Level::Critical
+        } else if retake {
+            Level::Retake
+        } else {
+            Self::CUTOFFS
+                .iter()
+                .find(|(cutoff, _)| points >= *cutoff)
+                .map_or(Level::Safe, |&(_, level)| level)
+        }
+    }
+
+    /// The number the answer and the record carry.
+    pub fn number(self) -> u8 {
+        self as u8
+    }
+
+    /// `RiskLevelLabel`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Level::Critical => "Critical risk, document declined",
+            Level::High => "High risk, manual verification required",
+            Level::Monitor => "Monitor closely",
+            Level::Low => "Low risk, auto approved",
+            Level::Safe => "Safe zone, pass",
+            Level::Caution => "Caution, review recommended",
+            Level::Retake => "Additional verification needed: retake the photo",
+        }
+    }
+
+    /// `Result`.
+    pub fn verdict(self) -> Verdict {
+        match self {
+            Level::Critical => Verdict::Failed,
+            Level::High | Level::Caution | Level::Retake => Verdict::Review,
+            Level::Monitor | Level::Low | Level::Safe => Verdict::Passed,
+        }
+    }
+
+    /// `decision`.
+    pub fn decision(self) -> Decision {
+        match self {
+            Level::Critical => Decision::Decline,
+            Level::Retake => Decision::Resubmit,
+            Level::High | Level::Caution => Decision::Review,
+            Level::Monitor | Level::Low | Level::Safe => Decision::Accept,
+        }
+    }
+}
+
+/// An enum of the answer's words, each variant with its spelling.
+macro_rules! spelled {
+    ($(#[$doc:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $name {
+            $($variant),+
+        }
+
+        impl $name {
+            /// As the answer spells it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+        }
+    };
+}
+
+spelled! {
+    /// `Result`.
+    Verdict { Passed => "Passed", Review => "Review", Failed => "Failed" }
+}
+
+spelled! {
+    /// `decision`: a retake and a review are both `Review`, but only the
+    /// retake is the person's to fix.
+    Decision { Accept => "accept", Review => "review", Resubmit => "resubmit", Decline => "decline" }
+}
+
+spelled! {
+    /// `ConfidenceLevel`: how much the checks could see.
+    Confidence { Low => "Low", Medium => "Medium", High => "High" }
+}
+
 /// The answer, before it is given an id.
 #[derive(Clone, Debug)]
 pub struct Assessment {
-    pub result: &'static str,
-    pub level: u8,
+    pub result: Verdict,
+    pub level: Level,
     pub score: f64,
-    pub confidence: &'static str,
-    pub decision: &'static str,
+    pub confidence: Confidence,
+    pub decision: Decision,
     pub retryable: bool,
     pub reasons: Vec<Reason>,
     checks: Map<String, Value>,
@@ -106,19 +226,73 @@ fn concern(
     }
 }
 
+/// One check's part of the answer.
+struct Check {
+    name: &'static str,
+    reasons: Vec<Reason>,
+    /// Its entry under `checks`.
+    entry: Value,
+}
+
+impl Check {
+    /// A check that ran: its outcome follows from its reasons.
+    fn performed(name: &'static str, reasons: Vec<Reason>, metrics: Value) -> Check {
+        let entry = json!({"outcome": outcome(&reasons), "metrics": metrics});
+        Check {
+            name,
+            reasons,
+            entry,
+        }
+    }
+
+    fn skipped(name: &'static str, why: &str) -> Check {
+        Check {
+            name,
+            reasons: Vec::new(),
+            entry: json!({"outcome": "not_performed", "reason": why}),
+        }
+    }
+}
+
 /// Judges an analysed upload, given the earlier assessment it duplicates, if any.
 pub fn judge(a: &Analysis, duplicate: Option<&Duplicate>) -> Assessment {
+    let quality = image_quality(a);
+    let framing = document_framing(a);
+    // Every reason these two give asks for a retake.
+    let retake_needed = !(quality.reasons.is_empty() && framing.reasons.is_empty());
     let mut reasons = Vec::new();
     let mut checks = Map::new();
-    let q = &a.quality;
-    let (document_found, quad) = match &a.document {
-        Found::Document(quad) => (true, Some(quad)),
-        Found::CutOff(quad) => (false, Some(quad)),
-        Found::Nothing => (false, None),
-    };
+    for check in [
+        quality,
+        framing,
+        face(a, retake_needed),
+        tampering(a),
+        duplicates(a, duplicate),
+    ] {
+        reasons.extend(check.reasons);
+        checks.insert(check.name.into(), check.entry);
+    }
+    let points = points(&reasons);
+    let level = Level::of(points, retake_needed);
+    Assessment {
+        result: level.verdict(),
+        level,
+        score: score(points, level),
+        confidence: confidence(a, level),
+        decision: level.decision(),
+        retryable: retake_needed || reasons.iter().any(|r| r.code == "NO_FACE"),
+        reasons,
+        checks,
+        not_performed: not_performed(),
+        image: upload(a),
+    }
+}
 
-    // Image quality.
-    let before = reasons.len();
+/// Resolution, focus, exposure, glare and colour, measured on the document
+/// when one was found clear of the edges, else on the whole frame.
+fn image_quality(a: &Analysis) -> Check {
+    let mut reasons = Vec::new();
+    let q = &a.quality;
     if a.document_pixels < MIN_DOCUMENT_PIXELS {
         reasons.push(retake(
             "LOW_RESOLUTION",
@@ -172,82 +346,95 @@ pub fn judge(a: &Analysis, duplicate: Option<&Duplicate>) -> Assessment {
             "the image has no colour, as a photocopy or a grey scan has: photograph the original document",
         ));
     }
-    checks.insert(
-        QUALITY.into(),
-        check(
-            outcome(&reasons[before..]),
-            json!({
-                "width": a.width,
-                "height": a.height,
-                "documentPixels": a.document_pixels,
-                "sharpness": round(q.sharpness, 1),
-                "brightness": round(q.brightness, 1),
-                "contrast": round(q.contrast, 1),
-                "glareShare": round(q.glare_share, 4),
-                "colourfulness": round(q.colourfulness, 1),
-                "measuredOn": if document_found { "document" } else { "frame" },
-            }),
-        ),
-    );
+    let on_document = matches!(a.document, Found::Document(_));
+    Check::performed(
+        QUALITY,
+        reasons,
+        json!({
+            "width": a.width,
+            "height": a.height,
+            "documentPixels": a.document_pixels,
+            "sharpness": round(q.sharpness, 1),
+            "brightness": round(q.brightness, 1),
+            "contrast": round(q.contrast, 1),
+            "glareShare": round(q.glare_share, 4),
+            "colourfulness": round(q.colourfulness, 1),
+            "measuredOn": if on_document { "document" } else { "frame" },
+        }),
+    )
+}
 
-    // Document.
-    let before = reasons.len();
-    match &a.document {
-        Found::Nothing => reasons.push(retake(
-            "NO_DOCUMENT",
-            DOCUMENT,
-            "no card or passport page was found: place the whole document on a plain, contrasting surface",
-        )),
-        Found::CutOff(_) => reasons.push(retake(
-            "CUT_OFF",
-            DOCUMENT,
-            "the document runs out of the frame: all four edges must be visible",
-        )),
-        Found::Document(quad) if quad.frame_share < crate::document::MIN_DOCUMENT_SHARE => reasons.push(retake(
-            "DOCUMENT_TOO_SMALL",
-            DOCUMENT,
-            format!(
-                "the document fills {:.0}% of the image: move closer so it fills most of the frame",
-                quad.frame_share * 100.0
-            ),
-        )),
-        Found::Document(_) => {}
-    }
-    checks.insert(
-        DOCUMENT.into(),
-        check(
-            outcome(&reasons[before..]),
-            document_metrics(quad, document_found),
+/// Whether a whole document, large enough, is in the frame.
+fn document_framing(a: &Analysis) -> Check {
+    let (reason, quad, clear) = match &a.document {
+        Found::Nothing => (
+            Some(retake(
+                "NO_DOCUMENT",
+                DOCUMENT,
+                "no card or passport page was found: place the whole document on a plain, contrasting surface",
+            )),
+            None,
+            false,
         ),
-    );
-    let retake_needed = !reasons.is_empty();
-
-    // Face.
-    let before = reasons.len();
-    let face_check = match &a.faces {
-        None => not_executed("no document to search"),
-        Some(faces) => {
-            if faces.is_empty() && !retake_needed {
-                reasons.push(concern(
-                    "NO_FACE",
-                    FACE,
-                    60.0,
-                    "no portrait was found on the document (if this is the back, send the side with the photo)",
-                ));
-            }
-            let best = faces.first().map(|f| {
-                json!({"x": f.x, "y": f.y, "width": f.width, "height": f.height, "score": round(f.score, 2)})
-            });
-            check(
-                outcome(&reasons[before..]),
-                json!({"faces": faces.len(), "best": best, "searchedWidth": crate::face::WORK_WIDTH}),
-            )
-        }
+        Found::CutOff(quad) => (
+            Some(retake(
+                "CUT_OFF",
+                DOCUMENT,
+                "the document runs out of the frame: all four edges must be visible",
+            )),
+            Some(quad),
+            false,
+        ),
+        Found::Document(quad) if quad.frame_share < MIN_DOCUMENT_SHARE => (
+            Some(retake(
+                "DOCUMENT_TOO_SMALL",
+                DOCUMENT,
+                format!(
+                    "the document fills {:.0}% of the image: move closer so it fills most of the frame",
+                    quad.frame_share * 100.0
+                ),
+            )),
+            Some(quad),
+            true,
+        ),
+        Found::Document(quad) => (None, Some(quad), true),
     };
-    checks.insert(FACE.into(), face_check);
+    Check::performed(
+        DOCUMENT,
+        reason.into_iter().collect(),
+        document_metrics(quad, clear),
+    )
+}
 
-    // Tampering.
-    let before = reasons.len();
+/// A portrait on the document; not asked for when the picture must be taken
+/// again anyway (see the module's doc).
+fn face(a: &Analysis, retake_needed: bool) -> Check {
+    let Some(faces) = &a.faces else {
+        return Check::skipped(FACE, "no document to search");
+    };
+    let mut reasons = Vec::new();
+    if faces.is_empty() && !retake_needed {
+        reasons.push(concern(
+            "NO_FACE",
+            FACE,
+            60.0,
+            "no portrait was found on the document (if this is the back, send the side with the photo)",
+        ));
+    }
+    let best = faces.first().map(|f| {
+        json!({"x": f.x, "y": f.y, "width": f.width, "height": f.height, "score": round(f.score, 2)})
+    });
+    Check::performed(
+        FACE,
+        reasons,
+        json!({"faces": faces.len(), "best": best, "searchedWidth": crate::face::WORK_WIDTH}),
+    )
+}
+
+/// Signs of editing: an editor in the metadata, a region that recompresses
+/// unlike the rest, no camera named.
+fn tampering(a: &Analysis) -> Check {
+    let mut reasons = Vec::new();
     let m = &a.metadata;
     if let Some(editor) = m.editor {
         reasons.push(concern(
@@ -278,47 +465,50 @@ pub fn judge(a: &Analysis, duplicate: Option<&Duplicate>) -> Assessment {
     let ela = a.ela.map(|e| {
         json!({"pixels": e.pixels, "median": round(e.median, 4), "outlierRatio": round(e.outlier_ratio, 2)})
     });
-    checks.insert(
-        TAMPERING.into(),
-        check(
-            outcome(&reasons[before..]),
-            json!({
-                "format": a.format,
-                "exif": m.has_exif,
-                "software": m.software,
-                "camera": m.camera,
-                "errorLevelAnalysis": ela,
-            }),
-        ),
-    );
+    Check::performed(
+        TAMPERING,
+        reasons,
+        json!({
+            "format": a.format,
+            "exif": m.has_exif,
+            "software": m.software,
+            "camera": m.camera,
+            "errorLevelAnalysis": ela,
+        }),
+    )
+}
 
-    // Duplicates.
-    let before = reasons.len();
-    if let Some(d) = duplicate {
-        reasons.push(concern(
-            "DUPLICATE_IMAGE",
-            DUPLICATES,
-            75.0,
-            format!(
-                "the same picture was assessed before (assessment {}, {} of 256 hash bits differ)",
-                d.assessment_id, d.distance
-            ),
-        ));
-    }
-    checks.insert(
-        DUPLICATES.into(),
-        check(
-            outcome(&reasons[before..]),
-            json!({
-                "perceptualHash": phash::to_hex(&a.phash),
-                "maxDistance": phash::DUPLICATE_DISTANCE,
-                "duplicateOf": duplicate.map(|d| d.assessment_id.as_str()),
-                "distance": duplicate.map(|d| d.distance),
-                "matches": duplicate.map_or(0, |d| d.matches),
-            }),
-        ),
-    );
+/// The same picture assessed before (the caller looks it up by hash).
+fn duplicates(a: &Analysis, duplicate: Option<&Duplicate>) -> Check {
+    let reasons = duplicate
+        .map(|d| {
+            concern(
+                "DUPLICATE_IMAGE",
+                DUPLICATES,
+                75.0,
+                format!(
+                    "the same picture was assessed before (assessment {}, {} of 256 hash bits differ)",
+                    d.assessment_id, d.distance
+                ),
+            )
+        })
+        .into_iter()
+        .collect();
+    Check::performed(
+        DUPLICATES,
+        reasons,
+        json!({
+            "perceptualHash": phash::to_hex(&a.phash),
+            "maxDistance": phash::DUPLICATE_DISTANCE,
+            "duplicateOf": duplicate.map(|d| d.assessment_id.as_str()),
+            "distance": duplicate.map(|d| d.distance),
+            "matches": duplicate.map_or(0, |d| d.matches),
+        }),
+    )
+}
 
+/// The reasons' points, tampering's capped at [`TAMPERING_CAP`], at most 100.
+fn points(reasons: &[Reason]) -> f64 {
     let tampering: f64 = reasons
         .iter()
         .filter(|r| r.check == TAMPERING)
@@ -330,66 +520,28 @@ pub fn judge(a: &Analysis, duplicate: Option<&Duplicate>) -> Assessment {
         .map(|r| r.points)
         .sum();
     // `+ 0.0`: an empty float sum is -0.0, which JSON would show as such.
-    let points = (other + tampering.min(TAMPERING_CAP)).clamp(0.0, 100.0) + 0.0;
-    let level = if points >= 90.0 {
-        0
-    } else if retake_needed {
-        7
-    } else if points >= 75.0 {
-        1
-    } else if points >= 60.0 {
-        6
-    } else if points >= 40.0 {
-        3
-    } else if points >= 20.0 {
-        4
+    (other + tampering.min(TAMPERING_CAP)).clamp(0.0, 100.0) + 0.0
+}
+
+/// `RiskScore`: the points, but at least 50 for a retake, as score-only
+/// integrators review from 50.
+fn score(points: f64, level: Level) -> f64 {
+    if level == Level::Retake {
+        points.max(50.0)
     } else {
-        5
-    };
-    let (result, decision) = match level {
-        0 => ("Failed", "decline"),
-        7 => ("Review", "resubmit"),
-        1 | 6 => ("Review", "review"),
-        _ => ("Passed", "accept"),
-    };
-    let score = if level == 7 { points.max(50.0) } else { points };
-    let confidence = if level == 7 {
-        "Low"
-    } else if a.ela.is_some() && a.faces.is_some() {
-        "High"
-    } else {
-        "Medium"
-    };
-    Assessment {
-        result,
-        level,
-        score,
-        confidence,
-        decision,
-        retryable: retake_needed || reasons.iter().any(|r| r.code == "NO_FACE"),
-        reasons,
-        checks,
-        not_performed: not_performed(),
-        image: json!({
-            "format": a.format,
-            "bytes": a.bytes,
-            "width": a.width,
-            "height": a.height,
-            "sha256": hex(&a.sha256),
-        }),
+        points
     }
 }
 
-/// Label of a level for identity checks.
-pub fn level_label(level: u8) -> &'static str {
-    match level {
-        0 => "Critical risk, document declined",
-        1 => "High risk, manual verification required",
-        3 => "Monitor closely",
-        4 => "Low risk, auto approved",
-        5 => "Safe zone, pass",
-        6 => "Caution, review recommended",
-        _ => "Additional verification needed: retake the photo",
+/// Low for a retake (the checks saw too little); High when the face search
+/// and the error-level analysis both ran; else Medium.
+fn confidence(a: &Analysis, level: Level) -> Confidence {
+    if level == Level::Retake {
+        Confidence::Low
+    } else if a.ela.is_some() && a.faces.is_some() {
+        Confidence::High
+    } else {
+        Confidence::Medium
     }
 }
 
@@ -403,12 +555,12 @@ impl Assessment {
             .collect();
         json!({
             "assessmentId": assessment_id,
-            "Result": self.result,
-            "RiskLevel": self.level,
-            "RiskLevelLabel": level_label(self.level),
+            "Result": self.result.as_str(),
+            "RiskLevel": self.level.number(),
+            "RiskLevelLabel": self.level.label(),
             "RiskScore": round(self.score, 1),
-            "ConfidenceLevel": self.confidence,
-            "decision": self.decision,
+            "ConfidenceLevel": self.confidence.as_str(),
+            "decision": self.decision.as_str(),
             "retryable": self.retryable,
             "reasons": reasons,
             "checks": self.checks,
@@ -433,14 +585,6 @@ fn outcome(reasons: &[Reason]) -> &'static str {
     }
 }
 
-fn check(outcome: &str, metrics: Value) -> Value {
-    json!({"outcome": outcome, "metrics": metrics})
-}
-
-fn not_executed(why: &str) -> Value {
-    json!({"outcome": "not_performed", "reason": why})
-}
-
 fn document_metrics(quad: Option<&Quad>, clear: bool) -> Value {
     match quad {
         None => json!({"found": false}),
@@ -457,6 +601,17 @@ fn document_metrics(quad: Option<&Quad>, clear: bool) -> Value {
             })
         }
     }
+}
+
+/// The upload itself: what was received.
+fn upload(a: &Analysis) -> Value {
+    json!({
+        "format": a.format,
+        "bytes": a.bytes,
+        "width": a.width,
+        "height": a.height,
+        "sha256": hex(&a.sha256),
+    })
 }
 
 /// What these checks do not do, so nobody reads a pass as more than it is.
@@ -490,3 +645,4 @@ fn round(value: f64, decimals: i32) -> f64 {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+

@@ -30,7 +30,11 @@ fn a_sharp_card_photographed_with_a_camera_passes_every_check() {
         let verdict = judge(&a, None);
         assert_eq!(verdict.codes(), Vec::<&str>::new(), "seed {seed}");
         assert_eq!(
-            (verdict.result, verdict.level, verdict.decision),
+            (
+                verdict.result.as_str(),
+                verdict.level.number(),
+                verdict.decision.as_str()
+            ),
             ("Passed", 5, "accept")
         );
         assert!(!verdict.retryable);
@@ -96,9 +100,9 @@ fn each_bad_photo_gets_its_code_and_asks_for_a_retake() {
         );
         assert_eq!(
             (
-                verdict.result,
-                verdict.level,
-                verdict.decision,
+                verdict.result.as_str(),
+                verdict.level.number(),
+                verdict.decision.as_str(),
                 verdict.retryable
             ),
             ("Review", 7, "resubmit", true),
@@ -106,7 +110,7 @@ fn each_bad_photo_gets_its_code_and_asks_for_a_retake() {
         );
         // A score-only integrator reviews from 50.
         assert!(verdict.score >= 50.0, "{code}: {}", verdict.score);
-        assert_eq!(verdict.confidence, "Low");
+        assert_eq!(verdict.confidence.as_str(), "Low");
     }
     let small = s::card_in(
         3,
@@ -130,7 +134,11 @@ fn an_editor_in_exif_raises_concern_but_does_not_fail_alone() {
     let verdict = judge(&a, None);
     assert_eq!(verdict.codes(), vec!["EDITING_SOFTWARE"]);
     assert_eq!(
-        (verdict.result, verdict.level, verdict.decision),
+        (
+            verdict.result.as_str(),
+            verdict.level.number(),
+            verdict.decision.as_str()
+        ),
         ("Review", 6, "review")
     );
     let json = verdict.to_json("x");
@@ -170,7 +178,7 @@ fn a_pasted_region_recompresses_unlike_the_rest() {
             forged.ela
         );
         // A weak signal alone does not stop the document.
-        assert_eq!(verdict.result, "Passed");
+        assert_eq!(verdict.result.as_str(), "Passed");
     }
 }
 
@@ -184,7 +192,10 @@ fn a_duplicate_asks_for_review_and_with_an_editor_fails() {
     let clean = analysed(&camera_jpeg(&s::card(5)));
     let verdict = judge(&clean, Some(&duplicate));
     assert_eq!(verdict.codes(), vec!["DUPLICATE_IMAGE"]);
-    assert_eq!((verdict.result, verdict.level), ("Review", 1));
+    assert_eq!(
+        (verdict.result.as_str(), verdict.level.number()),
+        ("Review", 1)
+    );
     let json = verdict.to_json("x");
     assert_eq!(
         json["checks"]["duplicates"]["metrics"]["duplicateOf"],
@@ -202,7 +213,11 @@ fn a_duplicate_asks_for_review_and_with_an_editor_fails() {
     let edited = analysed(&s::jpeg(&s::card(5), 90, Some(edited)));
     let verdict = judge(&edited, Some(&duplicate));
     assert_eq!(
-        (verdict.result, verdict.level, verdict.decision),
+        (
+            verdict.result.as_str(),
+            verdict.level.number(),
+            verdict.decision.as_str()
+        ),
         ("Failed", 0, "decline")
     );
     assert!(verdict.score >= 90.0);
