@@ -646,3 +646,162 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::face::Face;
+    use crate::quality::Quality;
+    use crate::tamper::Metadata;
+
+    /// A clear document with one face, a camera and no error-level analysis.
+    fn analysis() -> Analysis {
+        Analysis {
+            format: "png",
+            bytes: 1000,
+            sha256: [0; 32],
+            width: 1200,
+            height: 800,
+            document: Found::Document(Quad {
+                corners: [
+                    (100.0, 100.0),
+                    (1100.0, 100.0),
+                    (1100.0, 700.0),
+                    (100.0, 700.0),
+                ],
+                frame_share: 0.6,
+                aspect: 1.585,
+                rectangularity: 0.98,
+            }),
+            quality: Quality {
+                sharpness: 200.0,
+                brightness: 130.0,
+                contrast: 50.0,
+                glare_share: 0.0,
+                colourfulness: 30.0,
+            },
+            document_pixels: 1000,
+            faces: Some(vec![Face {
+                x: 20,
+                y: 40,
+                width: 90,
+                height: 110,
+                score: 3.0,
+            }]),
+            metadata: Metadata {
+                has_exif: true,
+                camera: Some("Canon EOS 80D".into()),
+                ..Metadata::default()
+            },
+            ela: None,
+            phash: [0; 32],
+        }
+    }
+
+    #[test]
+    fn levels_follow_the_cut_offs_a_failure_outranking_a_retake_outranking_the_rest() {
+        let cases = [
+            (0.0, false, 5, "Passed", "accept"),
+            (19.0, false, 5, "Passed", "accept"),
+            (20.0, false, 4, "Passed", "accept"),
+            (40.0, false, 3, "Passed", "accept"),
+            (60.0, false, 6, "Review", "review"),
+            (75.0, false, 1, "Review", "review"),
+            (90.0, false, 0, "Failed", "decline"),
+            (0.0, true, 7, "Review", "resubmit"),
+            (85.0, true, 7, "Review", "resubmit"),
+            (100.0, true, 0, "Failed", "decline"),
+        ];
+        for (points, retake, number, result, decision) in cases {
+            let level = Level::of(points, retake);
+            assert_eq!(
+                (
+                    level.number(),
+                    level.verdict().as_str(),
+                    level.decision().as_str()
+                ),
+                (number, result, decision),
+                "{points} points, retake {retake}"
+            );
+        }
+    }
+
+    #[test]
+    fn tampering_counts_at_most_its_cap_and_no_points_are_a_positive_zero() {
+        assert!(points(&[]) == 0.0 && points(&[]).is_sign_positive());
+        let editor = concern("EDITING_SOFTWARE", TAMPERING, 60.0, "");
+        let ela = concern("COMPRESSION_INCONSISTENT", TAMPERING, 40.0, "");
+        let camera = concern("NO_CAMERA_METADATA", TAMPERING, 10.0, "");
+        let tampered = [editor, ela, camera];
+        assert_eq!(points(&tampered), TAMPERING_CAP);
+        // Only the tampering is capped, and the total is at most 100.
+        let no_face = concern("NO_FACE", FACE, 60.0, "");
+        assert_eq!(points(&[tampered[2].clone(), no_face.clone()]), 70.0);
+        assert_eq!(
+            points(&[tampered[0].clone(), no_face.clone(), no_face]),
+            100.0
+        );
+    }
+
+    #[test]
+    fn no_face_is_asked_for_only_when_no_retake_is() {
+        let mut a = analysis();
+        a.faces = Some(Vec::new());
+        let found = face(&a, false);
+        assert_eq!(found.reasons.len(), 1);
+        assert_eq!(
+            (found.reasons[0].code, found.entry["outcome"].as_str()),
+            ("NO_FACE", Some("failed"))
+        );
+        let retake = face(&a, true);
+        assert!(retake.reasons.is_empty());
+        assert_eq!(retake.entry["outcome"], "passed");
+        a.faces = None;
+        assert_eq!(face(&a, false).entry["outcome"], "not_performed");
+
+        // Through judge: a blurred photo without a face is only a retake.
+        a.faces = Some(Vec::new());
+        a.quality.sharpness = 10.0;
+        let verdict = judge(&a, None);
+        assert_eq!(verdict.codes(), vec!["BLURRY"]);
+        assert_eq!(
+            (verdict.level, verdict.confidence),
+            (Level::Retake, Confidence::Low)
+        );
+    }
+
+    #[test]
+    fn a_check_outcome_is_failed_for_a_retake_or_a_strong_concern_warning_for_a_weak_one() {
+        let camera = concern("NO_CAMERA_METADATA", TAMPERING, 10.0, "");
+        let ela = concern("COMPRESSION_INCONSISTENT", TAMPERING, 40.0, "");
+        let editor = concern("EDITING_SOFTWARE", TAMPERING, 60.0, "");
+        let blurry = retake("BLURRY", QUALITY, "");
+        assert_eq!(outcome(&[]), "passed");
+        assert_eq!(outcome(&[camera.clone(), ela]), "warning");
+        assert_eq!(outcome(&[camera.clone(), editor]), "failed");
+        assert_eq!(outcome(&[blurry]), "failed");
+    }
+
+    #[test]
+    fn a_clean_photo_without_error_level_analysis_passes_with_medium_confidence() {
+        let verdict = judge(&analysis(), None);
+        assert_eq!(verdict.codes(), Vec::<&str>::new());
+        assert_eq!(
+            (
+                verdict.result,
+                verdict.level,
+                verdict.decision,
+                verdict.confidence
+            ),
+            (
+                Verdict::Passed,
+                Level::Safe,
+                Decision::Accept,
+                Confidence::Medium
+            )
+        );
+        let json = verdict.to_json("id");
+        assert_eq!(json["RiskLevel"], 5);
+        assert_eq!(json["RiskLevelLabel"], "Safe zone, pass");
+        assert_eq!(json["decision"], "accept");
+    }
+}
