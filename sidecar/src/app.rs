@@ -49,8 +49,8 @@ pub fn router(state: AppState, args: &ServeArgs) -> Result<Router, String> {
         .routes(routes!(vectordb::store_embedding).layer(json))
         .routes(routes!(vectordb::store_embeddings).layer(batch))
         .routes(routes!(vectordb::get_embeddings).layer(json))
-        .routes(routes!(vectordb::query_embeddings).layer(json))
-        .routes(routes!(vectordb::hybrid_search).layer(json))
+        .routes(routes!(vectordb::search::query_embeddings).layer(json))
+        .routes(routes!(vectordb::search::hybrid_search).layer(json))
         .routes(routes!(vectordb::delete_embedding).layer(json))
         .routes(routes!(vectordb::delete_database).layer(json))
         .routes(routes!(metrics::scrape))
@@ -138,6 +138,7 @@ mod tests {
     use crate::auth::Limits;
     use crate::config::{Cli, Command};
     use crate::metrics::Metrics;
+    use crate::vectordb::search::embed::QueryVectors;
     use axum::body::{to_bytes, Body};
     use axum::extract::ConnectInfo;
     use axum::http::{header, Method, Response};
@@ -163,16 +164,14 @@ mod tests {
         let Command::Serve(args) = cli.command else {
             unreachable!("serve was parsed")
         };
+        let metrics = Arc::new(Metrics::new());
         let state = AppState {
             pool: crate::db::pool(&args).unwrap(),
             limits: Arc::new(Limits::new(&args.limits).unwrap()),
             trusted_proxies: Arc::from([]),
-            metrics: Arc::new(Metrics::new()),
+            metrics: Arc::clone(&metrics),
             batch_timeout: args.batch_timeout(),
-            query_cache: Arc::new(crate::vectordb::query_cache::QueryCache::new(
-                args.query_cache_entries,
-            )),
-            query_batcher: None,
+            query_vectors: Arc::new(QueryVectors::new(args.query_cache_entries, None, metrics)),
             store_turns: AppState::store_turns_for(args.pool_size()),
             identity_turns: crate::identity::turns(args.identity_memory_mb),
             unauthenticated_body: AppState::unauthenticated_body_for(args.unauthenticated_body_mb),

@@ -12,7 +12,7 @@ pub fn pool(args: &ServeArgs) -> Result<Pool, String> {
 }
 
 /// The pool of the connections that embed search queries in batches
-/// (`vectordb::query_batch`), each running its batch on
+/// (`vectordb::search::batch`), each running its batch on
 /// `--query-embed-threads` threads. One thread each and one connection per
 /// core by default: batches side by side, one per core, answered more
 /// searches than one batch shared out over the cores (README, vector

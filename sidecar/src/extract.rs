@@ -6,7 +6,9 @@
 //! - [`KeyedJson`]: an [`ApiKey`], then a JSON body, then a pooled connection.
 //! - [`AccountJson`]: a JSON body carrying the body credentials `userKey`,
 //!   `account` and `dbName` beside the endpoint's own fields; the account is
-//!   entered inside the request's transaction by [`Account::enter`]. A body
+//!   entered inside the request's transaction by [`Account::enter`], or, when
+//!   [`Account::admit_early`] lets it, each statement is run for it with its
+//!   check in one round trip ([`Admitted`]). A body
 //!   longer than [`CREDENTIALS_WITHIN`] that gives its credentials in that
 //!   prefix has them checked before the rest is read; one that gives them
 //!   later is read within a budget all such bodies share
@@ -31,27 +33,13 @@ use tokio_postgres::Row;
 use utoipa::ToSchema;
 
 use crate::auth::client_ip::ClientIp;
-use crate::auth::{self, AccountCredentials, ApiCaller};
+use crate::auth::{self, AccountCredentials, ApiCaller, Limits};
 use crate::error::ApiError;
 use crate::json::{
     parse, read_body, read_head, read_rest, refuse_nul, require_json, required_text,
     top_level_strings, Head, JsonBody,
 };
 use crate::state::AppState;
-use crate::vectordb::query_batch::{Embedding, Then};
-
-/// A statement parameter owned, to be run later or elsewhere.
-pub type Param = Box<dyn ToSql + Sync + Send>;
-
-/// `params` then a search's query `vector`, as a statement takes them.
-pub fn with_vector<'a>(
-    params: &'a [Param],
-    vector: &'a Option<&'a [f32]>,
-) -> Vec<&'a (dyn ToSql + Sync)> {
-    let mut refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| &**p as _).collect();
-    refs.push(vector);
-    refs
-}
 
 /// An API key scope, as a type, so each endpoint names its own in its signature.
 pub trait Scope {
@@ -183,6 +171,19 @@ pub struct Entered<'a> {
     pub db_name: &'a str,
 }
 
+/// An account [`Account::admit_early`] admitted, owned, so that its
+/// statements may run later and on any connection (a query embedder's, or
+/// the request's), each in one round trip with the account check
+/// (`auth::enter_account_and_run`). The statement runs before the check
+/// answers, which is why only a request whose rate-limit token is taken
+/// gets one.
+pub struct Admitted {
+    limits: Arc<Limits>,
+    credentials: AccountCredentials,
+    db_name: String,
+    ip: IpAddr,
+}
+
 impl<T: DeserializeOwned + Send + 'static> FromRequest<AppState> for AccountJson<T> {
     type Rejection = ApiError;
 
@@ -280,62 +281,28 @@ impl Account {
         Ok(self.charged)
     }
 
-    /// Runs `sql` for the account in one round trip with the account check
-    /// (`auth::enter_account_and_run`), on the request's connection, with
-    /// the query's `embedding` as its last parameter (`params` are the
-    /// others): the search [`Account::admitted_search`] makes, run now.
-    pub async fn run_admitted(
-        &mut self,
-        sql: &'static str,
-        params: Vec<Param>,
-        embedding: Embedding,
-    ) -> Result<Vec<Row>, ApiError> {
-        let search = self.admitted_search(sql, params)?;
-        let db = match self.db.take() {
-            Some(db) => db,
-            None => self.state.db().await?,
-        };
-        search(&db, embedding).await
-    }
-
-    /// A search for the account, to run on a connection given later (a
-    /// query embedder's,
-    /// [`QueryBatcher::search`](crate::vectordb::query_batch::QueryBatcher::search),
-    /// or the request's, [`Account::run_admitted`]): `sql` with `params`
-    /// and the query's embedding last, in one round trip with the account
-    /// check (`auth::enter_account_and_run`). Only for a request
-    /// [`Account::admit_early`] admitted: the statement runs before the
-    /// check answers, so its rate-limit token must be taken.
-    pub fn admitted_search(
-        &self,
-        sql: &'static str,
-        params: Vec<Param>,
-    ) -> Result<Then<deadpool_postgres::Client>, ApiError> {
+    /// What runs statements for this account without entering it first:
+    /// only for a request [`Account::admit_early`] admitted.
+    pub fn admitted(&self) -> Result<Admitted, ApiError> {
         if !self.charged {
             return Err(ApiError::internal(
                 "a statement ran before its account was admitted",
             ));
         }
-        let limits = Arc::clone(&self.state.limits);
-        let credentials = self.credentials.clone();
-        let db_name = self.db_name.clone();
-        let ip = self.ip;
-        Ok(Box::new(move |db, embedding| {
-            Box::pin(async move {
-                let vector = Some(&*embedding);
-                let params = with_vector(&params, &vector);
-                auth::enter_account_and_run(
-                    &limits,
-                    db,
-                    &credentials,
-                    Some(&db_name),
-                    ip,
-                    sql,
-                    &params,
-                )
-                .await
-            })
-        }))
+        Ok(Admitted {
+            limits: Arc::clone(&self.state.limits),
+            credentials: self.credentials.clone(),
+            db_name: self.db_name.clone(),
+            ip: self.ip,
+        })
+    }
+
+    /// The request's connection, taken from the pool when first asked for.
+    pub async fn connection(&mut self) -> Result<Object, ApiError> {
+        match self.db.take() {
+            Some(db) => Ok(db),
+            None => self.state.db().await,
+        }
     }
 
     /// The database the request is about (`dbName`).
@@ -346,10 +313,7 @@ impl Account {
     /// Begins the request's transaction and checks the credentials in it
     /// (401/403 otherwise, and the failure counts against the client address).
     pub async fn enter(&mut self) -> Result<Entered<'_>, ApiError> {
-        let db = match self.db.take() {
-            Some(db) => db,
-            None => self.state.db().await?,
-        };
+        let db = self.connection().await?;
         let tx = self.db.insert(db).transaction().await?;
         auth::enter_account(
             &self.state.limits,
@@ -364,6 +328,28 @@ impl Account {
             tx,
             db_name: &self.db_name,
         })
+    }
+}
+
+impl Admitted {
+    /// Runs `sql` with `params` for the account on `db`, in one round trip
+    /// with the account check.
+    pub async fn run(
+        &self,
+        db: &deadpool_postgres::Client,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, ApiError> {
+        auth::enter_account_and_run(
+            &self.limits,
+            db,
+            &self.credentials,
+            Some(&self.db_name),
+            self.ip,
+            sql,
+            params,
+        )
+        .await
     }
 }
 

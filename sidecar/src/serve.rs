@@ -15,21 +15,13 @@ use crate::config::ServeArgs;
 use crate::db;
 use crate::metrics::Metrics;
 use crate::state::AppState;
-use crate::vectordb::query_batch::{self, QueryBatcher};
-use crate::vectordb::query_cache::QueryCache;
+use crate::vectordb::search::embed::QueryVectors;
 
 type BoxError = Box<dyn std::error::Error>;
 
 pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
     let metrics = Arc::new(Metrics::new().requiring_token(args.metrics_token.as_deref()));
-    let embedders = db::embedder_pool(&args)?;
-    let embedder_connections = args.query_embedders();
-    let query_batcher = QueryBatcher::start(
-        embedders.clone(),
-        args.query_batch,
-        embedder_connections,
-        Arc::clone(&metrics),
-    );
+    let query_vectors = QueryVectors::start(&args, db::embedder_pool(&args)?, Arc::clone(&metrics));
     let state = AppState {
         pool: db::pool(&args)?,
         store_turns: AppState::store_turns_for(args.pool_size()),
@@ -39,19 +31,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
         trusted_proxies: args.trusted_proxies.clone().into(),
         metrics,
         batch_timeout: args.batch_timeout(),
-        query_cache: Arc::new(QueryCache::new(args.query_cache_entries)),
-        query_batcher: query_batcher.map(Arc::new),
+        query_vectors: Arc::new(query_vectors),
     };
-    if state.query_batcher.is_some() {
-        tokio::spawn(async move {
-            if let Err(e) = query_batch::warm_up(&embedders, embedder_connections).await {
-                tracing::warn!(
-                    error = e.message,
-                    "the query embedders could not load the model yet"
-                );
-            }
-        });
-    }
     if args.risk_refit_seconds > 0 {
         tokio::spawn(crate::transaction::refit_periodically(
             state.pool.clone(),

@@ -2,7 +2,8 @@
 //! router (`app`) and the handlers both depend on it and not on each other:
 //! it imports the parts it holds, never a handler's module. A handler that
 //! needs one part alone takes it as a substate ([`FromRef`]), as
-//! `metrics::scrape` does, so the metrics need not know the state.
+//! `metrics::scrape` and the searches do, so their modules need not know
+//! the state.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,8 +16,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use crate::auth::Limits;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
-use crate::vectordb::query_batch::QueryBatcher;
-use crate::vectordb::query_cache::QueryCache;
+use crate::vectordb::search::embed::QueryVectors;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -28,9 +28,8 @@ pub struct AppState {
     /// embeds up to 1,000 records); every other request has the pool's
     /// statement timeout.
     pub batch_timeout: Duration,
-    pub query_cache: Arc<QueryCache>,
-    /// `None` when search queries are not batched (`--query-batch 0`).
-    pub query_batcher: Option<Arc<QueryBatcher>>,
+    /// The searches' query embeddings: the cache and the batch.
+    pub query_vectors: Arc<QueryVectors>,
     /// Turns to store records, half the pool: storing runs the model in the
     /// request's connection (a batch for up to minutes), so stores alone
     /// must never hold every connection and leave searches none.
@@ -87,6 +86,12 @@ impl FromRef<AppState> for Pool {
 impl FromRef<AppState> for Arc<Metrics> {
     fn from_ref(state: &AppState) -> Arc<Metrics> {
         Arc::clone(&state.metrics)
+    }
+}
+
+impl FromRef<AppState> for Arc<QueryVectors> {
+    fn from_ref(state: &AppState) -> Arc<QueryVectors> {
+        Arc::clone(&state.query_vectors)
     }
 }
 

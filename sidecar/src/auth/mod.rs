@@ -384,7 +384,7 @@ pub async fn check_account<C: Connecting>(
 /// still sends COMMIT. Queued together, with nothing awaited between them,
 /// they are also never interleaved with another caller's statements, so
 /// several searches may run this way at once on one connection (a query
-/// embedder's: `query_batch::QueryBatcher::search`), each in a transaction
+/// embedder's: `vectordb::search`), each in a transaction
 /// of its own that no other statement enters.
 pub async fn enter_account_and_run(
     limits: &Limits,

@@ -3,15 +3,13 @@
 //! then makes one call into the extension, where row-level security confines
 //! it to that account. The extension checks the values and raises SQLSTATE
 //! 22023 naming the field (400), P0002 for an unknown database or record
-//! (404); `error::from_sqlstate` maps them.
+//! (404); `error::from_sqlstate` maps them. The two searches, which embed
+//! their query first and may run before the account is entered, are
+//! [`search`]'s.
 
-pub mod query_batch;
-pub mod query_cache;
 mod records;
 mod requests;
-
-use std::sync::Arc;
-use std::time::Instant;
+pub mod search;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -23,17 +21,14 @@ use tokio_postgres::Row;
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{
-    with_vector, Account, AccountJson, BodyCredentials, Entered, NoFields, Param,
-};
-use crate::json::{refuse_nul, required, required_text};
+use crate::extract::{AccountJson, BodyCredentials, Entered, NoFields};
+use crate::json::{required, required_text};
 use crate::openapi::{AuthRefusals, BodyRefusals};
 use crate::state::AppState;
-use records::{all, DeletedDatabase, ListedRecord, Record, ScoredRecord, SimilarRecord};
+use records::{all, DeletedDatabase, ListedRecord, Record};
 use requests::{
-    DeleteEmbeddingRequest, GetEmbeddingsRequest, HybridSearch, HybridSearchRequest, NewRecord,
-    NewRecords, Page, RecordId, Search, SearchRequest, StoreEmbeddingRequest,
-    StoreEmbeddingsRequest, DEFAULT_LIMIT,
+    DeleteEmbeddingRequest, GetEmbeddingsRequest, NewRecord, NewRecords, Page, RecordId,
+    StoreEmbeddingRequest, StoreEmbeddingsRequest, DEFAULT_LIMIT,
 };
 
 /// A vector database.
@@ -106,115 +101,6 @@ async fn call(
     let rows = entered.tx.query(&statement, params).await?;
     entered.tx.commit().await?;
     Ok(rows)
-}
-
-/// The most records a search may ask for and still run on a query
-/// embedder's connection.
-const BATCHED_LIMIT: i32 = 100;
-
-/// Runs a search's statement for the account: `sql` takes the checked
-/// `query` first, then `params`, then the query's embedding
-/// ([`query_vector`]).
-///
-/// When these credentials entered the account a moment ago
-/// (`Account::admit_early`) and queries are batched, the request takes no
-/// pooled connection: its query joins the next batch, and the embedder that
-/// embeds it runs the statement right after, on its own connection, with the
-/// rest of the batch's, all sent at once (`Account::admitted_search`). A
-/// batch takes every search waiting, not only those holding connections,
-/// and its searches run one after another in one backend, with no round
-/// trip between them and no other backend competing for the cores.
-/// docs/performance-log.md, "Queries embedded before the connection" and
-/// "Searches run by the embedders", has the figures. A query whose
-/// embedding is kept runs on a pooled connection, the account entered in the
-/// same round trip. Otherwise, and for a query that would be refused, the
-/// account is entered first: the model never runs for credentials the
-/// database has not passed, and bad credentials are refused before a bad
-/// query. A search for more than [`BATCHED_LIMIT`] records (a hybrid search
-/// of 1,000 takes about 35 ms at 100,000 records, 25 times one of 10) is
-/// embedded in the batch but runs on a pooled connection, so it holds up
-/// neither its batch's other searches nor the embedder's next call.
-async fn search(
-    state: &AppState,
-    account: &mut Account,
-    query: Option<String>,
-    limit: i32,
-    sql: &'static str,
-    params: Vec<Param>,
-) -> Result<Vec<Row>, ApiError> {
-    let query = required_text(query, "query");
-    if let (Ok(text), Some(batcher)) = (&query, &state.query_batcher) {
-        if account.admit_early()? {
-            let mut all: Vec<Param> = vec![Box::new(text.clone())];
-            all.extend(params);
-            let kept = kept_vector(state, text);
-            if kept.is_none() && limit <= BATCHED_LIMIT {
-                let then = account.admitted_search(sql, all)?;
-                let (embedding, rows) = batcher.search(text, then).await?;
-                keep_vector(state, text, embedding);
-                return Ok(rows);
-            }
-            let embedding = match kept {
-                Some(kept) => kept,
-                None => {
-                    let embedding = batcher.embed(text).await?;
-                    keep_vector(state, text, Arc::clone(&embedding));
-                    embedding
-                }
-            };
-            return account.run_admitted(sql, all, embedding).await;
-        }
-    }
-    let entered = account.enter().await?;
-    let query = query?;
-    let vector = query_vector(state, &entered.tx, &query).await?;
-    let vector = vector.as_deref();
-    let mut all: Vec<Param> = vec![Box::new(query)];
-    all.extend(params);
-    call(entered, sql, &with_vector(&all, &vector)).await
-}
-
-/// The embedding kept for `query` in the sidecar's cache, if any.
-fn kept_vector(state: &AppState, query: &str) -> Option<Arc<[f32]>> {
-    let kept = state.query_cache.get(query)?;
-    state.metrics.query_cache(true);
-    Some(kept)
-}
-
-/// Keeps `query`'s new embedding, when the cache is on.
-fn keep_vector(state: &AppState, query: &str, embedding: Arc<[f32]>) {
-    if state.query_cache.enabled() {
-        state.metrics.query_cache(false);
-        state.query_cache.put(query, embedding);
-    }
-}
-
-/// The embedding of `query` for a search whose account is entered in `tx`:
-/// the one kept in the sidecar's cache, or computed in the next batch of
-/// queries (in `tx` if batching is off), and kept. `None` when neither
-/// caches nor batches: the search embeds the query itself.
-async fn query_vector(
-    state: &AppState,
-    tx: &deadpool_postgres::Transaction<'_>,
-    query: &str,
-) -> Result<Option<Arc<[f32]>>, ApiError> {
-    if let Some(kept) = kept_vector(state, query) {
-        return Ok(Some(kept));
-    }
-    let embedding = match &state.query_batcher {
-        // The batcher counts the wait itself.
-        Some(batcher) => batcher.embed(query).await?,
-        None if state.query_cache.enabled() => {
-            let started = Instant::now();
-            let statement = tx.prepare_cached("SELECT vigil.embed($1)").await?;
-            let embedding: Vec<f32> = tx.query_one(&statement, &[&query]).await?.try_get(0)?;
-            state.metrics.query_embedding_waited(started.elapsed());
-            Arc::from(embedding)
-        }
-        None => return Ok(None),
-    };
-    keep_vector(state, query, Arc::clone(&embedding));
-    Ok(Some(embedding))
 }
 
 /// The one row a statement returns, or a 500: the extension returns one or raises.
@@ -330,83 +216,6 @@ pub async fn get_embeddings(
     )
     .await?;
     Ok(Json(all(&rows, ListedRecord::from_row)?))
-}
-
-/// The records closest in meaning to `query`, most similar first.
-#[utoipa::path(
-    post,
-    path = "/queryEmbeddings",
-    tag = "vector database",
-    request_body = SearchRequest,
-    responses(
-        (status = 200, description = "Most similar first", body = [SimilarRecord]),
-        (status = 404, description = "not_found: no such database (`field` dbName)", body = ErrorBody),
-        AuthRefusals,
-        BodyRefusals,
-    ),
-)]
-pub async fn query_embeddings(
-    State(state): State<AppState>,
-    AccountJson { mut account, body }: AccountJson<Search>,
-) -> Result<Json<Vec<SimilarRecord>>, ApiError> {
-    let db = account.db_name().to_owned();
-    let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
-    let rows = search(
-        &state,
-        &mut account,
-        body.query,
-        limit,
-        "SELECT id, title, content, metadata, vigil.epoch_ns(created_at), similarity \
-         FROM vigil.query_embeddings($1, $2, $3::int, $4::real[])",
-        vec![Box::new(db), Box::new(limit)],
-    )
-    .await?;
-    Ok(Json(all(&rows, SimilarRecord::from_row)?))
-}
-
-/// The best records for `query` by keywords and meaning together (rank
-/// fusion of full-text and vector search), best first.
-#[utoipa::path(
-    post,
-    path = "/hybridSearch",
-    tag = "vector database",
-    request_body = HybridSearchRequest,
-    responses(
-        (status = 200, description = "Best first", body = [ScoredRecord]),
-        (status = 404, description = "not_found: no such database (`field` dbName)", body = ErrorBody),
-        AuthRefusals,
-        BodyRefusals,
-    ),
-)]
-pub async fn hybrid_search(
-    State(state): State<AppState>,
-    AccountJson { mut account, body }: AccountJson<HybridSearch>,
-) -> Result<Json<Vec<ScoredRecord>>, ApiError> {
-    let db = account.db_name().to_owned();
-    let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
-    // The extension checks the fusion and the weights and names the field;
-    // a NUL, which cannot reach it, is refused here.
-    let fusion = body.fusion.unwrap_or_else(|| "rrf".to_owned());
-    refuse_nul(&fusion, "fusion")?;
-    let vector_weight = body.vector_weight.unwrap_or(1.0);
-    let keyword_weight = body.keyword_weight.unwrap_or(1.0);
-    let rows = search(
-        &state,
-        &mut account,
-        body.query,
-        limit,
-        "SELECT id, title, content, metadata, vigil.epoch_ns(created_at), score \
-         FROM vigil.hybrid_search($1, $2::int, $3, $4, $5::real, $6::real, $7::real[])",
-        vec![
-            Box::new(limit),
-            Box::new(db),
-            Box::new(fusion),
-            Box::new(vector_weight),
-            Box::new(keyword_weight),
-        ],
-    )
-    .await?;
-    Ok(Json(all(&rows, ScoredRecord::from_row)?))
 }
 
 /// Deletes one record; the answer is the record as it was.

@@ -12,8 +12,8 @@
 //! run on connections of their own, never the requests' pool: a request may
 //! wait for its embedding while holding its pooled connection (a client's
 //! first search, whose credentials have not passed a moment ago: see
-//! `vectordb::search`), so sharing that pool could leave the batch with no
-//! connection to run on.
+//! [`vectordb::search`](super)), so sharing that pool could leave the batch
+//! with no connection to run on.
 //!
 //! A search admitted early hands its statement to the batch too
 //! ([`QueryBatcher::search`]): right after the model call the embedder sends
@@ -45,7 +45,8 @@ const QUEUE: usize = 4096;
 pub type Embedding = Arc<[f32]>;
 
 /// Something that embeds texts in one call, in order, on a connection of its
-/// own: the database through a pool ([`Pool`]); the tests give their own.
+/// own: the database through a pool ([`embed`](super::embed)); the tests
+/// give their own.
 pub trait EmbedTexts: Send + Sync + 'static {
     type Connection: Send + Sync + 'static;
 
@@ -57,43 +58,9 @@ pub trait EmbedTexts: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Vec<Vec<f32>>, ApiError>> + Send;
 }
 
-impl EmbedTexts for Pool {
-    type Connection = deadpool_postgres::Client;
-
-    async fn connect(&self) -> Result<Self::Connection, ApiError> {
-        Ok(self.get().await?)
-    }
-
-    async fn embed(db: &Self::Connection, texts: &[String]) -> Result<Vec<Vec<f32>>, ApiError> {
-        let statement = db
-            .prepare_cached(
-                "SELECT e FROM vigil.embed($1::text[]) WITH ORDINALITY AS t(e, n) ORDER BY n",
-            )
-            .await?;
-        let rows = db.query(&statement, &[&texts]).await?;
-        rows.iter()
-            .map(|row| Ok(row.try_get::<_, Vec<f32>>(0)?))
-            .collect()
-    }
-}
-
-/// Loads the model in each of the pool's `connections` now (about 200 ms
-/// each), not during the first searches: holds them all at once so each is a
-/// connection of its own.
-pub async fn warm_up(pool: &Pool, connections: usize) -> Result<(), ApiError> {
-    let mut held = Vec::with_capacity(connections);
-    for _ in 0..connections {
-        held.push(pool.get().await?);
-    }
-    for db in &held {
-        db.query_one("SELECT vigil.embed('warm up')", &[]).await?;
-    }
-    Ok(())
-}
-
 /// A search's statement, run on the embedder's connection once its query is
 /// embedded (given the embedding), in the same round trip as the rest of the
-/// batch's: `Account::admitted_search` makes it. Each one sends its statements
+/// batch's: [`vectordb::search`](super) makes it for a search admitted early. Each one sends its statements
 /// together, in one go, so the batch's searches follow one another on the
 /// connection and none runs inside another's transaction.
 pub type Then<C> =

@@ -1,0 +1,213 @@
+//! A search, from request to answer. `/queryEmbeddings` and `/hybridSearch`
+//! differ only in their [`Statement`]; both go through [`run`], which puts
+//! in order the steps `extract` and `auth` give (the account, its early
+//! admission, its check) and the query's vector ([`embed`]: the cache and
+//! the batch).
+//!
+//! When these credentials entered the account a moment ago
+//! (`Account::admit_early`) and queries are batched, the request takes no
+//! pooled connection: its query joins the next batch, and the embedder that
+//! embeds it runs the statement right after, on its own connection, with the
+//! rest of the batch's, all sent at once, each in one round trip with its
+//! account check ([`Admitted`]). A batch takes every search waiting, not
+//! only those holding connections, and its searches run one after another
+//! in one backend, with no round trip between them and no other backend
+//! competing for the cores. docs/performance-log.md, "Queries embedded
+//! before the connection" and "Searches run by the embedders", has the
+//! figures. A query whose embedding is kept runs on a pooled connection, the
+//! account entered in the same round trip. Otherwise, and for a query that
+//! would be refused, the account is entered first: the model never runs for
+//! credentials the database has not passed, and bad credentials are refused
+//! before a bad query. A search for more than [`BATCHED_LIMIT`] records (a
+//! hybrid search of 1,000 takes about 35 ms at 100,000 records, 25 times one
+//! of 10) is embedded in the batch but runs on a pooled connection, so it
+//! holds up neither its batch's other searches nor the embedder's next call.
+
+pub mod batch;
+pub mod cache;
+pub mod embed;
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::Json;
+use deadpool_postgres::Client;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
+
+use super::call;
+use super::records::{all, ScoredRecord, SimilarRecord};
+use super::requests::{HybridSearch, HybridSearchRequest, Search, SearchRequest, DEFAULT_LIMIT};
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{Account, AccountJson, Admitted};
+use crate::json::{refuse_nul, required_text};
+use crate::openapi::{AuthRefusals, BodyRefusals};
+use embed::{Batch, QueryVectors};
+
+/// The records closest in meaning to `query`, most similar first.
+#[utoipa::path(
+    post,
+    path = "/queryEmbeddings",
+    tag = "vector database",
+    request_body = SearchRequest,
+    responses(
+        (status = 200, description = "Most similar first", body = [SimilarRecord]),
+        (status = 404, description = "not_found: no such database (`field` dbName)", body = ErrorBody),
+        AuthRefusals,
+        BodyRefusals,
+    ),
+)]
+pub async fn query_embeddings(
+    State(vectors): State<Arc<QueryVectors>>,
+    AccountJson { mut account, body }: AccountJson<Search>,
+) -> Result<Json<Vec<SimilarRecord>>, ApiError> {
+    let db = account.db_name().to_owned();
+    let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
+    let statement = Statement {
+        sql: "SELECT id, title, content, metadata, vigil.epoch_ns(created_at), similarity \
+              FROM vigil.query_embeddings($1, $2, $3::int, $4::real[])",
+        params: vec![Box::new(db), Box::new(limit)],
+    };
+    let rows = run(&vectors, &mut account, body.query, limit, statement).await?;
+    Ok(Json(all(&rows, SimilarRecord::from_row)?))
+}
+
+/// The best records for `query` by keywords and meaning together (rank
+/// fusion of full-text and vector search), best first.
+#[utoipa::path(
+    post,
+    path = "/hybridSearch",
+    tag = "vector database",
+    request_body = HybridSearchRequest,
+    responses(
+        (status = 200, description = "Best first", body = [ScoredRecord]),
+        (status = 404, description = "not_found: no such database (`field` dbName)", body = ErrorBody),
+        AuthRefusals,
+        BodyRefusals,
+    ),
+)]
+pub async fn hybrid_search(
+    State(vectors): State<Arc<QueryVectors>>,
+    AccountJson { mut account, body }: AccountJson<HybridSearch>,
+) -> Result<Json<Vec<ScoredRecord>>, ApiError> {
+    let db = account.db_name().to_owned();
+    let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
+    // The extension checks the fusion and the weights and names the field;
+    // a NUL, which cannot reach it, is refused here.
+    let fusion = body.fusion.unwrap_or_else(|| "rrf".to_owned());
+    refuse_nul(&fusion, "fusion")?;
+    let vector_weight = body.vector_weight.unwrap_or(1.0);
+    let keyword_weight = body.keyword_weight.unwrap_or(1.0);
+    let statement = Statement {
+        sql: "SELECT id, title, content, metadata, vigil.epoch_ns(created_at), score \
+              FROM vigil.hybrid_search($1, $2::int, $3, $4, $5::real, $6::real, $7::real[])",
+        params: vec![
+            Box::new(limit),
+            Box::new(db),
+            Box::new(fusion),
+            Box::new(vector_weight),
+            Box::new(keyword_weight),
+        ],
+    };
+    let rows = run(&vectors, &mut account, body.query, limit, statement).await?;
+    Ok(Json(all(&rows, ScoredRecord::from_row)?))
+}
+
+/// The most records a search may ask for and still run on a query
+/// embedder's connection.
+const BATCHED_LIMIT: i32 = 100;
+
+/// A search's statement: `sql` takes the checked query first, then
+/// `params`, then the query's embedding (NULL: the statement embeds it).
+struct Statement {
+    sql: &'static str,
+    params: Vec<Param>,
+}
+
+/// A statement parameter owned, to be run later or elsewhere.
+type Param = Box<dyn ToSql + Sync + Send>;
+
+impl Statement {
+    /// `query`, the params and `vector`, as `sql` takes them.
+    fn args<'a>(
+        &'a self,
+        query: &'a String,
+        vector: &'a Option<&'a [f32]>,
+    ) -> Vec<&'a (dyn ToSql + Sync)> {
+        let mut args: Vec<&(dyn ToSql + Sync)> = vec![query];
+        args.extend(self.params.iter().map(|p| &**p as &(dyn ToSql + Sync)));
+        args.push(vector);
+        args
+    }
+}
+
+/// Runs a search's `statement` for `account`, for `limit` records: admitted
+/// early ([`run_admitted`]), or in the account entered first.
+async fn run(
+    vectors: &QueryVectors,
+    account: &mut Account,
+    query: Option<String>,
+    limit: i32,
+    statement: Statement,
+) -> Result<Vec<Row>, ApiError> {
+    let query = required_text(query, "query");
+    if let (Ok(query), Some(batch)) = (&query, vectors.batch()) {
+        if account.admit_early()? {
+            let search = AdmittedSearch {
+                account: account.admitted()?,
+                query: query.clone(),
+                statement,
+            };
+            return run_admitted(batch, account, query, limit, search).await;
+        }
+    }
+    let entered = account.enter().await?;
+    let query = query?;
+    let vector = vectors.for_transaction(&entered.tx, &query).await?;
+    let vector = vector.as_deref();
+    call(entered, statement.sql, &statement.args(&query, &vector)).await
+}
+
+/// Runs a search admitted early: on the embedder's connection right after
+/// its batch, or, when its query's embedding is kept or it asks for more
+/// than [`BATCHED_LIMIT`] records, on the request's.
+async fn run_admitted(
+    batch: Batch<'_>,
+    account: &mut Account,
+    query: &str,
+    limit: i32,
+    search: AdmittedSearch,
+) -> Result<Vec<Row>, ApiError> {
+    let kept = batch.kept(query);
+    if kept.is_none() && limit <= BATCHED_LIMIT {
+        return batch
+            .embed_then(
+                query,
+                Box::new(move |db, embedding| {
+                    Box::pin(async move { search.run(db, &embedding).await })
+                }),
+            )
+            .await;
+    }
+    let embedding = match kept {
+        Some(kept) => kept,
+        None => batch.embed(query).await?,
+    };
+    search.run(&account.connection().await?, &embedding).await
+}
+
+/// A search whose account was admitted early, owned, to run wherever its
+/// query's embedding is ready.
+struct AdmittedSearch {
+    account: Admitted,
+    query: String,
+    statement: Statement,
+}
+
+impl AdmittedSearch {
+    async fn run(&self, db: &Client, embedding: &[f32]) -> Result<Vec<Row>, ApiError> {
+        let vector = Some(embedding);
+        let args = self.statement.args(&self.query, &vector);
+        self.account.run(db, self.statement.sql, &args).await
+    }
+}
