@@ -218,7 +218,7 @@ pub enum HardRuleSource {
     ConfirmedFraud,
 }
 
-/// A blocklist entry or confirmed-fraud identity matching this request: always level 2.
+/// A blocklist entry or confirmed-fraud identity matching this request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HardRule {
     pub identity: IdentityKind,
@@ -226,6 +226,22 @@ pub struct HardRule {
     /// Operator's note or case reference; shown in the reason detail, so it must not
     /// hold the identity's value.
     pub detail: String,
+    /// For confirmed fraud: how long before this transaction that fraud
+    /// occurred (µs; the youngest, when several); None when not known.
+    pub fraud_age_us: Option<i64>,
+}
+
+impl HardRule {
+    /// Whether it decides the transaction alone (level 2): every blocklist
+    /// entry (a deliberate act), and a confirmed fraud's e-mail or card, the
+    /// same payer. A device or IP address linked to confirmed fraud is graded
+    /// evidence instead (`FRAUD_LINKED_DEVICE`, `FRAUD_LINKED_IP`): by the
+    /// time a chargeback lands, a ring has usually moved on, and the later
+    /// users of a shared device or address are mostly other, honest people.
+    pub fn is_hard(&self) -> bool {
+        self.source == HardRuleSource::Blocklist
+            || matches!(self.identity, IdentityKind::Email | IdentityKind::Card)
+    }
 }
 
 /// What only the database knows, filled by the extension with indexed queries.
@@ -258,6 +274,11 @@ pub struct History {
 }
 
 impl History {
+    /// Whether a hard rule decides this transaction ([`HardRule::is_hard`]).
+    pub fn has_hard_rule(&self) -> bool {
+        self.hard_rules.iter().any(HardRule::is_hard)
+    }
+
     /// Whether the e-mail or device has been seen before: the assessment then knows the
     /// customer, which raises confidence.
     pub fn knows_customer(&self) -> bool {

@@ -8,9 +8,12 @@
 //!   raising strictness never lowers it (weak positive points grow, mitigations are not
 //!   scaled). `T = 0` gives 5.1, one strong signal (15) 15.9, two (30) 39.7,
 //!   three (45) 69.6, four (60) 89.0: one signal alone passes, three want review.
-//! - **Level**, by precedence: 2 if any hard rule; 7 if fewer than 3 of the core inputs
+//! - **Level**, by precedence: 2 if any hard rule ([`crate::HardRule::is_hard`]); 7 if fewer than 3 of the core inputs
 //!   are present ([`core_inputs`]); then the first cut-off the rounded score reaches:
 //!   0 critical (90), 1 high (75), 6 caution (60), 3 monitor (40), 4 low (20); else 5.
+//!   What feedback adds (the learned model, links to confirmed fraud through a
+//!   device or IP) never reaches 0 alone: when only those points take the score
+//!   to the critical cut-off, the level is 1 (Review), the score as it is.
 //! - **Result**: Failed for 0 and 2, Review for 1, 6 and 7, Passed for 3, 4 and 5.
 //!   The score then moves into the band integrators reading `RiskScore` alone
 //!   use ([`agreeing_score_tenths`]): Passed under 50, Review 50 and up, Failed 80 and up.
@@ -28,8 +31,10 @@ use serde_json::{json, Map, Value};
 
 use crate::history::History;
 use crate::input::Request;
-use crate::model::{feature_vector, Model};
-use crate::signals::{evaluate, Collector, Reason, LEARNED_MODEL};
+use crate::model::{feature_vector, LinkWeights, Model};
+use crate::signals::{
+    evaluate, Collector, Reason, FRAUD_LINKED_DEVICE, FRAUD_LINKED_IP, LEARNED_MODEL,
+};
 
 /// How much the assessment knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -137,6 +142,17 @@ pub fn score_of_points(total: f64) -> f64 {
     100.0 / (1.0 + (-(total - SCORE_CENTRE) / SCORE_SPREAD).exp())
 }
 
+/// `score_of_points(total)` in tenths, 0..=1000 (0 for a non-finite total).
+fn score_tenths_of(total: f64) -> i32 {
+    let raw = score_of_points(total);
+    if raw.is_finite() {
+        // 0..=1000 after clamping, so the cast is exact.
+        (raw * 10.0).round().clamp(0.0, 1000.0) as i32
+    } else {
+        0
+    }
+}
+
 /// Level from the score in tenths, ignoring hard rules and missing information.
 pub fn level_of_score(score_tenths: i32, strictness: u8) -> u8 {
     let shift = cutoff_shift_tenths(strictness);
@@ -231,6 +247,9 @@ pub struct Assessment {
     /// The learned model's feature vector ([`crate::model::FEATURE_NAMES`])
     /// and the rules' points without the hard rules', recorded for the next refit.
     pub model_features: [f64; crate::model::FEATURES],
+    /// Whether the device and the IP were linked to confirmed fraud, recorded
+    /// (`features.fraudLinks`) for the refit's link weights.
+    pub fraud_links: [bool; 2],
     pub expert_points: f64,
     /// Sum of the (scaled) points, before the logistic.
     pub total_points: f64,
@@ -323,42 +342,59 @@ pub fn assess_with(
 ) -> Assessment {
     let strictness = request.strictness.min(100);
     let mut out = Collector::new(weak_weight(strictness));
-    let f = evaluate(request, history, ip_country, &mut out);
+    let links = model.map_or_else(LinkWeights::default, |m| m.links);
+    let f = evaluate(request, history, ip_country, links, &mut out);
     // The rules' points without the hard rules': a refit must not learn from
     // a label on a transaction the blocklist already decided.
     let expert_points = out.total - out.hard_points;
     let x = feature_vector(request, history, &f);
+    let mut learned = 0.0;
     if let Some(model) = model {
         let points = model.points(&x);
         if points.abs() >= 0.5 {
+            learned = points;
+            let outside = model.outside(&x);
             out.add(
                 &LEARNED_MODEL,
                 points,
                 format!(
-                    "the model fitted on {} labelled transactions ({} fraud) rates this {} than the rules do",
+                    "the model fitted on {} labelled transactions ({} fraud) rates this {} than the rules do{}",
                     model.frauds + model.legit,
                     model.frauds,
-                    if points > 0.0 { "riskier" } else { "safer" }
+                    if points > 0.0 { "riskier" } else { "safer" },
+                    match outside {
+                        0 => String::new(),
+                        n => format!("; {n} of its features lie outside what those labels covered, so its points are shrunk"),
+                    }
                 ),
             );
         }
     }
 
     let total = out.total;
-    let raw = score_of_points(total);
-    let score_tenths = if raw.is_finite() {
-        // 0..=1000 after clamping, so the cast is exact.
-        (raw * 10.0).round().clamp(0.0, 1000.0) as i32
-    } else {
-        0
-    };
+    let hard = history.has_hard_rule();
+    let score_tenths = score_tenths_of(total);
+    // What feedback adds (the model's points, links to confirmed fraud) never
+    // fails a transaction alone: a hard rule or the rules' own score must be
+    // there too.
+    let from_feedback = learned.max(0.0)
+        + out
+            .reasons
+            .iter()
+            .filter(|r| r.code == FRAUD_LINKED_DEVICE.code || r.code == FRAUD_LINKED_IP.code)
+            .map(|r| r.points)
+            .sum::<f64>();
+    let feedback_alone_fails = from_feedback > 0.0
+        && level_of_score(score_tenths, strictness) == LEVEL_CRITICAL
+        && level_of_score(score_tenths_of(total - from_feedback), strictness) != LEVEL_CRITICAL;
 
-    let hard = !history.hard_rules.is_empty();
     let core = core_inputs(request);
     let level = if hard {
         LEVEL_FAILED
     } else if core < MIN_CORE_INPUTS {
         LEVEL_VERIFY
+    } else if feedback_alone_fails {
+        LEVEL_HIGH
     } else {
         level_of_score(score_tenths, strictness)
     };
@@ -391,7 +427,8 @@ pub fn assess_with(
         "coreInputs": core,
         "confidencePoints": conf_points,
         "knowsCustomer": history.knows_customer(),
-        "hardRules": history.hard_rules.len(),
+        "hardRules": history.hard_rules.iter().filter(|r| r.is_hard()).count(),
+        "fraudLinks": {"device": f.fraud_links[0], "ip": f.fraud_links[1]},
         "ipCountry": country_json(ip_country),
         "addressCountry": country_json(f.address_country),
         "addressesDiffer": f.addresses_differ,
@@ -428,6 +465,7 @@ pub fn assess_with(
         reasons,
         features,
         model_features: x,
+        fraud_links: f.fraud_links.map(|d| d.is_some()),
         expert_points,
         total_points: total,
         strictness,

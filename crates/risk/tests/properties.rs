@@ -6,7 +6,37 @@ mod common;
 use common::{data, history, ip_country, Data, Form};
 use proptest::prelude::*;
 use serde_json::json;
-use vigil_risk::{assess, parse_request, Assessment, History, Request};
+use vigil_risk::model::{LinkWeights, FEATURES};
+use vigil_risk::{
+    assess, assess_with, parse_request, Assessment, HardRule, HardRuleSource, History,
+    IdentityKind, Model, Request, Verdict,
+};
+
+/// Any model a refit could store: weights and intercepts of either sign, any
+/// link weights, ranges wide enough that it speaks.
+fn model() -> impl Strategy<Value = Model> {
+    (
+        proptest::collection::vec(-3.0f64..3.0, FEATURES),
+        -6.0f64..0.0,
+        -6.0f64..0.0,
+        20u32..2000,
+        0.0f64..=LinkWeights::MAX,
+        0.0f64..=LinkWeights::MAX,
+    )
+        .prop_map(|(w, intercept, expert_intercept, frauds, device, ip)| {
+            let mut weights = [0.0; FEATURES];
+            weights.copy_from_slice(&w);
+            Model {
+                weights,
+                intercept,
+                expert_intercept,
+                frauds,
+                legit: frauds * 20,
+                ranges: [(-1e6, 1e6); FEATURES],
+                links: LinkWeights { device, ip },
+            }
+        })
+}
 
 fn run(body: &serde_json::Value, h: &History, c: Option<[u8; 2]>) -> (Request, Assessment) {
     let req = parse_request(body).expect("generated bodies are valid");
@@ -123,9 +153,16 @@ proptest! {
 
     /// More velocity, a higher amount, a newer account, more quantity or frequency,
     /// more shared e-mails (in the day or the long window) never lower the score.
+    /// (Except a link to confirmed fraud's points, which sharing dilutes on
+    /// purpose: the later users of a shared device are mostly other people. So
+    /// where the sharing grows, such links are left out.)
     #[test]
     fn grading_is_monotone(d in data(), h in history(), c in ip_country(), bump in 1u32..200, which in 0usize..19) {
         let req = parse_request(&d.body(Form::B)).expect("valid");
+        let mut h = h;
+        if matches!(which, 8 | 9 | 14 | 15 | 18) {
+            h.hard_rules.retain(|r| r.is_hard() || r.source != vigil_risk::HardRuleSource::ConfirmedFraud);
+        }
         let base = assess(&req, &h, c);
         let mut r2 = req.clone();
         let mut h2 = h.clone();
@@ -156,6 +193,32 @@ proptest! {
         prop_assert!(more.total_points >= base.total_points - 1e-9,
             "case {which}: {} -> {}", base.total_points, more.total_points);
         prop_assert!(more.score >= base.score);
+    }
+
+    /// Feedback never fails a customer who shares only a device or an IP
+    /// address with a confirmed fraud: adding such a link, however fresh,
+    /// never turns a result into `Failed`, whatever the model in force.
+    #[test]
+    fn a_fraud_linked_device_or_ip_alone_never_fails(
+        d in data(),
+        h in history(),
+        c in ip_country(),
+        kinds in proptest::sample::subsequence(vec![IdentityKind::Device, IdentityKind::Ip], 1..=2),
+        age_days in 0i64..120,
+        model in proptest::option::of(model()),
+    ) {
+        let req = parse_request(&d.body(Form::B)).expect("valid");
+        let before = assess_with(&req, &h, c, model.as_ref());
+        let mut linked = h.clone();
+        linked.hard_rules.extend(kinds.into_iter().map(|identity| HardRule {
+            identity,
+            source: HardRuleSource::ConfirmedFraud,
+            detail: String::new(),
+            fraud_age_us: Some(age_days * 86_400_000_000),
+        }));
+        let after = assess_with(&req, &linked, c, model.as_ref());
+        prop_assert!(after.result != Verdict::Failed || before.result == Verdict::Failed,
+            "{:?} -> {:?}: {:?}", before.result, after.result, after.reasons);
     }
 
     /// Never panics on arbitrary JSON, and either parses or names a field.

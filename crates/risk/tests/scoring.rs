@@ -50,13 +50,27 @@ fn crafted() -> Vec<Assessment> {
                 identity: IdentityKind::Device,
                 source: HardRuleSource::Blocklist,
                 detail: "chargebacks".into(),
+                fraud_age_us: None,
             },
             HardRule {
                 identity: IdentityKind::Card,
                 source: HardRuleSource::ConfirmedFraud,
                 detail: String::new(),
+                fraud_age_us: Some(0),
             },
         ],
+        ..History::default()
+    };
+    // A device and an IP address in a transaction confirmed as fraud a week ago.
+    let linked = History {
+        hard_rules: [IdentityKind::Device, IdentityKind::Ip]
+            .map(|identity| HardRule {
+                identity,
+                source: HardRuleSource::ConfirmedFraud,
+                detail: String::new(),
+                fraud_age_us: Some(7 * 86_400_000_000),
+            })
+            .to_vec(),
         ..History::default()
     };
     vec![
@@ -112,6 +126,7 @@ fn crafted() -> Vec<Assessment> {
             None,
         ),
         assess(&req(base()), &blocked, None),
+        assess(&req(base()), &linked, None),
         // A long-known customer on a new device, a card other accounts used.
         assess(
             &req(base()),
@@ -160,6 +175,8 @@ fn night_model() -> vigil_risk::Model {
         expert_intercept: -3.0,
         frauds: 75,
         legit: 1000,
+        ranges: [(0.0, 10.0); vigil_risk::model::FEATURES],
+        links: vigil_risk::model::LinkWeights::default(),
     }
 }
 
@@ -585,6 +602,7 @@ fn hard_rule_fails_with_high_confidence() {
             identity: IdentityKind::Email,
             source: HardRuleSource::Blocklist,
             detail: String::new(),
+            fraud_age_us: None,
         }],
         ..History::default()
     };

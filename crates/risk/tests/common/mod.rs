@@ -327,8 +327,9 @@ fn hard_rule() -> impl Strategy<Value = HardRule> {
             IdentityKind::Card,
         ]),
         any::<bool>(),
+        proptest::option::of(0..200 * 86_400_000_000i64),
     )
-        .prop_map(|(identity, fraud)| HardRule {
+        .prop_map(|(identity, fraud, fraud_age_us)| HardRule {
             identity,
             source: if fraud {
                 HardRuleSource::ConfirmedFraud
@@ -336,6 +337,7 @@ fn hard_rule() -> impl Strategy<Value = HardRule> {
                 HardRuleSource::Blocklist
             },
             detail: "case 17".into(),
+            fraud_age_us: fraud_age_us.filter(|_| fraud),
         })
 }
 

@@ -1,156 +1,11 @@
-//! Learning from this installation's feedback labels: a logistic regression on top of
-//! the expert rules.
-//!
-//! Every assessment records its feature vector ([`feature_vector`], names in
-//! [`FEATURE_NAMES`]) and its expert points `T`. [`fit`] takes the labelled ones and
-//! fits `P(fraud) = σ(T/12 + w·x + b)`: the expert's log-odds (the score's own
-//! slope, [`crate::score`]) is a fixed offset, so the weights learn only what the
-//! rules miss or overstate here. The model's contribution to a new assessment is
-//! `12 · (w·x + b − b₀)` points, `b₀` being the intercept of the expert alone
-//! (`σ(T/12 + b₀)` fitted on the same labels): zero where the labels agree with the
-//! rules. It is scaled by `frauds / (frauds + 25)` (little weight on few labels),
-//! clamped to [−30, 40], and shown in `reasons` as `LEARNED_MODEL`.
-//!
-//! `isVPN` and `proxyOrVPN` are not features: SPEC says a VPN never lowers the score,
-//! and a fitted weight could be negative. Strictness is not a feature either, so the
-//! model's points, like a strong signal's, do not depend on it and strictness stays
-//! monotone.
-//!
-//! Why by hand: the fit is Newton's method on at most a few hundred thousand rows of
-//! 24 features with a 25 × 25 Cholesky solve (about 100 lines); the Rust ML crates
-//! that do logistic regression (linfa) bring a BLAS stack into a Postgres backend.
+//! Fitting the logistic regression: Newton's method with step halving on the
+//! penalised log-likelihood, and the small Cholesky solve it needs.
 
-use crate::history::{History, Window};
-use crate::input::Request;
-use crate::signals::Features;
+use super::{Labelled, LinkWeights, Model, FEATURES, MIN_FRAUDS, MIN_LEGIT, POINTS_PER_LOGIT};
 
-/// The features, in the order of [`feature_vector`]'s values. Stored with each
-/// model, so a model is only used with vectors of the same layout.
-pub const FEATURE_NAMES: [&str; 24] = [
-    "accountSameDay",
-    "accountUnderWeek",
-    "accountUnderMonth",
-    "accountAgeMissing",
-    "lnAmount",
-    "lnAmountOverHistory",
-    "firstPurchase",
-    "newDevice",
-    "newIp",
-    "lnDeviceOthers90d",
-    "lnDeviceOthersDay",
-    "lnIpOthers30d",
-    "lnCardOthers90d",
-    "lnEmailDay",
-    "lnDeviceDay",
-    "lnIpDay",
-    "lnCardDay",
-    "disposableEmail",
-    "ipCountryMismatch",
-    "addressesDiffer",
-    "night",
-    "twoFactor",
-    "lnCustomerDays",
-    "lnDeviceDays",
-];
-
-/// Number of features.
-pub const FEATURES: usize = FEATURE_NAMES.len();
-
-fn ln1p_count(n: u32) -> f64 {
-    f64::from(n).ln_1p()
-}
-
-fn days_ln(us: Option<i64>) -> f64 {
-    us.map_or(0.0, |us| (us.max(0) as f64 / Window::DAY_US as f64).ln_1p())
-}
-
-/// The feature vector of one assessment (see [`FEATURE_NAMES`]), from the
-/// request, its history and what the signals computed.
-pub(crate) fn feature_vector(req: &Request, hist: &History, f: &Features) -> [f64; FEATURES] {
-    let age = req.account_age_days;
-    let flag = |b: bool| f64::from(u8::from(b));
-    [
-        flag(age == Some(0)),
-        flag(age.is_some_and(|a| (1..7).contains(&a))),
-        flag(age.is_some_and(|a| (7..30).contains(&a))),
-        flag(age.is_none()),
-        req.amount.map_or(0.0, |a| a.max(0.0).ln_1p()),
-        f.amount_ratio_to_mean
-            .filter(|r| r.is_finite())
-            .map_or(0.0, |r| r.max(1.0).ln()),
-        flag(req.email.is_some() && hist.email_first_seen_us.is_none()),
-        flag(req.device_fingerprint.is_some() && hist.device_first_seen_us.is_none()),
-        flag(req.ip_address.is_some() && hist.ip_first_seen_us.is_none()),
-        ln1p_count(hist.device_others.quarter),
-        ln1p_count(hist.device_others.day),
-        ln1p_count(hist.ip_others.month),
-        ln1p_count(hist.card_others.quarter),
-        ln1p_count(hist.email.last_day),
-        ln1p_count(hist.device.last_day),
-        ln1p_count(hist.ip.last_day),
-        ln1p_count(hist.card.last_day),
-        flag(f.disposable_email == Some(true)),
-        flag(f.ip_country_mismatch),
-        flag(f.addresses_differ == Some(true)),
-        flag(f.night),
-        flag(req.two_factor_auth == Some(true)),
-        days_ln(hist.email_first_seen_us),
-        days_ln(hist.device_first_seen_us),
-    ]
-}
-
-/// Points per unit of log-odds: the score's own slope (`score::SCORE_SPREAD`).
-pub const POINTS_PER_LOGIT: f64 = 12.0;
-/// Frauds at which the model gets half its weight.
-pub const HALF_WEIGHT_FRAUDS: f64 = 25.0;
-/// The model's points are clamped to this range.
-pub const MIN_POINTS: f64 = -30.0;
-pub const MAX_POINTS: f64 = 40.0;
-/// Fewer labels than these: no model.
-pub const MIN_FRAUDS: usize = 20;
-pub const MIN_LEGIT: usize = 100;
 /// L2 penalty on the weights (not the intercept), in units of one row's
 /// log-likelihood.
 const L2: f64 = 1.0;
-
-/// A fitted model.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Model {
-    pub weights: [f64; FEATURES],
-    pub intercept: f64,
-    /// Intercept of the expert alone on the same labels (`b₀`).
-    pub expert_intercept: f64,
-    /// Labelled frauds and legitimate transactions it was fitted on.
-    pub frauds: u32,
-    pub legit: u32,
-}
-
-impl Model {
-    /// `frauds / (frauds + 25)`.
-    pub fn weight(&self) -> f64 {
-        let f = f64::from(self.frauds);
-        f / (f + HALF_WEIGHT_FRAUDS)
-    }
-
-    /// The model's points for feature vector `x`, clamped; 0 for a non-finite result.
-    pub fn points(&self, x: &[f64; FEATURES]) -> f64 {
-        let z: f64 = self.weights.iter().zip(x).map(|(w, v)| w * v).sum::<f64>() + self.intercept;
-        let p = self.weight() * POINTS_PER_LOGIT * (z - self.expert_intercept);
-        if p.is_finite() {
-            p.clamp(MIN_POINTS, MAX_POINTS)
-        } else {
-            0.0
-        }
-    }
-}
-
-/// One labelled assessment: its features, its expert points `T`, and whether it was fraud.
-#[derive(Debug, Clone)]
-pub struct Labelled {
-    pub x: [f64; FEATURES],
-    pub expert_points: f64,
-    pub fraud: bool,
-}
 
 /// Why no model was fitted.
 #[derive(Debug, Clone, PartialEq)]
@@ -179,9 +34,14 @@ fn sigmoid(z: f64) -> f64 {
 
 /// Fits the model on `rows` (see the module docs).
 pub fn fit(rows: &[Labelled]) -> Result<Model, FitError> {
+    fit_with(rows, MIN_FRAUDS, MIN_LEGIT)
+}
+
+/// [`fit`] with other minimums: a refit judges a fit on part of the labels.
+pub(super) fn fit_with(rows: &[Labelled], min_frauds: usize, min_legit: usize) -> Result<Model, FitError> {
     let frauds = rows.iter().filter(|r| r.fraud).count();
     let legit = rows.len() - frauds;
-    if frauds < MIN_FRAUDS || legit < MIN_LEGIT {
+    if frauds < min_frauds || legit < min_legit {
         return Err(FitError::TooFewLabels { frauds, legit });
     }
     let offset = |r: &Labelled| r.expert_points / POINTS_PER_LOGIT;
@@ -195,6 +55,8 @@ pub fn fit(rows: &[Labelled]) -> Result<Model, FitError> {
         expert_intercept,
         frauds: u32::try_from(frauds).unwrap_or(u32::MAX),
         legit: u32::try_from(legit).unwrap_or(u32::MAX),
+        ranges: super::ranges(rows),
+        links: LinkWeights::from_labels(rows),
     })
 }
 
@@ -333,6 +195,8 @@ mod tests {
                     x,
                     expert_points: 0.0,
                     fraud: next() < p,
+                    at_us: 0,
+                    links: [false; 2],
                 }
             })
             .collect()
@@ -344,15 +208,24 @@ mod tests {
         // log(0.3/0.7) - log(0.03/0.97) = 2.63; the noise feature stays near 0.
         assert!((m.weights[17] - 2.63).abs() < 0.3, "{m:?}");
         assert!(m.weights[4].abs() < 0.1, "{m:?}");
+        // Feature 4 at the middle of its fitted range, so nothing is outside it.
         let mut risky = [0.0; FEATURES];
         risky[17] = 1.0;
+        risky[4] = 2.5;
         // Against the average (8.4% fraud): 30% is +1.54 logits, 3% is -1.09.
         assert!(
             (m.points(&risky) - 18.3).abs() < 2.0,
             "{}",
             m.points(&risky)
         );
-        assert!((m.points(&[0.0; FEATURES]) + 12.9).abs() < 2.0);
+        let mut plain = [0.0; FEATURES];
+        plain[4] = 2.5;
+        assert!((m.points(&plain) + 12.9).abs() < 2.0);
+        // Out of what the labels covered, the points shrink: half for one feature.
+        let mut odd = risky;
+        odd[3] = 1.0;
+        assert_eq!(m.outside(&odd), 1);
+        assert!((m.points(&odd) - m.points(&risky) / 2.0).abs() < 1e-9);
     }
 
     #[test]

@@ -1,0 +1,263 @@
+//! Learning from this installation's feedback labels: a logistic regression on top of
+//! the expert rules.
+//!
+//! Every assessment records its feature vector ([`feature_vector`], names in
+//! [`FEATURE_NAMES`]) and its expert points `T`. [`fit`] takes the labelled ones and
+//! fits `P(fraud) = σ(T/12 + w·x + b)`: the expert's log-odds (the score's own
+//! slope, [`crate::score`]) is a fixed offset, so the weights learn only what the
+//! rules miss or overstate here. The model's contribution to a new assessment is
+//! `12 · (w·x + b − b₀)` points, `b₀` being the intercept of the expert alone
+//! (`σ(T/12 + b₀)` fitted on the same labels): zero where the labels agree with the
+//! rules. It is scaled by `frauds / (frauds + 25)` (little weight on few labels),
+//! clamped to [−30, 40], and shown in `reasons` as `LEARNED_MODEL`.
+//!
+//! `isVPN` and `proxyOrVPN` are not features: SPEC says a VPN never lowers the score,
+//! and a fitted weight could be negative. Strictness is not a feature either, so the
+//! model's points, like a strong signal's, do not depend on it and strictness stays
+//! monotone.
+//!
+//! Out of what its labels covered, the model stays quiet: a feature outside the
+//! range it took in the fitted rows (a field always present there now missing,
+//! a value beyond any seen, a feature that never varied) is held to that range,
+//! and each such feature halves the model's points ([`Model::points`]).
+//!
+//! A refit does not simply replace the model in force: [`refit`] fits on the
+//! older labels, judges on the newest, and adopts only a model that beats the
+//! scoring in force there. It also sets how much a link to confirmed fraud
+//! through a device or an IP weighs here ([`LinkWeights`]).
+//!
+//! Why by hand: the fit is Newton's method on at most a few hundred thousand rows of
+//! 24 features with a 25 × 25 Cholesky solve (about 100 lines); the Rust ML crates
+//! that do logistic regression (linfa) bring a BLAS stack into a Postgres backend.
+
+mod fit;
+mod judge;
+mod refit;
+
+pub use fit::{fit, FitError};
+pub use judge::{auc, caught_share, threshold_at};
+pub use refit::{refit, Figures, Refit, Validation, DEFAULT_REVIEW_RATE};
+
+use crate::history::{History, Window};
+use crate::input::Request;
+use crate::signals::Features;
+
+/// The features, in the order of [`feature_vector`]'s values. Stored with each
+/// model, so a model is only used with vectors of the same layout.
+pub const FEATURE_NAMES: [&str; 24] = [
+    "accountSameDay",
+    "accountUnderWeek",
+    "accountUnderMonth",
+    "accountAgeMissing",
+    "lnAmount",
+    "lnAmountOverHistory",
+    "firstPurchase",
+    "newDevice",
+    "newIp",
+    "lnDeviceOthers90d",
+    "lnDeviceOthersDay",
+    "lnIpOthers30d",
+    "lnCardOthers90d",
+    "lnEmailDay",
+    "lnDeviceDay",
+    "lnIpDay",
+    "lnCardDay",
+    "disposableEmail",
+    "ipCountryMismatch",
+    "addressesDiffer",
+    "night",
+    "twoFactor",
+    "lnCustomerDays",
+    "lnDeviceDays",
+];
+
+/// Number of features.
+pub const FEATURES: usize = FEATURE_NAMES.len();
+
+fn ln1p_count(n: u32) -> f64 {
+    f64::from(n).ln_1p()
+}
+
+fn days_ln(us: Option<i64>) -> f64 {
+    us.map_or(0.0, |us| (us.max(0) as f64 / Window::DAY_US as f64).ln_1p())
+}
+
+/// The feature vector of one assessment (see [`FEATURE_NAMES`]), from the
+/// request, its history and what the signals computed.
+pub(crate) fn feature_vector(req: &Request, hist: &History, f: &Features) -> [f64; FEATURES] {
+    let age = req.account_age_days;
+    let flag = |b: bool| f64::from(u8::from(b));
+    [
+        flag(age == Some(0)),
+        flag(age.is_some_and(|a| (1..7).contains(&a))),
+        flag(age.is_some_and(|a| (7..30).contains(&a))),
+        flag(age.is_none()),
+        req.amount.map_or(0.0, |a| a.max(0.0).ln_1p()),
+        f.amount_ratio_to_mean
+            .filter(|r| r.is_finite())
+            .map_or(0.0, |r| r.max(1.0).ln()),
+        flag(req.email.is_some() && hist.email_first_seen_us.is_none()),
+        flag(req.device_fingerprint.is_some() && hist.device_first_seen_us.is_none()),
+        flag(req.ip_address.is_some() && hist.ip_first_seen_us.is_none()),
+        ln1p_count(hist.device_others.quarter),
+        ln1p_count(hist.device_others.day),
+        ln1p_count(hist.ip_others.month),
+        ln1p_count(hist.card_others.quarter),
+        ln1p_count(hist.email.last_day),
+        ln1p_count(hist.device.last_day),
+        ln1p_count(hist.ip.last_day),
+        ln1p_count(hist.card.last_day),
+        flag(f.disposable_email == Some(true)),
+        flag(f.ip_country_mismatch),
+        flag(f.addresses_differ == Some(true)),
+        flag(f.night),
+        flag(req.two_factor_auth == Some(true)),
+        days_ln(hist.email_first_seen_us),
+        days_ln(hist.device_first_seen_us),
+    ]
+}
+
+/// Points per unit of log-odds: the score's own slope (`score::SCORE_SPREAD`).
+pub const POINTS_PER_LOGIT: f64 = 12.0;
+/// Frauds at which the model gets half its weight.
+pub const HALF_WEIGHT_FRAUDS: f64 = 25.0;
+/// The model's points are clamped to this range.
+pub const MIN_POINTS: f64 = -30.0;
+pub const MAX_POINTS: f64 = 40.0;
+/// Fewer labels than these: no model.
+pub const MIN_FRAUDS: usize = 20;
+pub const MIN_LEGIT: usize = 100;
+
+/// How much a link to confirmed fraud weighs in this installation, per kind:
+/// the share of labelled transactions with such a link that were fraud, over
+/// the prior's one half (so 1 with no labels), with two pseudo-labels of prior
+/// and at most [`LinkWeights::MAX`]. Where the later users of a marked device
+/// are mostly honest, the weight falls, and the link's points with it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkWeights {
+    pub device: f64,
+    pub ip: f64,
+}
+
+impl Default for LinkWeights {
+    fn default() -> Self {
+        LinkWeights {
+            device: 1.0,
+            ip: 1.0,
+        }
+    }
+}
+
+impl LinkWeights {
+    pub const MAX: f64 = 1.5;
+
+    /// The weights from labelled rows' links ([`Labelled::links`]).
+    pub fn from_labels(rows: &[Labelled]) -> LinkWeights {
+        let weight = |kind: usize| {
+            let linked = rows.iter().filter(|r| r.links[kind]);
+            let (n, k) = linked.fold((0.0, 0.0), |(n, k), r| (n + 1.0, k + f64::from(u8::from(r.fraud))));
+            (((k + 1.0) / (n + 2.0)) / 0.5).clamp(0.0, Self::MAX)
+        };
+        LinkWeights {
+            device: weight(0),
+            ip: weight(1),
+        }
+    }
+}
+
+/// A fitted model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Model {
+    pub weights: [f64; FEATURES],
+    pub intercept: f64,
+    /// Intercept of the expert alone on the same labels (`b₀`).
+    pub expert_intercept: f64,
+    /// Labelled frauds and legitimate transactions it was fitted on.
+    pub frauds: u32,
+    pub legit: u32,
+    /// The range (least, greatest) each feature took in those rows.
+    pub ranges: [(f64, f64); FEATURES],
+    /// How much links to confirmed fraud weigh here.
+    pub links: LinkWeights,
+}
+
+impl Model {
+    /// `frauds / (frauds + 25)`.
+    pub fn weight(&self) -> f64 {
+        let f = f64::from(self.frauds);
+        f / (f + HALF_WEIGHT_FRAUDS)
+    }
+
+    /// A model that adds nothing: the rules alone, with `links` (what a refit
+    /// stores when its fit lost and no model was in force).
+    pub fn neutral(links: LinkWeights) -> Model {
+        Model {
+            weights: [0.0; FEATURES],
+            intercept: 0.0,
+            expert_intercept: 0.0,
+            frauds: 0,
+            legit: 0,
+            ranges: [(f64::NEG_INFINITY, f64::INFINITY); FEATURES],
+            links,
+        }
+    }
+
+    /// How many of `x`'s features lie outside the ranges the model was fitted on.
+    pub fn outside(&self, x: &[f64; FEATURES]) -> usize {
+        x.iter()
+            .zip(&self.ranges)
+            .filter(|(v, (lo, hi))| **v < lo - RANGE_SLACK || **v > hi + RANGE_SLACK)
+            .count()
+    }
+
+    /// The model's points for feature vector `x`: each feature held to the
+    /// range it was fitted on, the points halved for each feature outside it,
+    /// clamped; 0 for a non-finite result.
+    pub fn points(&self, x: &[f64; FEATURES]) -> f64 {
+        let z: f64 = self
+            .weights
+            .iter()
+            .zip(x)
+            .zip(&self.ranges)
+            .map(|((w, v), (lo, hi))| w * v.clamp(*lo, *hi))
+            .sum::<f64>()
+            + self.intercept;
+        let shrink = 0.5f64.powi(i32::try_from(self.outside(x)).unwrap_or(i32::MAX));
+        let p = shrink * self.weight() * POINTS_PER_LOGIT * (z - self.expert_intercept);
+        if p.is_finite() {
+            p.clamp(MIN_POINTS, MAX_POINTS)
+        } else {
+            0.0
+        }
+    }
+}
+
+/// How far past a fitted range a value may be and still count as inside it
+/// (rounding of the stored `real` features).
+const RANGE_SLACK: f64 = 1e-4;
+
+/// The range each feature takes in `rows`.
+pub(crate) fn ranges(rows: &[Labelled]) -> [(f64, f64); FEATURES] {
+    let mut out = [(f64::INFINITY, f64::NEG_INFINITY); FEATURES];
+    for r in rows {
+        for (range, v) in out.iter_mut().zip(&r.x) {
+            range.0 = range.0.min(*v);
+            range.1 = range.1.max(*v);
+        }
+    }
+    out
+}
+
+/// One labelled assessment: its features, its expert points `T`, and whether it was fraud.
+#[derive(Debug, Clone)]
+pub struct Labelled {
+    pub x: [f64; FEATURES],
+    pub expert_points: f64,
+    pub fraud: bool,
+    /// When it occurred (µs since the epoch): a refit judges on the newest.
+    pub at_us: i64,
+    /// Whether its device and its IP were linked to confirmed fraud when it
+    /// was assessed ([`LinkWeights`]).
+    pub links: [bool; 2],
+}
+
