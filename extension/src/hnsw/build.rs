@@ -19,7 +19,9 @@ use vigil_hnsw::codes::Code;
 use vigil_hnsw::Params;
 use vigil_hnsw_page::{self as page, element_size, Encoding, Meta, Tid, META_BLOCK, PAGE_DATA};
 
-use super::store::{self, add_item, init_page, write_meta, Locked, Wal};
+use super::buffer::{Locked, Wal};
+use super::items::{add_item, init_page};
+use super::meta::{self, write_meta};
 use super::{insert, new_params, ops, raise, relation_name};
 
 const PHASE_LOAD: i64 = 2;
@@ -114,7 +116,7 @@ pub unsafe extern "C-unwind" fn ambuild(
         );
     }
     let params = new_params(index);
-    store::create_meta(index, &empty_meta(&params));
+    meta::create_meta(index, &empty_meta(&params));
     let mut state = BuildState {
         index,
         params,
@@ -263,7 +265,7 @@ fn build_and_write<V: BuildVector + ElementBytes>(
     if rows.is_empty() {
         return 0;
     }
-    store::update_meta(index, |meta| {
+    meta::update_meta(index, |meta| {
         if meta.dims == 0 {
             meta.encoding = meta.encoding.settle(params.dims);
         }
@@ -399,7 +401,7 @@ fn write_pages<V: BuildVector + ElementBytes>(
     }
     let last = page_writer.finish();
 
-    store::update_meta(index, |meta| {
+    meta::update_meta(index, |meta| {
         meta.entry = graph.entry.map(|e| (by_id[e.id], e.level as u32));
         meta.insert_block = last;
     });

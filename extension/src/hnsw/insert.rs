@@ -7,7 +7,7 @@
 //! and replace, so two inserts into one list both land. An insert that may
 //! set the dimensions or raise the entry point runs alone ([`GraphLock`]).
 //! Searches run alongside. Each page change is its own WAL record; a crash
-//! between them leaves a valid graph (see [`super::store`]).
+//! between them leaves a valid graph (see [`super::store`], [`super::lock`]).
 
 use std::cell::RefCell;
 
@@ -16,7 +16,9 @@ use pgrx::prelude::*;
 use vigil_hnsw::{plan_links, write_element, LevelRng};
 use vigil_hnsw_page::{self as page, Tid};
 
-use super::store::{self, GraphLock, PageStore, PlacementLock};
+use super::lock::{GraphLock, PlacementLock};
+use super::meta;
+use super::store::PageStore;
 use super::{ops, raise};
 
 thread_local! {
@@ -90,11 +92,11 @@ pub fn insert_vector(index: pg_sys::Relation, heap: Tid, vector: &[f32]) {
                 ),
             );
         }
-        store::update_meta(index, |meta| {
+        meta::update_meta(index, |meta| {
             meta.dims = vector.len() as u32;
             meta.encoding = meta.encoding.settle(vector.len());
         });
-        store.meta = store::read_meta(index);
+        store.meta = meta::read_meta(index);
     }
     if vector.len() != store.meta.dims as usize {
         raise(

@@ -3,10 +3,20 @@
 //!
 //! The graph algorithm is the pure crate `vigil-hnsw`, and the page layout
 //! the pure crate `vigil-hnsw-page` (described once, in
-//! [`vigil_hnsw_page::layout`]); this module is their Postgres edge, one
-//! file per phase of an index's life:
+//! [`vigil_hnsw_page::layout`]); this module is their Postgres edge.
 //!
-//! - [`store`]: the crate's storage trait over buffers and generic WAL.
+//! The graph on pages, which every phase shares:
+//!
+//! - [`store`]: the crate's storage trait over the index's pages.
+//! - [`slots`]: where a new element's items go, over a removed one's or after
+//!   the last.
+//! - [`meta`]: the meta page.
+//! - [`items`]: items on a locked page.
+//! - [`buffer`]: pinned, locked buffers and generic WAL records.
+//! - [`lock`]: the writers' heavyweight locks.
+//!
+//! One file per phase of an index's life:
+//!
 //! - [`build`]: `CREATE INDEX` / `REINDEX` (in memory on every core, then
 //!   written out; page by page when `maintenance_work_mem` runs out).
 //! - [`insert`]: one row at a time after the build.
@@ -23,11 +33,16 @@
 //! its whole duration, which is the only place they come from.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+pub mod buffer;
 pub mod build;
 pub mod cost;
 pub mod insert;
+pub mod items;
+pub mod lock;
+pub mod meta;
 pub mod ops;
 pub mod scan;
+pub mod slots;
 pub mod store;
 pub mod vacuum;
 
@@ -43,7 +58,8 @@ use pgrx::prelude::*;
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting, PostgresGucEnum};
 use vigil_hnsw::{CheckOptions, Metric, Params};
 
-use self::store::{GraphLock, PageStore};
+use self::lock::GraphLock;
+use self::store::PageStore;
 
 extension_sql_file!(
     "schema.sql",
@@ -284,7 +300,7 @@ impl<I: vigil_hnsw::ElementId, E: std::error::Error + 'static> Sqlstate
     }
 }
 
-impl Sqlstate for store::PageError {
+impl Sqlstate for items::PageError {
     fn sqlstate(&self) -> PgSqlErrorCode {
         PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED
     }

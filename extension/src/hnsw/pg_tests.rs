@@ -232,7 +232,7 @@ mod tests {
         assert!(r >= 0.95, "recall after reindex {r}");
     }
 
-    /// A backend remembers which buffer held each index block (store.rs,
+    /// A backend remembers which buffer held each index block (buffer.rs,
     /// `pin`); after the index's file changes under it (TRUNCATE, REINDEX)
     /// its scans must read the new index, never what a remembered buffer held.
     #[pg_test]

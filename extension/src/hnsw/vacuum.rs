@@ -24,8 +24,9 @@ use pgrx::prelude::*;
 use vigil_hnsw::GraphStore;
 use vigil_hnsw_page::Tid;
 
+use super::lock::GraphLock;
 use super::raise;
-use super::store::{GraphLock, PageStore};
+use super::store::PageStore;
 use crate::pg::relation_name;
 
 #[pg_guard]
