@@ -146,11 +146,7 @@ mod tests {
     use vigil_hnsw::Metric;
 
     use super::*;
-
-    const PLAIN: Lists = Lists {
-        m: 16,
-        coded: false,
-    };
+    use crate::neighbours::PLAIN;
 
     #[test]
     fn a_page_holds_eight_halves_of_384_dims_or_four_f32s() {

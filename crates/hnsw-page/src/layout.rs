@@ -2,7 +2,8 @@
 //!
 //! Every page is a standard Postgres page (24-byte header, line pointers,
 //! items growing down from the end) with an 8-byte special space
-//! [`Opaque`](crate::Opaque), so `pageinspect` and full-page images treat it normally.
+//! ([`Opaque`](crate::Opaque)), so `pageinspect` and full-page images treat
+//! it normally.
 //!
 //! ```text
 //! block 0      meta page: a Meta record right after the page header
@@ -16,16 +17,16 @@
 //! insert block (the last data page, where new items go).
 //!
 //! The layout version says how element items hold their vectors
-//! ([`Encoding`](crate::Encoding)): version 1, the vector as given in f32 (L2 and inner
-//! product, and cosine indexes built before 0.7.6); version 2, cosine only,
-//! the vector scaled to unit length in IEEE half precision, half the bytes,
-//! whose distances the scan reports as lower bounds for PostgreSQL to
-//! re-rank by the exact ones; version 3 (cosine indexes from 0.7.9), as
-//! version 2 plus neighbour codes ([`vigil_hnsw::codes`]): each element
-//! item carries its own 16-byte code, and each layer-0 link carries the
-//! code of the element it links to, so a search estimates a neighbour's
-//! distance from the list it has already read and reads only neighbours
-//! that could enter its beam. All three are read and written by this build.
+//! ([`Encoding`](crate::Encoding)): version 1, the vector as given in f32 (L2
+//! and inner product, and cosine indexes built before 0.7.6); version 2,
+//! cosine only, the vector scaled to unit length in IEEE half precision, half
+//! the bytes, whose distances the scan reports as lower bounds for PostgreSQL
+//! to re-rank by the exact ones; version 3 (cosine indexes from 0.7.9), as
+//! version 2 plus neighbour codes ([`vigil_hnsw::codes`]): each element item
+//! carries its own 16-byte code, and each layer-0 link carries the code of
+//! the element it links to, so a search estimates a neighbour's distance from
+//! the list it has already read and reads only neighbours that could enter
+//! its beam. All three are read and written by this build.
 //!
 //! **Element item**, one per indexed heap row (16-byte header, the code in
 //! version 3, then the vector, f32 or half by the layout version):
@@ -70,9 +71,10 @@
 //!
 //! A bulk build writes elements in the order of
 //! [`vigil_hnsw::build::Graph::order_for_locality`], a page's worth of
-//! mutually linked elements at a time ([`elements_per_page`](crate::elements_per_page)), so a search
-//! finds the next elements it scores on pages it has just read. Elements
-//! inserted later go wherever there is room.
+//! mutually linked elements at a time
+//! ([`elements_per_page`](crate::elements_per_page)), so a search finds the
+//! next elements it scores on pages it has just read. Elements inserted
+//! later go wherever there is room.
 //!
 //! Every change goes through generic WAL (the extension's `hnsw/buffer.rs`),
 //! so pages are crash-safe and reach physical replicas.

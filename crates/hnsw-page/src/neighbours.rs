@@ -185,16 +185,18 @@ pub fn neighbour_level(item: &[u8]) -> Result<usize, String> {
     Ok(usize::from(item[1]))
 }
 
+/// The shape of the tests' neighbour items: `m` 16, no codes.
+#[cfg(test)]
+pub(crate) const PLAIN: Lists = Lists {
+    m: 16,
+    coded: false,
+};
+
 #[cfg(test)]
 mod tests {
     use vigil_hnsw::codes::Code;
 
     use super::*;
-
-    const PLAIN: Lists = Lists {
-        m: 16,
-        coded: false,
-    };
 
     #[test]
     fn neighbour_items_round_trip() {
