@@ -34,11 +34,15 @@ BEGIN
     END IF;
 END
 $$;
--- Refitting the risk model on the labels, on the sidecar's schedule (from 0.5.0).
+-- Refitting the risk model on the labels, on the sidecar's schedule (from
+-- 0.5.0; with `as_of` from 0.9.0).
 DO $$
 BEGIN
     IF to_regprocedure('vigil.risk_refit(interval)') IS NOT NULL THEN
         GRANT EXECUTE ON FUNCTION vigil.risk_refit(interval) TO vigil_app;
+    END IF;
+    IF to_regprocedure('vigil.risk_refit(interval, timestamptz)') IS NOT NULL THEN
+        GRANT EXECUTE ON FUNCTION vigil.risk_refit(interval, timestamptz) TO vigil_app;
     END IF;
 END
 $$;

@@ -38,6 +38,9 @@ pub const HOUSEHOLD_SHARED_DEVICE: f64 = 0.3;
 pub const OFFICE_PURCHASES: f64 = 0.1;
 /// Purchases over a mobile carrier's NAT (a few IPs per country for everyone).
 pub const CARRIER_PURCHASES: f64 = 0.2;
+/// Fingerprints of the commonest phones and browsers, which many customers
+/// share (used by the `shared_devices` world).
+pub const POPULAR_FINGERPRINTS: usize = 50;
 /// Customers who always use a VPN (exit IPs abroad, shared by all its users).
 pub const VPN_USERS: f64 = 0.05;
 /// Purchases made while travelling (a foreign IP).

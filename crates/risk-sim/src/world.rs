@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use vigil_risk::GeoIp;
 
 use crate::params::*;
+use crate::scenario::Scenario;
 
 /// One simulated purchase.
 #[derive(Debug, Clone)]
@@ -175,6 +176,9 @@ struct Customer {
 
 /// Generates the whole stream, sorted by time.
 pub struct World {
+    scenario: Scenario,
+    /// Fingerprints many customers share (`POPULAR_FINGERPRINTS`).
+    popular: Vec<String>,
     rng: SmallRng,
     ips: IpPools,
     geo: GeoIp,
@@ -197,7 +201,7 @@ fn pick<'a, T>(rng: &mut SmallRng, items: &'a [T]) -> &'a T {
 }
 
 impl World {
-    pub fn generate(seed: u64, geo: GeoIp) -> Vec<Event> {
+    pub fn generate(seed: u64, geo: GeoIp, scenario: Scenario) -> Vec<Event> {
         let mut rng = SmallRng::seed_from_u64(seed);
         let mut ips = IpPools::build(&geo, &mut rng);
         let carriers = HOME
@@ -213,7 +217,12 @@ impl World {
                 (ips.take(code(c)), code(c))
             })
             .collect();
+        let popular = (0..POPULAR_FINGERPRINTS)
+            .map(|i| format!("dev-popular-{i:03}"))
+            .collect();
         let mut w = World {
+            scenario,
+            popular,
             rng,
             ips,
             geo,
@@ -229,6 +238,7 @@ impl World {
             w.shop(c);
         }
         w.fraud();
+        w.hand_on();
         let mut events = w.events;
         events.sort_by(|a, b| a.day.total_cmp(&b.day));
         events
@@ -389,7 +399,7 @@ impl World {
                 (self.ips.take(code(abroad)), false)
             } else if self.rng.random_bool(OFFICE_PURCHASES) {
                 (c.office_ip.clone(), false)
-            } else if self.rng.random_bool(CARRIER_PURCHASES) {
+            } else if self.rng.random_bool(self.scenario.carrier_purchases) {
                 (
                     pick(&mut self.rng, &self.carriers[c.country]).clone(),
                     false,
@@ -403,7 +413,11 @@ impl World {
                 let d = self.device();
                 devices.push(d);
             }
-            let device = pick(&mut self.rng, &devices).clone();
+            let device = if self.chance(self.scenario.popular_devices) {
+                pick(&mut self.rng, &self.popular).clone()
+            } else {
+                pick(&mut self.rng, &devices).clone()
+            };
             let shipping = if self.rng.random_bool(GIFT_ABROAD) {
                 let other = self.home_country();
                 self.address(other)
@@ -479,7 +493,12 @@ impl World {
     /// Where a fraudster connects from: a residential IP in the victim's
     /// country (careful), else a flagged proxy or a foreign address.
     fn fraud_ip(&mut self, card: &Card, careful: bool) -> (String, bool) {
-        if self.rng.random_bool(SHARED_PROXY_FRAUD) {
+        if self.chance(self.scenario.fraud_over_carriers) {
+            (
+                pick(&mut self.rng, &self.carriers[card.country]).clone(),
+                false,
+            )
+        } else if self.rng.random_bool(SHARED_PROXY_FRAUD) {
             let (ip, country) = pick(&mut self.rng, &self.proxies).clone();
             // Flagged by the client's proxy detection now and then.
             let flagged = country != code(HOME[card.country].0) && self.rng.random_bool(0.3);
@@ -495,20 +514,96 @@ impl World {
         }
     }
 
-    fn campaigns(&mut self, per_month: u32) -> Vec<f64> {
-        let n = per_month * DAYS / 30;
-        (0..n)
-            .map(|_| self.rng.random_range(0.0..f64::from(DAYS)))
-            .collect()
+    /// Start days of a pattern's campaigns, `per_month` on average; in the
+    /// `drift` world at `early` times the rate in the first half and `late`
+    /// times it in the second.
+    fn campaigns(&mut self, per_month: u32, (early, late): (f64, f64)) -> Vec<f64> {
+        if !self.scenario.drift {
+            let n = per_month * DAYS / 30;
+            return (0..n)
+                .map(|_| self.rng.random_range(0.0..f64::from(DAYS)))
+                .collect();
+        }
+        let half = f64::from(DAYS) / 2.0;
+        let per_half = f64::from(per_month) * half / 30.0;
+        let mut starts = Vec::new();
+        for (rate, from) in [(early, 0.0), (late, half)] {
+            let n = (per_half * rate).round() as u32;
+            starts.extend((0..n).map(|_| from + self.rng.random_range(0.0..half)));
+        }
+        starts
+    }
+
+    /// Whether an event of probability `p` happens; draws nothing when `p`
+    /// is 0, so a world without the knob is the baseline's, draw for draw.
+    fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && self.rng.random_bool(p)
+    }
+
+    /// A fraudster's device: a fresh one, or one of the popular fingerprints.
+    fn fraud_device(&mut self) -> String {
+        if self.chance(self.scenario.fraud_popular_devices) {
+            pick(&mut self.rng, &self.popular).clone()
+        } else {
+            self.device()
+        }
+    }
+
+    /// The `rings_move_on` world: a share of the rings' devices and
+    /// addresses passes to an honest customer, who uses it from a few days
+    /// after the ring's last purchase on.
+    fn hand_on(&mut self) {
+        if self.scenario.handed_on <= 0.0 {
+            return;
+        }
+        let mut last_use: HashMap<(&'static str, String), f64> = HashMap::new();
+        for e in self.events.iter().filter(|e| e.fraud) {
+            for field in ["deviceFingerprint", "ipAddress"] {
+                if let Some(v) = e.body[field].as_str() {
+                    let at = last_use.entry((field, v.to_owned())).or_insert(e.day);
+                    *at = at.max(e.day);
+                }
+            }
+        }
+        let mut honest: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, e) in self.events.iter().enumerate().filter(|(_, e)| !e.fraud) {
+            if let Some(email) = e.body["customerEmail"].as_str() {
+                honest.entry(email.to_owned()).or_default().push(i);
+            }
+        }
+        let mut customers: Vec<Vec<usize>> = honest.into_values().collect();
+        customers.sort();
+        let mut handed: Vec<((&'static str, String), f64)> = last_use.into_iter().collect();
+        handed.sort_by(|a, b| a.0.cmp(&b.0));
+        for ((field, value), last) in handed {
+            if !self.rng.random_bool(self.scenario.handed_on) {
+                continue;
+            }
+            let from = last + self.rng.random_range(2.0..20.0);
+            let events = pick(&mut self.rng, &customers).clone();
+            for i in events {
+                if self.events[i].day < from {
+                    continue;
+                }
+                let e = &mut self.events[i];
+                e.body[field] = Value::from(value.as_str());
+                if field == "ipAddress" {
+                    e.ip_country = value
+                        .parse::<IpAddr>()
+                        .ok()
+                        .and_then(|ip| self.geo.country(ip));
+                }
+            }
+        }
     }
 
     fn fraud(&mut self) {
         // New-account bust-out.
-        for start in self.campaigns(BUST_OUTS) {
+        for start in self.campaigns(BUST_OUTS, (2.0, 0.25)) {
             let careful = self.rng.random_bool(CAREFUL_FRAUD);
             let card = self.stolen_card();
             let email = self.fraud_email(0.1);
-            let device = self.device();
+            let device = self.fraud_device();
             let signup = if careful {
                 start - self.rng.random_range(30.0..200.0)
             } else {
@@ -534,9 +629,9 @@ impl World {
             }
         }
         // Device farms.
-        for start in self.campaigns(DEVICE_FARMS) {
+        for start in self.campaigns(DEVICE_FARMS, (2.0, 0.25)) {
             let devices: Vec<String> = (0..self.rng.random_range(FARM_DEVICES.0..=FARM_DEVICES.1))
-                .map(|_| self.device())
+                .map(|_| self.fraud_device())
                 .collect();
             for _ in 0..self.rng.random_range(FARM_ACCOUNTS.0..=FARM_ACCOUNTS.1) {
                 let careful = self.rng.random_bool(CAREFUL_FRAUD);
@@ -568,8 +663,8 @@ impl World {
             }
         }
         // Card testing.
-        for start in self.campaigns(CARD_TESTS) {
-            let device = self.device();
+        for start in self.campaigns(CARD_TESTS, (1.0, 1.0)) {
+            let device = self.fraud_device();
             let card0 = self.stolen_card();
             let (ip, proxy) = self.fraud_ip(&card0, false);
             let email = self.fraud_email(0.2);
@@ -617,14 +712,14 @@ impl World {
         let candidates: Vec<usize> = (0..EXISTING_CUSTOMERS)
             .filter(|i| self.customers[*i].signup < -60.0)
             .collect();
-        for start in self.campaigns(TAKEOVERS) {
+        for start in self.campaigns(TAKEOVERS, (0.25, 2.0)) {
             let c = self.customers[*pick(&mut self.rng, &candidates)].clone();
             let card = Card {
                 name: c.name.clone(),
                 billing: c.billing.clone(),
                 country: c.country,
             };
-            let device = self.device();
+            let device = self.fraud_device();
             let shipping = if self.rng.random_bool(0.6) {
                 self.address(c.country)
             } else {
@@ -642,11 +737,11 @@ impl World {
             }
         }
         // Reshipping.
-        for start in self.campaigns(RESHIPPERS) {
+        for start in self.campaigns(RESHIPPERS, (0.25, 2.0)) {
             let careful = self.rng.random_bool(CAREFUL_FRAUD);
             let card = self.stolen_card();
             let email = self.fraud_email(0.05);
-            let device = self.device();
+            let device = self.fraud_device();
             let signup = start - self.rng.random_range(7.0..60.0);
             let shipping = self.foreign_address();
             for k in 0..self.rng.random_range(1..=4) {
@@ -662,10 +757,10 @@ impl World {
             }
         }
         // Throwaway accounts on disposable e-mail.
-        for start in self.campaigns(DISPOSABLES) {
+        for start in self.campaigns(DISPOSABLES, (1.0, 1.0)) {
             let card = self.stolen_card();
             let email = self.fraud_email(1.0);
-            let device = self.device();
+            let device = self.fraud_device();
             let (ip, proxy) = self.fraud_ip(&card, false);
             let signup = start - self.rng.random_range(0.0..2.0);
             let amount = lognormal(&mut self.rng, 120.0, 0.6);

@@ -16,8 +16,8 @@ use serde::Serialize;
 
 use crate::geo::address_country;
 use crate::history::{HardRuleSource, History, IdentityKind, Window};
-use crate::model::LinkWeights;
 use crate::input::{normalized_chars, Request};
+use crate::model::LinkWeights;
 
 /// How a signal's points combine with strictness.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

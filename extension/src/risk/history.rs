@@ -46,6 +46,8 @@ mod column {
     pub const EMAIL: usize = 3;
     /// `blocklist_pkey (kind, value) INCLUDE (expires_at)`.
     pub const EXPIRES_AT: usize = 3;
+    /// `fraud_identities_pkey (kind, value, transaction_id) INCLUDE (occurred_at)`.
+    pub const FRAUD_OCCURRED_AT: usize = 4;
 }
 
 /// Reads the history of `ids` as of `event` (the transaction's event time,
@@ -160,7 +162,7 @@ pub fn load(ids: &Identities, event: pg_sys::TimestampTz, snapshot: &Snapshot) -
         }
         index.close();
     }
-    history.hard_rules = hard_rules(ids, now, snapshot);
+    history.hard_rules = hard_rules(ids, now, event, snapshot);
     table.close();
     history
 }
@@ -206,8 +208,14 @@ impl Oldest {
 }
 
 /// Blocklist entries (unexpired) and confirmed-fraud identities among `ids`,
-/// ordered by kind name.
-fn hard_rules(ids: &Identities, now: pg_sys::TimestampTz, snapshot: &Snapshot) -> Vec<HardRule> {
+/// ordered by kind name; a confirmed fraud with the time since the youngest
+/// such fraud before `event` (the engine grades a device's or IP's link by it).
+fn hard_rules(
+    ids: &Identities,
+    now: pg_sys::TimestampTz,
+    event: pg_sys::TimestampTz,
+    snapshot: &Snapshot,
+) -> Vec<HardRule> {
     let mut rules = Vec::new();
     for (source, table, index) in [
         (HardRuleSource::Blocklist, "blocklist", "blocklist_pkey"),
@@ -225,6 +233,8 @@ fn hard_rules(ids: &Identities, now: pg_sys::TimestampTz, snapshot: &Snapshot) -
         {
             let Some(value) = value else { continue };
             let mut found = false;
+            // The youngest confirmed fraud's time (None: not recorded).
+            let mut youngest: Option<pg_sys::TimestampTz> = None;
             let keys = [Key::TextEq(kind.as_str()), Key::TextEq(value)];
             scan(
                 &table,
@@ -233,16 +243,20 @@ fn hard_rules(ids: &Identities, now: pg_sys::TimestampTz, snapshot: &Snapshot) -
                 &keys,
                 Direction::Forward,
                 |entry| {
-                    let expired = source == HardRuleSource::Blocklist
-                        && entry
+                    if source == HardRuleSource::Blocklist {
+                        found = entry
                             .timestamp(column::EXPIRES_AT)
-                            .is_some_and(|at| at <= now);
-                    found = !expired;
-                    if found {
-                        ControlFlow::Break(())
-                    } else {
-                        ControlFlow::Continue(())
+                            .is_none_or(|at| at > now);
+                        return if found {
+                            ControlFlow::Break(())
+                        } else {
+                            ControlFlow::Continue(())
+                        };
                     }
+                    found = true;
+                    let at = entry.timestamp(column::FRAUD_OCCURRED_AT);
+                    youngest = youngest.max(at.map(|at| at.min(event)));
+                    ControlFlow::Continue(())
                 },
             );
             if found {
@@ -251,6 +265,7 @@ fn hard_rules(ids: &Identities, now: pg_sys::TimestampTz, snapshot: &Snapshot) -
                     identity: kind,
                     source,
                     detail: String::new(),
+                    fraud_age_us: youngest.map(|at| event - at),
                 });
             }
         }

@@ -20,7 +20,29 @@ use crate::pg::index_range::Snapshot;
 use crate::pg::invalid_input;
 use crate::pg::jsonb::Jsonb;
 
-pub use geo::register_settings;
+/// The share of legitimate traffic this installation can review: a refit
+/// judges a new model by the fraud it catches at that share.
+static REVIEW_RATE: pgrx::GucSetting<f64> =
+    pgrx::GucSetting::<f64>::new(vigil_risk::model::DEFAULT_REVIEW_RATE);
+
+pub fn register_settings() {
+    geo::register_settings();
+    pgrx::GucRegistry::define_float_guc(
+        c"vigil.risk_review_rate",
+        c"Share of legitimate transactions this installation can review (0.001 to 0.5).",
+        c"vigil.risk_refit judges a new model by the fraud it catches when this share of legitimate traffic is flagged.",
+        &REVIEW_RATE,
+        0.001,
+        0.5,
+        pgrx::GucContext::Suset,
+        pgrx::GucFlags::default(),
+    );
+}
+
+/// `vigil.risk_review_rate`.
+pub fn review_rate() -> f64 {
+    REVIEW_RATE.get()
+}
 
 /// Assesses a transaction (form A or B of SPEC, or a mix) and records it.
 ///

@@ -1,6 +1,9 @@
-//! The model learned from feedback labels: `vigil.risk_refit()` fits it
-//! ([`vigil_risk::model`]) on labelled transactions and stores it in
-//! `vigil.risk_models`; `vigil.risk_score` uses the newest row.
+//! The model learned from feedback labels: `vigil.risk_refit()` fits one
+//! ([`vigil_risk::model`]) on labelled transactions, judges it against the
+//! scoring in force on the newest labels, and stores what is in force from
+//! then on (the new model if it won, else the one before, with the link
+//! weights the labels set) in `vigil.risk_models`; `vigil.risk_score` uses
+//! the newest row.
 //!
 //! A backend keeps the model it last loaded and checks the newest id with one
 //! descent of the primary key per assessment, so a refit reaches every backend
@@ -12,7 +15,7 @@ use std::ops::ControlFlow;
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 use serde_json::{json, Value};
-use vigil_risk::model::{fit, Labelled, Model, FEATURES, FEATURE_NAMES};
+use vigil_risk::model::{refit, Labelled, LinkWeights, Model, Refit, FEATURES, FEATURE_NAMES};
 
 use crate::pg::index_range::{scan, Direction, Relation, Snapshot};
 use crate::pg::jsonb::Jsonb;
@@ -60,8 +63,8 @@ fn newest_id(snapshot: &Snapshot) -> Option<i64> {
     newest
 }
 
-const LOAD: &str = "SELECT features, weights, intercept, expert_intercept, frauds, legit \
-                    FROM vigil.risk_models WHERE id = $1";
+const LOAD: &str = "SELECT features, weights, intercept, expert_intercept, frauds, legit, \
+                    ranges, link_weights FROM vigil.risk_models WHERE id = $1";
 
 fn load(id: i64) -> Option<Model> {
     let args: [DatumWithOid; 1] = [id.into()];
@@ -77,105 +80,176 @@ fn load(id: i64) -> Option<Model> {
             row.get::<f64>(4)?.unwrap_or_default(),
             row.get::<i32>(5)?.unwrap_or_default(),
             row.get::<i32>(6)?.unwrap_or_default(),
+            row.get::<Vec<f64>>(7)?,
+            row.get::<Vec<f64>>(8)?,
         )))
     })
     .unwrap_or_else(|e| error!("could not load risk model {id}: {e}"))?;
-    let (names, weights, intercept, expert_intercept, frauds, legit) = row;
+    let (names, weights, intercept, expert_intercept, frauds, legit, ranges, links) = row;
     // A model fitted by another version's features is not used.
     if names.iter().map(String::as_str).ne(FEATURE_NAMES) || weights.len() != FEATURES {
         return None;
     }
     let mut w = [0.0; FEATURES];
     w.copy_from_slice(&weights);
-    Some(Model {
+    let mut model = Model {
         weights: w,
         intercept,
         expert_intercept,
         frauds: frauds.max(0) as u32,
         legit: legit.max(0) as u32,
-    })
+        ..Model::neutral(LinkWeights::default())
+    };
+    // Models fitted before 0.9.0 have no ranges and no link weights.
+    if let Some(r) = ranges.filter(|r| r.len() == 2 * FEATURES) {
+        for (range, pair) in model.ranges.iter_mut().zip(r.chunks_exact(2)) {
+            *range = (pair[0], pair[1]);
+        }
+    }
+    if let Some([device, ip]) = links.as_deref().and_then(|l| <[f64; 2]>::try_from(l).ok()) {
+        model.links = LinkWeights { device, ip };
+    }
+    Some(model)
 }
 
-/// The labelled assessments, found from the labels (the latest of each;
-/// fraud or chargeback is fraud), and with `unlabelled_as_legit_after`, the
-/// most recent 200,000 unlabelled ones that occurred at least that long ago,
-/// as legitimate (about 40 MB of features in the backend while it fits).
+/// The labelled assessments as of `$2`, found from the labels (the latest
+/// of each; fraud or chargeback is fraud), and with
+/// `unlabelled_as_legit_after` (`$1`), the most recent 200,000 unlabelled
+/// ones that occurred at least that long before `$2`, as legitimate (about
+/// 40 MB of features in the backend while it fits); each with its time and
+/// whether its device and IP were linked to confirmed fraud.
 const TRAINING: &str = "
-SELECT t.model_x, (t.features ->> 'expertPoints')::float8, l.label IN ('fraud', 'chargeback')
+SELECT t.model_x, (t.features ->> 'expertPoints')::float8, l.label IN ('fraud', 'chargeback'),
+       t.occurred_at, t.features -> 'fraudLinks' ->> 'device' IS NOT NULL,
+       t.features -> 'fraudLinks' ->> 'ip' IS NOT NULL
 FROM vigil.transaction_labels l
 JOIN vigil.transactions t ON t.id = l.transaction_id
-WHERE t.model_x IS NOT NULL
+WHERE t.model_x IS NOT NULL AND t.occurred_at <= $2
 UNION ALL
-(SELECT t.model_x, (t.features ->> 'expertPoints')::float8, false
+(SELECT t.model_x, (t.features ->> 'expertPoints')::float8, false,
+        t.occurred_at, t.features -> 'fraudLinks' ->> 'device' IS NOT NULL,
+        t.features -> 'fraudLinks' ->> 'ip' IS NOT NULL
  FROM vigil.transactions t
- WHERE $1::interval IS NOT NULL AND t.occurred_at < now() - $1 AND t.model_x IS NOT NULL
+ WHERE $1::interval IS NOT NULL AND t.occurred_at < $2 - $1 AND t.model_x IS NOT NULL
    AND NOT EXISTS (SELECT FROM vigil.feedback f WHERE f.transaction_id = t.id)
  ORDER BY t.occurred_at DESC
  LIMIT 200000)";
 
 const STORE: &str = "
-INSERT INTO vigil.risk_models (features, weights, intercept, expert_intercept, frauds, legit)
-VALUES ($1, $2, $3, $4, $5, $6) RETURNING id";
+INSERT INTO vigil.risk_models (features, weights, intercept, expert_intercept, frauds, legit,
+                               ranges, link_weights, adopted, validation)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id";
 
-/// Fits a model on the labelled transactions and makes it the current one.
-/// Returns what it did: `{"fitted": true, "modelId", "frauds", "legit",
-/// "weights": {name: weight}}`, or `{"fitted": false, "reason"}` when there
-/// are too few labels (then the current model, if any, stays).
+/// Fits a model on the labelled transactions as of `as_of` and makes it the
+/// current one if it beats the scoring in force on the newest labels
+/// ([`vigil_risk::model::refit`]). Returns what it did: `{"fitted": true,
+/// "adopted", "reason", "modelId", "frauds", "legit", "linkWeights",
+/// "validation", "weights"}`, or `{"fitted": false, "reason"}` when there are
+/// too few labels (then the current model, if any, stays).
 #[pg_extern(volatile, security_definer)]
 #[search_path(pg_catalog, vigil)]
-fn risk_refit(unlabelled_as_legit_after: default!(Option<pgrx::datum::Interval>, "NULL")) -> Jsonb {
+fn risk_refit(
+    unlabelled_as_legit_after: default!(Option<pgrx::datum::Interval>, "NULL"),
+    as_of: default!(Option<pgrx::datum::TimestampWithTimeZone>, "now()"),
+) -> Jsonb {
+    let as_of = as_of.unwrap_or_else(|| error!("as_of must not be NULL"));
     let rows = Spi::connect(|client| {
-        let args: [DatumWithOid; 1] = [unlabelled_as_legit_after.into()];
+        let args: [DatumWithOid; 2] = [unlabelled_as_legit_after.into(), as_of.into()];
         let mut rows = Vec::new();
         for row in client.select(TRAINING, None, &args)? {
-            let (Some(x), Some(points), Some(fraud)) = (
+            let (Some(x), Some(points), Some(fraud), Some(at)) = (
                 row.get::<Vec<f32>>(1)?,
                 row.get::<f64>(2)?,
                 row.get::<bool>(3)?,
+                row.get::<pgrx::datum::TimestampWithTimeZone>(4)?,
             ) else {
                 continue;
             };
+            let links = [
+                row.get::<bool>(5)?.unwrap_or(false),
+                row.get::<bool>(6)?.unwrap_or(false),
+            ];
             if let Some(x) = vector(&x) {
                 rows.push(Labelled {
                     x,
                     expert_points: points,
                     fraud,
+                    at_us: i64::from(pg_sys::TimestampTz::from(at)),
+                    links,
                 });
             }
         }
         Ok::<_, pgrx::spi::Error>(rows)
     })
     .unwrap_or_else(|e| error!("could not read the labelled transactions: {e}"));
-    let model = match fit(&rows) {
-        Ok(model) => model,
+    let snapshot = Snapshot::take();
+    let in_force = current(&snapshot);
+    snapshot.release();
+    let outcome = match refit(&rows, in_force.as_ref(), crate::risk::review_rate()) {
+        Ok(outcome) => outcome,
         Err(e) => return Jsonb(json!({"fitted": false, "reason": e.to_string()})),
     };
-    let names: Vec<String> = FEATURE_NAMES.iter().map(|s| (*s).to_owned()).collect();
-    let args: [DatumWithOid; 6] = [
-        names.into(),
-        model.weights.to_vec().into(),
-        model.intercept.into(),
-        model.expert_intercept.into(),
-        (model.frauds as i32).into(),
-        (model.legit as i32).into(),
-    ];
-    let id = Spi::get_one_with_args::<i64>(STORE, &args)
-        .unwrap_or_else(|e| error!("could not store the risk model: {e}"))
-        .unwrap_or_default();
+    let id = store(&outcome);
+    let Refit {
+        model,
+        fitted,
+        adopted,
+        validation,
+        reason,
+    } = outcome;
     let weights: serde_json::Map<String, Value> = FEATURE_NAMES
         .iter()
-        .zip(model.weights)
+        .zip(fitted.weights)
         .map(|(n, w)| ((*n).to_owned(), Value::from((w * 1000.0).round() / 1000.0)))
         .collect();
     Jsonb(json!({
         "fitted": true,
+        "adopted": adopted,
+        "reason": reason,
         "modelId": id,
-        "frauds": model.frauds,
-        "legit": model.legit,
-        "intercept": model.intercept,
-        "expertIntercept": model.expert_intercept,
+        "frauds": fitted.frauds,
+        "legit": fitted.legit,
+        "linkWeights": {"device": model.links.device, "ip": model.links.ip},
+        "validation": validation_json(validation.as_ref()),
+        "intercept": fitted.intercept,
+        "expertIntercept": fitted.expert_intercept,
         "weights": weights,
     }))
+}
+
+fn validation_json(v: Option<&vigil_risk::model::Validation>) -> Value {
+    v.map_or(Value::Null, |v| {
+        let figures = |f: &vigil_risk::model::Figures| json!({"auc": f.auc, "caught": f.caught});
+        json!({
+            "rows": v.rows,
+            "frauds": v.frauds,
+            "reviewRate": v.review_rate,
+            "inForce": figures(&v.in_force),
+            "candidate": figures(&v.candidate),
+        })
+    })
+}
+
+/// Stores the model in force after `outcome`; its id.
+fn store(outcome: &Refit) -> i64 {
+    let m = &outcome.model;
+    let names: Vec<String> = FEATURE_NAMES.iter().map(|s| (*s).to_owned()).collect();
+    let ranges: Vec<f64> = m.ranges.iter().flat_map(|(lo, hi)| [*lo, *hi]).collect();
+    let args: [DatumWithOid; 10] = [
+        names.into(),
+        m.weights.to_vec().into(),
+        m.intercept.into(),
+        m.expert_intercept.into(),
+        (m.frauds.min(i32::MAX as u32) as i32).into(),
+        (m.legit.min(i32::MAX as u32) as i32).into(),
+        ranges.into(),
+        vec![m.links.device, m.links.ip].into(),
+        outcome.adopted.into(),
+        pgrx::JsonB(validation_json(outcome.validation.as_ref())).into(),
+    ];
+    Spi::get_one_with_args::<i64>(STORE, &args)
+        .unwrap_or_else(|e| error!("could not store the risk model: {e}"))
+        .unwrap_or_default()
 }
 
 /// A recorded feature vector of this build's length.
@@ -191,7 +265,7 @@ fn vector(x: &[f32]) -> Option<[f64; FEATURES]> {
 }
 
 extension_sql!(
-    "REVOKE EXECUTE ON FUNCTION vigil.risk_refit(interval) FROM PUBLIC;",
+    "REVOKE EXECUTE ON FUNCTION vigil.risk_refit(interval, timestamptz) FROM PUBLIC;",
     name = "risk_refit_grants",
     requires = [risk_refit]
 );

@@ -253,6 +253,10 @@ pub struct FeedbackResult {
     #[schema(pattern = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")]
     transaction_id: String,
     label: Label,
-    /// The identity kinds (email, device, ip, card) now hard rules through this label.
+    /// The identity kinds of the transaction (email, card) now hard rules
+    /// through this label: the same payer fails.
     hard_rules: Vec<String>,
+    /// The identity kinds (device, ip) now linked to confirmed fraud: graded
+    /// evidence for later transactions, fading with time and with sharing.
+    linked: Vec<String>,
 }

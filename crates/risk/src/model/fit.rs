@@ -38,7 +38,11 @@ pub fn fit(rows: &[Labelled]) -> Result<Model, FitError> {
 }
 
 /// [`fit`] with other minimums: a refit judges a fit on part of the labels.
-pub(super) fn fit_with(rows: &[Labelled], min_frauds: usize, min_legit: usize) -> Result<Model, FitError> {
+pub(super) fn fit_with(
+    rows: &[Labelled],
+    min_frauds: usize,
+    min_legit: usize,
+) -> Result<Model, FitError> {
     let frauds = rows.iter().filter(|r| r.fraud).count();
     let legit = rows.len() - frauds;
     if frauds < min_frauds || legit < min_legit {

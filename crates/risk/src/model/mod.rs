@@ -155,7 +155,9 @@ impl LinkWeights {
     pub fn from_labels(rows: &[Labelled]) -> LinkWeights {
         let weight = |kind: usize| {
             let linked = rows.iter().filter(|r| r.links[kind]);
-            let (n, k) = linked.fold((0.0, 0.0), |(n, k), r| (n + 1.0, k + f64::from(u8::from(r.fraud))));
+            let (n, k) = linked.fold((0.0, 0.0), |(n, k), r| {
+                (n + 1.0, k + f64::from(u8::from(r.fraud)))
+            });
             (((k + 1.0) / (n + 2.0)) / 0.5).clamp(0.0, Self::MAX)
         };
         LinkWeights {
@@ -260,4 +262,3 @@ pub struct Labelled {
     /// was assessed ([`LinkWeights`]).
     pub links: [bool; 2],
 }
-

@@ -57,7 +57,11 @@ pub struct Refit {
 }
 
 /// Fits on `rows`, judges against `in_force` (see the module docs).
-pub fn refit(rows: &[Labelled], in_force: Option<&Model>, review_rate: f64) -> Result<Refit, FitError> {
+pub fn refit(
+    rows: &[Labelled],
+    in_force: Option<&Model>,
+    review_rate: f64,
+) -> Result<Refit, FitError> {
     let fitted = fit(rows)?;
     let links = fitted.links;
     let kept = || {
@@ -67,7 +71,8 @@ pub fn refit(rows: &[Labelled], in_force: Option<&Model>, review_rate: f64) -> R
     };
     let mut order: Vec<&Labelled> = rows.iter().collect();
     order.sort_by_key(|r| r.at_us);
-    let split = order.len() - ((order.len() as f64 * HOLDOUT_SHARE).ceil() as usize).min(order.len());
+    let split =
+        order.len() - ((order.len() as f64 * HOLDOUT_SHARE).ceil() as usize).min(order.len());
     let (older, newest) = order.split_at(split);
     let newest_frauds = newest.iter().filter(|r| r.fraud).count();
     let judged = (newest_frauds >= MIN_HOLDOUT && newest.len() - newest_frauds >= MIN_HOLDOUT)
@@ -89,7 +94,10 @@ pub fn refit(rows: &[Labelled], in_force: Option<&Model>, review_rate: f64) -> R
         });
     };
     let figures = |points: &dyn Fn(&Labelled) -> f64| {
-        let scored: Vec<(f64, bool)> = newest.iter().map(|r| (r.expert_points + points(r), r.fraud)).collect();
+        let scored: Vec<(f64, bool)> = newest
+            .iter()
+            .map(|r| (r.expert_points + points(r), r.fraud))
+            .collect();
         Figures {
             auc: auc(&scored),
             caught: caught_share(&scored, threshold_at(&scored, review_rate)),
@@ -97,11 +105,16 @@ pub fn refit(rows: &[Labelled], in_force: Option<&Model>, review_rate: f64) -> R
     };
     let in_force_figures = figures(&|r| in_force.map_or(0.0, |m| m.points(&r.x)));
     let candidate_figures = figures(&|r| candidate.points(&r.x));
-    let margin = auc_standard_error(in_force_figures.auc, newest_frauds, newest.len() - newest_frauds);
+    let margin = auc_standard_error(
+        in_force_figures.auc,
+        newest_frauds,
+        newest.len() - newest_frauds,
+    );
     let adopted = candidate_figures.auc > in_force_figures.auc + ADOPTION_Z * margin
         && candidate_figures.caught >= in_force_figures.caught;
     let reason = if adopted {
-        "the new model, fitted on the older labels, beat the scoring in force on the newest".to_owned()
+        "the new model, fitted on the older labels, beat the scoring in force on the newest"
+            .to_owned()
     } else {
         "the new model, fitted on the older labels, did not beat the scoring in force on the newest, which stays".to_owned()
     };
@@ -129,7 +142,8 @@ fn auc_standard_error(auc: f64, pos: usize, neg: usize) -> f64 {
     let q1 = auc / (2.0 - auc);
     let q2 = 2.0 * auc * auc / (1.0 + auc);
     let a2 = auc * auc;
-    let variance = (auc * (1.0 - auc) + (p - 1.0) * (q1 - a2) + (n - 1.0) * (q2 - a2)) / (p * n).max(1.0);
+    let variance =
+        (auc * (1.0 - auc) + (p - 1.0) * (q1 - a2) + (n - 1.0) * (q2 - a2)) / (p * n).max(1.0);
     variance.max(0.0).sqrt()
 }
 
@@ -143,7 +157,9 @@ mod tests {
     fn rows(signal: bool) -> Vec<Labelled> {
         let mut state = 11u64;
         let mut next = || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (state >> 11) as f64 / (1u64 << 53) as f64
         };
         (0..4000)
@@ -180,7 +196,10 @@ mod tests {
         let good = refit(&rows(true), None, DEFAULT_REVIEW_RATE).unwrap().model;
         let again = refit(&rows(false), Some(&good), DEFAULT_REVIEW_RATE).unwrap();
         assert!(!again.adopted);
-        assert_eq!(again.model.weights, good.weights, "the model in force stays");
+        assert_eq!(
+            again.model.weights, good.weights,
+            "the model in force stays"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ The ordering of items is not stable, it is driven by a dependency graph.
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:278
+-- extension/src/vectordb/mod.rs:279
 -- vigil::vectordb::_bm25_search_kept
 CREATE  FUNCTION "_bm25_search_kept"(
 	"db_id" bigint, /* i64 */
@@ -45,7 +45,7 @@ AS 'MODULE_PATHNAME', 'bm25_top_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:328
+-- extension/src/vectordb/mod.rs:329
 -- vigil::vectordb::_fuse
 CREATE  FUNCTION "_fuse"(
 	"vector_ids" bigint[], /* :: std :: option :: Option < Vec < i64 > > */
@@ -211,7 +211,7 @@ AS 'MODULE_PATHNAME', 'assess_id_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:376
+-- extension/src/vectordb/mod.rs:377
 -- vigil::vectordb::retired::bm25_essential_terms
 -- Skipped due to `#[pgrx(sql = false)]`
 /* </end connected objects> */
@@ -254,13 +254,13 @@ AS 'MODULE_PATHNAME', 'bm25_score_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:387
+-- extension/src/vectordb/mod.rs:388
 -- vigil::vectordb::retired::bm25_top_kept
 -- Skipped due to `#[pgrx(sql = false)]`
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:381
+-- extension/src/vectordb/mod.rs:382
 -- vigil::vectordb::retired::bm25_upper_bound
 -- Skipped due to `#[pgrx(sql = false)]`
 /* </end connected objects> */
@@ -337,6 +337,17 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 AS $$ SELECT name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$' $$;
 
 REVOKE ALL ON vigil.api_keys, vigil.accounts, vigil.user_keys FROM PUBLIC;
+
+-- Users' data, not the extension's: pg_dump dumps the rows of a table the
+-- extension creates only when it is registered here, and an identity
+-- column's sequence must be registered too for new rows of a restored
+-- installation to get new ids (docs: backups). Every capability's schema
+-- registers its own tables the same way.
+SELECT pg_catalog.pg_extension_config_dump('vigil.api_keys', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.api_keys_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.accounts', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.user_keys', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.user_keys_id_seq', '');
 
 -- 'revoked', 'expired' or 'active': the one definition of a live key, used by
 -- the listings and by both checks.
@@ -614,6 +625,60 @@ REVOKE ALL ON vigil.api_key_list, vigil.user_key_list FROM PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
+-- extension/src/hnsw/mod.rs:48
+-- requires:
+--   keys_schema
+
+-- vigil_hnsw: distance operators on real[] and the HNSW index access method.
+-- The functions are C functions of this module (src/hnsw/ops.rs, mod.rs).
+
+-- Exact distances; these also back the operators when no index is used. COST
+-- reflects a few hundred multiply-adds, so the planner weighs a sequential scan
+-- that computes one per row against the index's few hundred per query.
+CREATE FUNCTION vigil.l2_distance(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_l2_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+CREATE FUNCTION vigil.cosine_distance(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_cosine_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+CREATE FUNCTION vigil.negative_inner_product(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_negative_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+CREATE FUNCTION vigil.inner_product(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+
+COMMENT ON FUNCTION vigil.l2_distance(real[], real[]) IS 'Euclidean distance; the <-> operator';
+COMMENT ON FUNCTION vigil.cosine_distance(real[], real[]) IS '1 - cosine similarity; the <=> operator';
+COMMENT ON FUNCTION vigil.negative_inner_product(real[], real[]) IS '-(a . b); the <#> operator';
+
+CREATE OPERATOR vigil.<-> (
+    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.l2_distance,
+    COMMUTATOR = OPERATOR(vigil.<->)
+);
+CREATE OPERATOR vigil.<=> (
+    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.cosine_distance,
+    COMMUTATOR = OPERATOR(vigil.<=>)
+);
+CREATE OPERATOR vigil.<#> (
+    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.negative_inner_product,
+    COMMUTATOR = OPERATOR(vigil.<#>)
+);
+
+CREATE FUNCTION vigil.vigil_hnsw_handler(internal) RETURNS index_am_handler
+    AS 'MODULE_PATHNAME', 'vigil_hnsw_handler' LANGUAGE c;
+CREATE ACCESS METHOD vigil_hnsw TYPE INDEX HANDLER vigil.vigil_hnsw_handler;
+COMMENT ON ACCESS METHOD vigil_hnsw IS 'HNSW approximate nearest-neighbour index over real[]';
+
+-- Support function 1 names the metric the index is built with.
+CREATE OPERATOR CLASS vigil.cosine_ops DEFAULT FOR TYPE real[] USING vigil_hnsw AS
+    OPERATOR 1 vigil.<=> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
+    FUNCTION 1 vigil.cosine_distance(real[], real[]);
+CREATE OPERATOR CLASS vigil.l2_ops FOR TYPE real[] USING vigil_hnsw AS
+    OPERATOR 1 vigil.<-> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
+    FUNCTION 1 vigil.l2_distance(real[], real[]);
+CREATE OPERATOR CLASS vigil.ip_ops FOR TYPE real[] USING vigil_hnsw AS
+    OPERATOR 1 vigil.<#> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
+    FUNCTION 1 vigil.negative_inner_product(real[], real[]);
+/* </end connected objects> */
+
+/* <begin connected objects> */
 -- extension/src/risk/mod.rs:84
 -- requires:
 --   keys_schema
@@ -739,6 +804,15 @@ CREATE TABLE vigil.risk_models (
 );
 
 REVOKE ALL ON vigil.transactions, vigil.feedback, vigil.fraud_identities, vigil.blocklist, vigil.risk_models FROM PUBLIC;
+
+-- In backups (keys/schema.sql says why).
+SELECT pg_catalog.pg_extension_config_dump('vigil.transactions', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.feedback', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.feedback_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.fraud_identities', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.blocklist', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.risk_models', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.risk_models_id_seq', '');
 
 -- The latest label of each transaction.
 CREATE VIEW vigil.transaction_labels AS
@@ -866,6 +940,8 @@ CREATE INDEX identity_assessments_sha256 ON vigil.identity_assessments (sha256);
 CREATE INDEX identity_assessments_assessed ON vigil.identity_assessments USING brin (assessed_at);
 -- JPEG, PNG and WebP are compressed already.
 ALTER TABLE vigil.identity_assessments ALTER image SET STORAGE EXTERNAL;
+-- In backups (keys/schema.sql says why).
+SELECT pg_catalog.pg_extension_config_dump('vigil.identity_assessments', '');
 
 -- The earlier assessment a perceptual hash repeats: the closest within
 -- max_distance bits, then the earliest, with how many matched. Multi-index
@@ -897,60 +973,6 @@ REVOKE EXECUTE ON FUNCTION vigil._identity_duplicate(bytea, integer) FROM PUBLIC
 
 -- Security definer: only the application role (sql/bootstrap.sql) and the owner assess.
 REVOKE EXECUTE ON FUNCTION vigil.assess_id(bytea, bigint) FROM PUBLIC;
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- extension/src/hnsw/mod.rs:48
--- requires:
---   keys_schema
-
--- vigil_hnsw: distance operators on real[] and the HNSW index access method.
--- The functions are C functions of this module (src/hnsw/ops.rs, mod.rs).
-
--- Exact distances; these also back the operators when no index is used. COST
--- reflects a few hundred multiply-adds, so the planner weighs a sequential scan
--- that computes one per row against the index's few hundred per query.
-CREATE FUNCTION vigil.l2_distance(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_l2_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-CREATE FUNCTION vigil.cosine_distance(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_cosine_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-CREATE FUNCTION vigil.negative_inner_product(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_negative_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-CREATE FUNCTION vigil.inner_product(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-
-COMMENT ON FUNCTION vigil.l2_distance(real[], real[]) IS 'Euclidean distance; the <-> operator';
-COMMENT ON FUNCTION vigil.cosine_distance(real[], real[]) IS '1 - cosine similarity; the <=> operator';
-COMMENT ON FUNCTION vigil.negative_inner_product(real[], real[]) IS '-(a . b); the <#> operator';
-
-CREATE OPERATOR vigil.<-> (
-    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.l2_distance,
-    COMMUTATOR = OPERATOR(vigil.<->)
-);
-CREATE OPERATOR vigil.<=> (
-    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.cosine_distance,
-    COMMUTATOR = OPERATOR(vigil.<=>)
-);
-CREATE OPERATOR vigil.<#> (
-    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.negative_inner_product,
-    COMMUTATOR = OPERATOR(vigil.<#>)
-);
-
-CREATE FUNCTION vigil.vigil_hnsw_handler(internal) RETURNS index_am_handler
-    AS 'MODULE_PATHNAME', 'vigil_hnsw_handler' LANGUAGE c;
-CREATE ACCESS METHOD vigil_hnsw TYPE INDEX HANDLER vigil.vigil_hnsw_handler;
-COMMENT ON ACCESS METHOD vigil_hnsw IS 'HNSW approximate nearest-neighbour index over real[]';
-
--- Support function 1 names the metric the index is built with.
-CREATE OPERATOR CLASS vigil.cosine_ops DEFAULT FOR TYPE real[] USING vigil_hnsw AS
-    OPERATOR 1 vigil.<=> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
-    FUNCTION 1 vigil.cosine_distance(real[], real[]);
-CREATE OPERATOR CLASS vigil.l2_ops FOR TYPE real[] USING vigil_hnsw AS
-    OPERATOR 1 vigil.<-> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
-    FUNCTION 1 vigil.l2_distance(real[], real[]);
-CREATE OPERATOR CLASS vigil.ip_ops FOR TYPE real[] USING vigil_hnsw AS
-    OPERATOR 1 vigil.<#> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
-    FUNCTION 1 vigil.negative_inner_product(real[], real[]);
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -987,7 +1009,7 @@ AS 'MODULE_PATHNAME', 'exact_tokens_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:401
+-- extension/src/vectordb/mod.rs:402
 -- requires:
 --   keys_schema
 --   hnsw_schema
@@ -1110,6 +1132,17 @@ CREATE POLICY own_account ON vigil.vector_postings
     USING (EXISTS (SELECT FROM vigil.vector_databases d WHERE d.id = db))
     WITH CHECK (EXISTS (SELECT FROM vigil.vector_databases d WHERE d.id = db));
 
+-- In backups (keys/schema.sql says why): the databases and their records.
+-- vector_terms, vector_postings and the databases' counts are derived from
+-- the records, so they are not dumped: restoring the records fires the
+-- triggers below, which build them again, and a database starts with
+-- counts of zero however its row arrives (reset_counts), so a restored
+-- row's dumped counts are not added to twice.
+SELECT pg_catalog.pg_extension_config_dump('vigil.vector_databases', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.vector_databases_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.vector_records', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.vector_records_id_seq', '');
+
 -- Admin: every account, its live user keys and its databases.
 CREATE VIEW vigil.account_list AS
 SELECT a.account, a.created_at,
@@ -1215,6 +1248,21 @@ CREATE TRIGGER count_terms_delete AFTER DELETE ON vigil.vector_records
     REFERENCING OLD TABLE AS old_rows
     FOR EACH STATEMENT EXECUTE FUNCTION vigil._count_terms();
 
+-- A new database holds no records, so its counts start at zero whatever the
+-- inserted row says: a restore loads each database's row (with the counts it
+-- had) before its records, whose triggers count them again.
+CREATE FUNCTION vigil._reset_counts() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+AS $$
+BEGIN
+    NEW.records := 0;
+    NEW.total_length := 0;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER reset_counts BEFORE INSERT ON vigil.vector_databases
+    FOR EACH ROW EXECUTE FUNCTION vigil._reset_counts();
+
 -- `t` as the API's `createdAt`: nanoseconds since the Unix epoch, 19 digits.
 CREATE FUNCTION vigil.epoch_ns(t timestamptz) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
@@ -1302,6 +1350,12 @@ BEGIN
     RETURN QUERY
     DELETE FROM vector_databases d WHERE d.id = vigil._database(db)
     RETURNING d.name, d.records;
+    -- Another transaction dropped it after _database found it (two drops at once).
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no database "%" in account %', coalesce(db, current_setting('vigil.db', true)),
+            vigil.current_account()
+            USING ERRCODE = 'no_data_found', COLUMN = 'dbName';
+    END IF;
 END
 $$;
 
@@ -1319,7 +1373,7 @@ BEGIN
         PERFORM vigil._refuse(prefix || 'content', prefix || 'content is required (a string)');
     ELSIF length(content) > 100000 THEN
         PERFORM vigil._refuse(prefix || 'content', prefix || 'content is longer than 100,000 characters');
-    ELSIF btrim(title || content) = '' THEN
+    ELSIF (title || content) !~ '\S' THEN
         PERFORM vigil._refuse(prefix || 'content', prefix || 'title and content are both empty: nothing to store');
     ELSIF metadata IS NOT NULL AND jsonb_typeof(metadata) <> 'object' THEN
         PERFORM vigil._refuse(prefix || 'metadata', prefix || 'metadata must be a JSON object');
@@ -1425,6 +1479,8 @@ AS $$
 BEGIN
     IF query IS NULL THEN
         PERFORM vigil._refuse('query', 'query is required');
+    ELSIF query !~ '\S' THEN
+        PERFORM vigil._refuse('query', 'query is blank: give words to search for');
     END IF;
     PERFORM vigil._check_limit(k);
 END
@@ -1703,7 +1759,7 @@ $$;
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/hnsw/mod.rs:349
+-- extension/src/hnsw/mod.rs:350
 -- vigil::hnsw::hnsw_check
 CREATE  FUNCTION "hnsw_check"(
 	"index" regclass /* pgrx :: PgRelation */
