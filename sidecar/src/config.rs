@@ -49,7 +49,7 @@ pub struct ServeArgs {
     /// three per core of this machine (give three times the database
     /// server's count when it runs elsewhere). More only queue in the
     /// server's scheduler, where requests waiting for the pool queue in
-    /// order (README, vector database figures).
+    /// order (docs/performance.md, "Vector database").
     #[arg(long, env = "VIGIL_POOL_SIZE", default_value_t = 0)]
     pool_size: usize,
 
@@ -122,7 +122,7 @@ pub struct ServeArgs {
 
     /// Memory, in MiB, that identity assessments may take at once in the
     /// database's backends: as many run at once as this holds of the most one
-    /// takes (a maximal image: see README, "Input safety"); the others wait
+    /// takes (a maximal image: see docs/identity.md, "Input safety"); the others wait
     /// their turn, holding no connection.
     #[arg(long, env = "VIGIL_IDENTITY_MEMORY_MB", default_value_t = 1024)]
     pub identity_memory_mb: u64,
@@ -142,7 +142,7 @@ pub struct ServeArgs {
     /// Threads that serve requests; 0, the default, is one per core of this
     /// machine. Fewer wake each other less: one on 2 cores served searches
     /// a few per cent faster but risk assessments, whose own work here is a
-    /// larger share, 12% slower (docs/performance-log.md, "The sidecar's threads").
+    /// larger share, 12% slower (the performance log (`git show 9307556:docs/performance-log.md`), "The sidecar's threads").
     #[arg(long, env = "VIGIL_WORKER_THREADS", default_value_t = 0)]
     worker_threads: usize,
 }

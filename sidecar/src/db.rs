@@ -15,8 +15,8 @@ pub fn pool(args: &ServeArgs) -> Result<Pool, String> {
 /// (`vectordb::search::batch`), each running its batch on
 /// `--query-embed-threads` threads. One thread each and one connection per
 /// core by default: batches side by side, one per core, answered more
-/// searches than one batch shared out over the cores (README, vector
-/// database figures). The threads sleep rather than spin between
+/// searches than one batch shared out over the cores (docs/performance.md,
+/// "Vector database"). The threads sleep rather than spin between
 /// operators, because the searches want those cores too.
 pub fn embedder_pool(args: &ServeArgs) -> Result<Pool, String> {
     let settings = format!(

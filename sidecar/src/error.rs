@@ -34,7 +34,7 @@ pub struct ErrorBody<'a> {
 #[derive(Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ErrorDetail<'a> {
-    /// Stable, machine-readable: see the error table of README.
+    /// Stable, machine-readable: see the error table of docs/reference/errors.md.
     #[schema(example = "invalid_field")]
     code: &'a str,
     /// For people; may change between versions.

@@ -305,7 +305,7 @@ impl Metrics {
     }
 
     /// A search's query embedded for it, after `wait`. Under load this is
-    /// most of a new query's latency (docs/performance-log.md, "Where a new
+    /// most of a new query's latency (the performance log (`git show 9307556:docs/performance-log.md`), "Where a new
     /// query's time goes"), so it is what to watch when searches slow down.
     pub fn query_embedding_waited(&self, wait: Duration) {
         self.query_embedding_wait.observe(wait.as_secs_f64());

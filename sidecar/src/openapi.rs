@@ -26,7 +26,7 @@ pub const API_KEY_SCHEME: &str = "apiKey";
     info(
         title = "Vigil",
         description = "Transaction risk, identity-document checks and vector search in PostgreSQL. Errors are \
-                       `{\"error\":{\"code\",\"message\",\"field\"}}`; README lists every code. \
+                       `{\"error\":{\"code\",\"message\",\"field\"}}`; docs/reference/errors.md lists every code. \
                        Transaction and identity endpoints take an API key in `x-api-key`; vector endpoints \
                        take `userKey`, `account` and `dbName` in the JSON body (BodyCredentials)."
     ),
@@ -93,7 +93,9 @@ impl Modify for Common {
 /// does not list is still the JSON error. Added once all routes are in.
 fn add_default_errors(openapi: &mut utoipa::openapi::OpenApi) {
     let error = ResponseBuilder::new()
-        .description("Any other refusal or failure, as the JSON error (see README's table)")
+        .description(
+            "Any other refusal or failure, as the JSON error (see docs/reference/errors.md)",
+        )
         .content(
             "application/json",
             ContentBuilder::new()

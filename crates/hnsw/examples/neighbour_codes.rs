@@ -1,7 +1,7 @@
 //! How many exact distances (in the index: element pages read) could short
 //! codes of the neighbours save a search at equal recall? A measurement for
-//! the design of neighbour codes in `vigil_hnsw` (README, "Vector search
-//! (`vigil_hnsw`)", stop 37), not part of the index.
+//! the design of neighbour codes in `vigil_hnsw` (docs/hnsw.md, "Neighbour codes",
+//! measured in stop 37), not part of the index.
 //!
 //! It builds the graph with this crate's bulk build (cosine, m 16,
 //! ef_construction 64), then runs its own beam search twice over: as the

@@ -9,7 +9,7 @@
 //! each neighbour's distance first and read only those whose estimate is
 //! within [`SKIP_MARGIN`] of the beam's worst. On the real embeddings of the
 //! `make bench-hnsw` data that reads some 0.55x to 0.6x the vectors at equal
-//! recall (`examples/neighbour_codes.rs`, README).
+//! recall (`examples/neighbour_codes.rs`, docs/hnsw.md).
 //!
 //! The code is SimHash (Charikar, 2002): the signs of the vector's
 //! projections on 128 random directions, here orthogonal ones from a

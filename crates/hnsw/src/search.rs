@@ -379,7 +379,7 @@ pub struct IterativeScan<I> {
 /// answering queries) allocates and grows nothing per scan. A scan
 /// allocates some 40 KB in a dozen pieces and regrows its heaps as it
 /// goes; under 16 clients on 2 cores that was 3% of the machine in a
-/// profile (README, vigil_hnsw figures).
+/// profile (docs/performance.md, "Vector search").
 pub struct ScanMemory<I> {
     /// The scan's own copy of the query vector.
     query: Vec<f32>,

@@ -378,7 +378,7 @@ pub async fn check_account<C: Connecting>(
 /// with no account (every vector function refuses at once without one,
 /// row-level security hides every row, and COMMIT rolls back its failure).
 /// The sequential way took four round trips, a wake-up of the backend and
-/// of this task each; docs/performance-log.md, "One round trip a search", has the figures.
+/// of this task each; the performance log (`git show 9307556:docs/performance-log.md`), "One round trip a search", has the figures.
 /// Nothing can leave the connection inside the transaction: the four are
 /// queued before the first answer is awaited, so a request dropped midway
 /// still sends COMMIT. Queued together, with nothing awaited between them,

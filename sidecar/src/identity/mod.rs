@@ -29,7 +29,7 @@ pub const MAX_IMAGE_BYTES: usize = 10 * 1024 * 1024;
 pub const MAX_BODY_BYTES: usize = MAX_IMAGE_BYTES + 64 * 1024;
 /// The most memory one assessment takes in its backend: a maximal image
 /// (8000x5000 pixels of 8-bit RGBA, the extension's largest decoded size)
-/// took a backend's peak resident memory from 16 to 305 MB (README, "Input
+/// took a backend's peak resident memory from 16 to 305 MB (docs/identity.md, "Input
 /// safety"), with room for the upload's 10 MiB. Sizes the [`turns`].
 pub const ASSESSMENT_PEAK_BYTES: u64 = 320 << 20;
 

@@ -65,7 +65,7 @@ pub struct IdentityAssessment {
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct IdentityReason {
-    /// `LOW_RESOLUTION`, `BLURRY`, `GLARE`, `DUPLICATE_IMAGE`... (README lists them).
+    /// `LOW_RESOLUTION`, `BLURRY`, `GLARE`, `DUPLICATE_IMAGE`... (docs/reference/signals.md lists them).
     code: String,
     /// The check that found it.
     check: String,

@@ -213,7 +213,7 @@ pub struct Assessment {
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct Reason {
-    /// A signal's code, such as `VPN_OR_PROXY` (README lists them).
+    /// A signal's code, such as `VPN_OR_PROXY` (docs/reference/signals.md lists them).
     code: String,
     /// Points it added (negative for mitigations).
     points: f64,

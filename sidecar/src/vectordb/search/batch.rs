@@ -1,6 +1,6 @@
 //! Search queries embedded together: the queries of the searches in flight go
 //! to the model in one call. One short query alone costs about 2.7 ms of a
-//! core; sixteen in one call about 1.3 ms each (README, vector database
+//! core; sixteen in one call about 1.3 ms each (docs/performance.md, vector database
 //! figures), because on a handful of tokens the model's matrix products run
 //! far below a core's speed. A search's embedding is most of its cost, so
 //! under load this is most of the throughput.
@@ -21,7 +21,7 @@
 //! with its account check and in its own transaction, so the batch's
 //! searches run one after another in that backend. They take no pooled
 //! connection, no round trip separates them, and fewer backends compete for
-//! the cores (docs/performance-log.md, "Searches run by the embedders").
+//! the cores (the performance log (`git show 9307556:docs/performance-log.md`), "Searches run by the embedders").
 //!
 //! One text the database refuses must not fail the searches batched with it:
 //! a failed call is retried one text at a time, and each search gets its own

@@ -1,7 +1,7 @@
 //! The embeddings of queries the sidecar has searched for, kept process-wide
 //! so that a query that comes again runs no model: one short query through
-//! the model is 3 to 4.5 ms of a core, most of what a search costs (README,
-//! vector database figures), and search traffic repeats itself.
+//! the model is 3 to 4.5 ms of a core, most of what a search costs (docs/performance.md,
+//! "Vector database"), and search traffic repeats itself.
 //!
 //! Keyed by the query's exact text, least recently used first out. The
 //! model lives in the database, so the cache cannot see it change: after

@@ -12,7 +12,7 @@
 //! account check ([`Admitted`]). A batch takes every search waiting, not
 //! only those holding connections, and its searches run one after another
 //! in one backend, with no round trip between them and no other backend
-//! competing for the cores. docs/performance-log.md, "Queries embedded
+//! competing for the cores. the performance log (`git show 9307556:docs/performance-log.md`), "Queries embedded
 //! before the connection" and "Searches run by the embedders", has the
 //! figures. A query whose embedding is kept runs on a pooled connection, the
 //! account entered in the same round trip. Otherwise, and for a query that
