@@ -15,11 +15,16 @@ FROM vigil.transactions t WHERE t.id = f.transaction_id;
 ALTER TABLE vigil.fraud_identities DROP CONSTRAINT fraud_identities_pkey,
     ADD CONSTRAINT fraud_identities_pkey PRIMARY KEY (kind, value, transaction_id) INCLUDE (occurred_at);
 
+-- `adopted` is added without a default and then filled, so the table's
+-- catalog is a fresh install's (a default at ADD COLUMN leaves a "missing
+-- value" behind).
 ALTER TABLE vigil.risk_models
     ADD COLUMN ranges double precision[],
     ADD COLUMN link_weights double precision[],
-    ADD COLUMN adopted boolean NOT NULL DEFAULT true,
+    ADD COLUMN adopted boolean,
     ADD COLUMN validation jsonb;
+UPDATE vigil.risk_models SET adopted = true;
+ALTER TABLE vigil.risk_models ALTER COLUMN adopted SET DEFAULT true, ALTER COLUMN adopted SET NOT NULL;
 
 -- The marks as they now stand: hard rules (e-mail, card) and links (device, IP).
 CREATE OR REPLACE FUNCTION vigil.transaction_feedback(transaction_id uuid, label text, note text DEFAULT NULL)

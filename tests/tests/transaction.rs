@@ -218,8 +218,11 @@ fn vpn_never_lowers_the_score_over_http() {
 }
 
 #[test]
-fn feedback_turns_later_calls_with_the_same_device_into_failures() {
-    let first = ok(assess(&form_b("thief@example.com")));
+fn feedback_fails_the_same_payer_and_grades_a_shared_device() {
+    let mut thief = form_b("thief@example.com");
+    thief["customerName"] = json!("Max Dieb");
+    thief["ipAddress"] = json!("203.0.113.66");
+    let first = ok(assess(&thief));
     let id = first["transactionId"].as_str().unwrap();
     let label = post_raw(
         &format!("/api/transaction/{id}/feedback"),
@@ -227,11 +230,29 @@ fn feedback_turns_later_calls_with_the_same_device_into_failures() {
         json!({"label": "fraud", "note": "chargeback from the bank"}).to_string(),
     );
     assert_eq!(label.status(), StatusCode::OK);
-    let mut again = form_b("accomplice@example.com");
-    again["deviceFingerprint"] = json!("fp-thief@example.com");
-    let later = ok(assess(&again));
+    let answer: Value = label.json().unwrap();
+    assert_eq!(answer["hardRules"], json!(["card", "email"]), "{answer}");
+    assert_eq!(answer["linked"], json!(["device", "ip"]), "{answer}");
+    // The same card with another e-mail: the same payer, Failed.
+    let mut same_card = thief.clone();
+    same_card["customerEmail"] = json!("alias@example.com");
+    same_card["deviceFingerprint"] = json!("fp-alias");
+    let later = ok(assess(&same_card));
     assert_eq!(later["RiskLevel"], 2, "{later}");
     assert_eq!(later["Result"], "Failed");
+    // Another customer on the thief's device: graded evidence, not a hard rule.
+    let mut neighbour = form_b("neighbour@example.com");
+    neighbour["deviceFingerprint"] = json!("fp-thief@example.com");
+    let shared = ok(assess(&neighbour));
+    assert_ne!(shared["RiskLevel"], 2, "{shared}");
+    let codes: Vec<&str> = shared["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"FRAUD_LINKED_DEVICE"), "{shared}");
+    assert!(!codes.contains(&"CONFIRMED_FRAUD"), "{shared}");
 
     let unknown = post_raw(
         "/api/transaction/00000000-0000-4000-8000-000000000000/feedback",

@@ -149,6 +149,14 @@ fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
     );
     assert_eq!(census(&cluster), before, "every row is still there");
     assert_eq!(
+        cluster.psql(
+            "SELECT count(*) FILTER (WHERE f.occurred_at = t.occurred_at) || '/' || count(*)
+             FROM vigil.fraud_identities f JOIN vigil.transactions t ON t.id = f.transaction_id"
+        ),
+        "3/3",
+        "each mark of confirmed fraud (e-mail, device, IP: no card)  keeps the fraud's own time (0.9.0 reads it)"
+    );
+    assert_eq!(
         cluster.psql("SELECT count(*) FROM vigil.transactions WHERE occurred_at = received_at"),
         "6",
         "earlier assessments keep their event time (0.5.0 dated them when they were received)"
