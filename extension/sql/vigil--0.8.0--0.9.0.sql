@@ -22,7 +22,8 @@ ALTER TABLE vigil.risk_models
     ADD COLUMN ranges double precision[],
     ADD COLUMN link_weights double precision[],
     ADD COLUMN adopted boolean,
-    ADD COLUMN validation jsonb;
+    ADD COLUMN validation jsonb,
+    ADD COLUMN review_cutoff double precision;
 UPDATE vigil.risk_models SET adopted = true;
 ALTER TABLE vigil.risk_models ALTER COLUMN adopted SET DEFAULT true, ALTER COLUMN adopted SET NOT NULL;
 

@@ -196,7 +196,7 @@ impl Engine for InProcess {
                 ..r.clone()
             })
             .collect();
-        match refit(&rows, self.model.as_ref(), DEFAULT_REVIEW_RATE) {
+        match refit(&rows, self.model.as_ref(), DEFAULT_REVIEW_RATE, None) {
             Ok(r) => {
                 self.model = Some(r.model);
                 r.adopted

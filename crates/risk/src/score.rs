@@ -155,8 +155,20 @@ fn score_tenths_of(total: f64) -> i32 {
 
 /// Level from the score in tenths, ignoring hard rules and missing information.
 pub fn level_of_score(score_tenths: i32, strictness: u8) -> u8 {
+    level_with_review(score_tenths, strictness, None)
+}
+
+/// [`level_of_score`] with the Review (caution) cut-off at `review_tenths`
+/// instead of 60 (a review budget's, [`crate::Model::review_cutoff`]), held
+/// between the monitor and high cut-offs so the levels keep their order.
+pub fn level_with_review(score_tenths: i32, strictness: u8, review_tenths: Option<i32>) -> u8 {
     let shift = cutoff_shift_tenths(strictness);
-    CUTOFFS_TENTHS
+    let [critical, high, caution, monitor, low] = CUTOFFS_TENTHS;
+    let caution = (
+        review_tenths.map_or(caution.0, |r| r.clamp(monitor.0 + 1, high.0 - 1)),
+        caution.1,
+    );
+    [critical, high, caution, monitor, low]
         .iter()
         .find(|(t, _)| score_tenths >= t - shift)
         .map_or(LEVEL_SAFE, |(_, level)| *level)
@@ -384,6 +396,9 @@ pub fn assess_with(
             .filter(|r| r.code == FRAUD_LINKED_DEVICE.code || r.code == FRAUD_LINKED_IP.code)
             .map(|r| r.points)
             .sum::<f64>();
+    let review = model
+        .and_then(|m| m.review_cutoff)
+        .map(|c| (c * 10.0).round() as i32);
     let feedback_alone_fails = from_feedback > 0.0
         && level_of_score(score_tenths, strictness) == LEVEL_CRITICAL
         && level_of_score(score_tenths_of(total - from_feedback), strictness) != LEVEL_CRITICAL;
@@ -396,7 +411,7 @@ pub fn assess_with(
     } else if feedback_alone_fails {
         LEVEL_HIGH
     } else {
-        level_of_score(score_tenths, strictness)
+        level_with_review(score_tenths, strictness, review)
     };
     let score = f64::from(agreeing_score_tenths(score_tenths, level_verdict(level))) / 10.0;
 
@@ -417,7 +432,10 @@ pub fn assess_with(
             .then_with(|| a.code.cmp(b.code))
     });
 
-    let [critical, high, caution, monitor, low] = cutoffs(strictness);
+    let [critical, high, mut caution, monitor, low] = cutoffs(strictness);
+    if let Some(r) = review {
+        caution = f64::from(r.clamp(401, 749) - cutoff_shift_tenths(strictness)) / 10.0;
+    }
     let features = json!({
         "strictness": strictness,
         "weakWeight": out.weak_weight,

@@ -34,6 +34,7 @@ fn model() -> impl Strategy<Value = Model> {
                 legit: frauds * 20,
                 ranges: [(-1e6, 1e6); FEATURES],
                 links: LinkWeights { device, ip },
+                review_cutoff: None,
             }
         })
 }

@@ -177,6 +177,7 @@ fn night_model() -> vigil_risk::Model {
         legit: 1000,
         ranges: [(0.0, 10.0); vigil_risk::model::FEATURES],
         links: vigil_risk::model::LinkWeights::default(),
+        review_cutoff: None,
     }
 }
 

@@ -20,28 +20,27 @@ use crate::pg::index_range::Snapshot;
 use crate::pg::invalid_input;
 use crate::pg::jsonb::Jsonb;
 
-/// The share of legitimate traffic this installation can review: a refit
-/// judges a new model by the fraud it catches at that share.
-static REVIEW_RATE: pgrx::GucSetting<f64> =
-    pgrx::GucSetting::<f64>::new(vigil_risk::model::DEFAULT_REVIEW_RATE);
+/// The share of traffic this installation can review; 0: the default
+/// cut-offs stand, and a refit judges new models at 5%.
+static REVIEW_RATE: pgrx::GucSetting<f64> = pgrx::GucSetting::<f64>::new(0.0);
 
 pub fn register_settings() {
     geo::register_settings();
     pgrx::GucRegistry::define_float_guc(
         c"vigil.risk_review_rate",
-        c"Share of legitimate transactions this installation can review (0.001 to 0.5).",
-        c"vigil.risk_refit judges a new model by the fraud it catches when this share of legitimate traffic is flagged.",
+        c"Share of transactions this installation can review (0 to 0.5; 0: the default cut-offs).",
+        c"Set, vigil.risk_refit moves the Review cut-off so that about this share of traffic scores at or above it, and judges new models by the fraud they catch at this share.",
         &REVIEW_RATE,
-        0.001,
+        0.0,
         0.5,
         pgrx::GucContext::Suset,
         pgrx::GucFlags::default(),
     );
 }
 
-/// `vigil.risk_review_rate`.
-pub fn review_rate() -> f64 {
-    REVIEW_RATE.get()
+/// `vigil.risk_review_rate`, when set.
+pub fn review_budget() -> Option<f64> {
+    Some(REVIEW_RATE.get()).filter(|r| *r > 0.0)
 }
 
 /// Assesses a transaction (form A or B of SPEC, or a mix) and records it.

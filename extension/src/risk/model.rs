@@ -64,7 +64,7 @@ fn newest_id(snapshot: &Snapshot) -> Option<i64> {
 }
 
 const LOAD: &str = "SELECT features, weights, intercept, expert_intercept, frauds, legit, \
-                    ranges, link_weights FROM vigil.risk_models WHERE id = $1";
+                    ranges, link_weights, review_cutoff FROM vigil.risk_models WHERE id = $1";
 
 fn load(id: i64) -> Option<Model> {
     let args: [DatumWithOid; 1] = [id.into()];
@@ -82,10 +82,11 @@ fn load(id: i64) -> Option<Model> {
             row.get::<i32>(6)?.unwrap_or_default(),
             row.get::<Vec<f64>>(7)?,
             row.get::<Vec<f64>>(8)?,
+            row.get::<f64>(9)?,
         )))
     })
     .unwrap_or_else(|e| error!("could not load risk model {id}: {e}"))?;
-    let (names, weights, intercept, expert_intercept, frauds, legit, ranges, links) = row;
+    let (names, weights, intercept, expert_intercept, frauds, legit, ranges, links, review) = row;
     // A model fitted by another version's features is not used.
     if names.iter().map(String::as_str).ne(FEATURE_NAMES) || weights.len() != FEATURES {
         return None;
@@ -109,6 +110,7 @@ fn load(id: i64) -> Option<Model> {
     if let Some([device, ip]) = links.as_deref().and_then(|l| <[f64; 2]>::try_from(l).ok()) {
         model.links = LinkWeights { device, ip };
     }
+    model.review_cutoff = review;
     Some(model)
 }
 
@@ -137,8 +139,8 @@ UNION ALL
 
 const STORE: &str = "
 INSERT INTO vigil.risk_models (features, weights, intercept, expert_intercept, frauds, legit,
-                               ranges, link_weights, adopted, validation)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id";
+                               ranges, link_weights, adopted, validation, review_cutoff)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id";
 
 /// Fits a model on the labelled transactions as of `as_of` and makes it the
 /// current one if it beats the scoring in force on the newest labels
@@ -185,7 +187,9 @@ fn risk_refit(
     let snapshot = Snapshot::take();
     let in_force = current(&snapshot);
     snapshot.release();
-    let outcome = match refit(&rows, in_force.as_ref(), crate::risk::review_rate()) {
+    let budget = crate::risk::review_budget();
+    let rate = budget.unwrap_or(vigil_risk::model::DEFAULT_REVIEW_RATE);
+    let outcome = match refit(&rows, in_force.as_ref(), rate, budget) {
         Ok(outcome) => outcome,
         Err(e) => return Jsonb(json!({"fitted": false, "reason": e.to_string()})),
     };
@@ -196,7 +200,24 @@ fn risk_refit(
         adopted,
         validation,
         reason,
+        bands,
     } = outcome;
+    let total_frauds = bands.iter().map(|b| b.frauds).sum::<usize>().max(1);
+    let bands: serde_json::Map<String, Value> = bands
+        .iter()
+        .map(|b| {
+            let share = |n: usize, of: usize| (n as f64 / of.max(1) as f64 * 1e4).round() / 1e4;
+            (
+                b.result.to_owned(),
+                json!({
+                    "transactions": b.rows,
+                    "frauds": b.frauds,
+                    "precision": share(b.frauds, b.rows),
+                    "recall": share(b.frauds, total_frauds),
+                }),
+            )
+        })
+        .collect();
     let weights: serde_json::Map<String, Value> = FEATURE_NAMES
         .iter()
         .zip(fitted.weights)
@@ -211,6 +232,8 @@ fn risk_refit(
         "legit": fitted.legit,
         "linkWeights": {"device": model.links.device, "ip": model.links.ip},
         "validation": validation_json(validation.as_ref()),
+        "reviewCutoff": model.review_cutoff,
+        "bands": bands,
         "intercept": fitted.intercept,
         "expertIntercept": fitted.expert_intercept,
         "weights": weights,
@@ -235,7 +258,7 @@ fn store(outcome: &Refit) -> i64 {
     let m = &outcome.model;
     let names: Vec<String> = FEATURE_NAMES.iter().map(|s| (*s).to_owned()).collect();
     let ranges: Vec<f64> = m.ranges.iter().flat_map(|(lo, hi)| [*lo, *hi]).collect();
-    let args: [DatumWithOid; 10] = [
+    let args: [DatumWithOid; 11] = [
         names.into(),
         m.weights.to_vec().into(),
         m.intercept.into(),
@@ -246,6 +269,7 @@ fn store(outcome: &Refit) -> i64 {
         vec![m.links.device, m.links.ip].into(),
         outcome.adopted.into(),
         pgrx::JsonB(validation_json(outcome.validation.as_ref())).into(),
+        m.review_cutoff.into(),
     ];
     Spi::get_one_with_args::<i64>(STORE, &args)
         .unwrap_or_else(|e| error!("could not store the risk model: {e}"))

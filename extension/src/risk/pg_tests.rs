@@ -318,6 +318,21 @@ mod tests {
             again["reason"].as_str().unwrap().contains("stays"),
             "{again}"
         );
+        // Precision and recall by band; with a review budget, the Review
+        // cut-off follows it.
+        assert_eq!(again["reviewCutoff"], Value::Null, "{again}");
+        let bands = &again["bands"];
+        let counted: u64 = ["Passed", "Review", "Failed"]
+            .iter()
+            .map(|b| bands[b]["transactions"].as_u64().unwrap())
+            .sum();
+        assert_eq!(counted, 240, "{again}");
+        Spi::run("SET vigil.risk_review_rate = 0.1").unwrap();
+        let budget = refit();
+        let cutoff = budget["reviewCutoff"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{budget}"));
+        assert!((40.0..75.0).contains(&cutoff), "{budget}");
     }
 
     /// The history of a device ($2), IP ($3) or card ($4) as one SQL subquery

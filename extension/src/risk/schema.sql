@@ -128,7 +128,10 @@ CREATE TABLE vigil.risk_models (
     -- model in force before it, with the new link weights), and how it fared
     -- against the scoring in force on the newest labels.
     adopted          boolean NOT NULL DEFAULT true,
-    validation       jsonb
+    validation       jsonb,
+    -- The Review cut-off a review budget set (vigil.risk_review_rate), as a
+    -- score at strictness 50 in place of 60; NULL: the default cut-offs.
+    review_cutoff    double precision
 );
 
 REVOKE ALL ON vigil.transactions, vigil.feedback, vigil.fraud_identities, vigil.blocklist, vigil.risk_models FROM PUBLIC;

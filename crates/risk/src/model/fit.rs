@@ -61,6 +61,7 @@ pub(super) fn fit_with(
         legit: u32::try_from(legit).unwrap_or(u32::MAX),
         ranges: super::ranges(rows),
         links: LinkWeights::from_labels(rows),
+        review_cutoff: None,
     })
 }
 

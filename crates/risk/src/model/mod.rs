@@ -36,7 +36,7 @@ mod refit;
 
 pub use fit::{fit, FitError};
 pub use judge::{auc, caught_share, threshold_at};
-pub use refit::{refit, Figures, Refit, Validation, DEFAULT_REVIEW_RATE};
+pub use refit::{refit, Band, Figures, Refit, Validation, DEFAULT_REVIEW_RATE};
 
 use crate::history::{History, Window};
 use crate::input::Request;
@@ -181,6 +181,9 @@ pub struct Model {
     pub ranges: [(f64, f64); FEATURES],
     /// How much links to confirmed fraud weigh here.
     pub links: LinkWeights,
+    /// The Review cut-off a review budget set (a score at strictness 50,
+    /// in place of 60); None: the default cut-offs.
+    pub review_cutoff: Option<f64>,
 }
 
 impl Model {
@@ -201,6 +204,7 @@ impl Model {
             legit: 0,
             ranges: [(f64::NEG_INFINITY, f64::INFINITY); FEATURES],
             links,
+            review_cutoff: None,
         }
     }
 

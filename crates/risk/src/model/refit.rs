@@ -14,6 +14,7 @@
 use super::fit::fit_with;
 use super::judge::{auc, caught_share, threshold_at};
 use super::{fit, FitError, Labelled, Model};
+use crate::score::{level_verdict, level_with_review, score_of_points};
 
 /// Share of the labels, the newest, a fit is judged on.
 pub const HOLDOUT_SHARE: f64 = 0.2;
@@ -42,6 +43,15 @@ pub struct Validation {
     pub candidate: Figures,
 }
 
+/// One `Result` band of the labelled rows, scored as the model in force
+/// after the refit scores them: how many, and how many were fraud.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Band {
+    pub result: &'static str,
+    pub rows: usize,
+    pub frauds: usize,
+}
+
 /// What a refit decided.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Refit {
@@ -54,14 +64,64 @@ pub struct Refit {
     pub validation: Option<Validation>,
     /// Why, in a sentence.
     pub reason: String,
+    /// The labelled rows by band (precision and recall at each).
+    pub bands: Vec<Band>,
 }
 
-/// Fits on `rows`, judges against `in_force` (see the module docs).
+/// Fits on `rows`, judges against `in_force` at `review_rate` (see the
+/// module docs); with a `budget` (a share of traffic to review), the model
+/// stored also moves the Review cut-off so that about that share of the rows
+/// scores at or above it.
 pub fn refit(
     rows: &[Labelled],
     in_force: Option<&Model>,
     review_rate: f64,
+    budget: Option<f64>,
 ) -> Result<Refit, FitError> {
+    let mut outcome = judge(rows, in_force, review_rate)?;
+    outcome.model.review_cutoff = budget.map(|b| review_cutoff(rows, &outcome.model, b));
+    outcome.bands = bands(rows, &outcome.model);
+    Ok(outcome)
+}
+
+/// The score above which `budget` of `rows` lie, as `model` scores them,
+/// within the monitor and high cut-offs.
+fn review_cutoff(rows: &[Labelled], model: &Model, budget: f64) -> f64 {
+    let mut scores: Vec<f64> = rows.iter().map(|r| score_of(model, r)).collect();
+    scores.sort_by(|a, b| b.total_cmp(a));
+    let at = ((budget.clamp(0.0, 1.0) * scores.len() as f64) as usize)
+        .min(scores.len().saturating_sub(1));
+    let cutoff = scores.get(at).map_or(60.0, |s| (s * 10.0).ceil() / 10.0);
+    cutoff.clamp(40.1, 74.9)
+}
+
+fn score_of(model: &Model, r: &Labelled) -> f64 {
+    score_of_points(r.expert_points + model.points(&r.x))
+}
+
+/// The rows by the `Result` `model` gives them at strictness 50.
+fn bands(rows: &[Labelled], model: &Model) -> Vec<Band> {
+    let review = model.review_cutoff.map(|c| (c * 10.0).round() as i32);
+    let mut out: Vec<Band> = ["Passed", "Review", "Failed"]
+        .into_iter()
+        .map(|result| Band {
+            result,
+            rows: 0,
+            frauds: 0,
+        })
+        .collect();
+    for r in rows {
+        let tenths = (score_of(model, r) * 10.0).round() as i32;
+        let verdict = level_verdict(level_with_review(tenths, 50, review));
+        let band = &mut out[verdict as usize];
+        band.rows += 1;
+        band.frauds += usize::from(r.fraud);
+    }
+    out
+}
+
+/// The fit and the judgement: [`refit`] without the budget.
+fn judge(rows: &[Labelled], in_force: Option<&Model>, review_rate: f64) -> Result<Refit, FitError> {
     let fitted = fit(rows)?;
     let links = fitted.links;
     let kept = || {
@@ -87,6 +147,7 @@ pub fn refit(
             fitted,
             adopted: false,
             validation: None,
+            bands: Vec::new(),
             reason: format!(
                 "the newest {} labels hold {newest_frauds} fraud: too few to judge a new model on, so the one in force stays",
                 newest.len()
@@ -120,6 +181,7 @@ pub fn refit(
     };
     let mut model = if adopted { fitted.clone() } else { kept() };
     model.links = links;
+    model.review_cutoff = None;
     Ok(Refit {
         model,
         fitted,
@@ -132,6 +194,7 @@ pub fn refit(
             candidate: candidate_figures,
         }),
         reason,
+        bands: Vec::new(),
     })
 }
 
@@ -180,7 +243,7 @@ mod tests {
 
     #[test]
     fn a_model_that_sees_what_the_rules_miss_is_adopted() {
-        let r = refit(&rows(true), None, DEFAULT_REVIEW_RATE).expect("enough labels");
+        let r = refit(&rows(true), None, DEFAULT_REVIEW_RATE, None).expect("enough labels");
         assert!(r.adopted, "{r:?}");
         let v = r.validation.expect("judged");
         assert!(v.candidate.auc > v.in_force.auc + 0.1, "{v:?}");
@@ -189,17 +252,40 @@ mod tests {
 
     #[test]
     fn a_model_of_noise_is_not_adopted_and_the_one_in_force_stays() {
-        let r = refit(&rows(false), None, DEFAULT_REVIEW_RATE).expect("enough labels");
+        let r = refit(&rows(false), None, DEFAULT_REVIEW_RATE, None).expect("enough labels");
         assert!(!r.adopted, "{r:?}");
         let x = [1.0; FEATURES];
         assert_eq!(r.model.points(&x), 0.0, "the rules alone stay in force");
-        let good = refit(&rows(true), None, DEFAULT_REVIEW_RATE).unwrap().model;
-        let again = refit(&rows(false), Some(&good), DEFAULT_REVIEW_RATE).unwrap();
+        let good = refit(&rows(true), None, DEFAULT_REVIEW_RATE, None)
+            .unwrap()
+            .model;
+        let again = refit(&rows(false), Some(&good), DEFAULT_REVIEW_RATE, None).unwrap();
         assert!(!again.adopted);
         assert_eq!(
             again.model.weights, good.weights,
             "the model in force stays"
         );
+    }
+
+    #[test]
+    fn a_budget_moves_the_review_cutoff_to_the_share_it_can_review() {
+        let mut rows = rows(true);
+        for (i, r) in rows.iter_mut().enumerate() {
+            r.expert_points = (i % 100) as f64 / 2.0;
+        }
+        let tight = refit(&rows, None, DEFAULT_REVIEW_RATE, Some(0.01)).unwrap();
+        let loose = refit(&rows, None, DEFAULT_REVIEW_RATE, Some(0.2)).unwrap();
+        let (t, l) = (
+            tight.model.review_cutoff.unwrap(),
+            loose.model.review_cutoff.unwrap(),
+        );
+        assert!(t > l, "a smaller budget, a higher cut-off: {t} {l}");
+        let flagged = |r: &Refit| r.bands[1].rows + r.bands[2].rows;
+        assert!(flagged(&tight) < flagged(&loose));
+        let all: usize = tight.bands.iter().map(|b| b.rows).sum();
+        assert_eq!(all, rows.len());
+        let none = refit(&rows, None, DEFAULT_REVIEW_RATE, None).unwrap();
+        assert!(none.model.review_cutoff.is_none());
     }
 
     #[test]
