@@ -183,13 +183,7 @@ mod tests {
     /// Rows where feature 17 (disposable e-mail) makes fraud 10x likelier than the
     /// rules (T = 0 for all) say, and the rest is noise.
     fn rows(n: usize) -> Vec<Labelled> {
-        let mut state = 7u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut next = super::super::uniform(7);
         (0..n)
             .map(|_| {
                 let mut x = [0.0; FEATURES];

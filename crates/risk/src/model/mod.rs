@@ -266,3 +266,16 @@ pub struct Labelled {
     /// was assessed ([`LinkWeights`]).
     pub links: [bool; 2],
 }
+
+/// Deterministic uniform numbers in [0, 1) for the tests' labelled rows (a
+/// linear congruential generator: no dependency for a test's noise).
+#[cfg(test)]
+fn uniform(seed: u64) -> impl FnMut() -> f64 {
+    let mut state = seed;
+    move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    }
+}

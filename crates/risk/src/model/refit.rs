@@ -218,13 +218,7 @@ mod tests {
     /// Labels over 100 days where feature 0 makes fraud likelier (`signal`),
     /// or is noise.
     fn rows(signal: bool) -> Vec<Labelled> {
-        let mut state = 11u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut next = super::super::uniform(11);
         (0..4000)
             .map(|i| {
                 let mut x = [0.0; FEATURES];
