@@ -24,7 +24,7 @@ impl GraphStore for Counting {
     type Id = u64;
     type Error = MemError;
 
-    pass_through_to!(graph);
+    pass_through_to!(graph; insert_element, replace_neighbours, remove_element);
 
     fn with_elements(&self, ids: &[u64], f: &mut ElementVisitor<'_, u64>) -> Result<(), MemError> {
         self.reads.set(self.reads.get() + ids.len());
@@ -50,30 +50,6 @@ impl GraphStore for Counting {
 
     fn element_code(&self, id: u64) -> Result<Option<Code>, MemError> {
         self.graph.element_code(id)
-    }
-
-    fn insert_element(
-        &mut self,
-        id: u64,
-        level: usize,
-        vector: &[f32],
-        neighbours: &[Vec<u64>],
-    ) -> Result<(), MemError> {
-        self.graph.insert_element(id, level, vector, neighbours)
-    }
-
-    fn replace_neighbours(
-        &mut self,
-        id: u64,
-        layer: usize,
-        expected: &[u64],
-        new: &[u64],
-    ) -> Result<bool, MemError> {
-        self.graph.replace_neighbours(id, layer, expected, new)
-    }
-
-    fn remove_element(&mut self, id: u64) -> Result<(), MemError> {
-        self.graph.remove_element(id)
     }
 }
 

@@ -155,10 +155,14 @@ pub fn idx_of(id: u64) -> usize {
 /// Inside `impl GraphStore for W`, where `W` wraps a `MemStore<u64>` in the
 /// field named here, the methods a test wrapper passes through unchanged:
 /// the reads other than `with_elements`, and `set_neighbours`,
-/// `mark_deleted`, `set_entry_point`. The wrapper writes the rest itself.
+/// `mark_deleted`, `set_entry_point`; after a `;`, any of `insert_element`,
+/// `replace_neighbours` and `remove_element` the wrapper does not change.
+/// The wrapper writes the rest itself.
 #[allow(unused_macros)]
 macro_rules! pass_through_to {
-    ($inner:ident) => {
+    ($inner:ident $(; $($also:ident),+)?) => {
+        $($(crate::common::pass_through_to!(@ $inner $also);)+)?
+
         fn entry_point(&self) -> Result<Option<vigil_hnsw::EntryPoint<u64>>, vigil_hnsw::MemError> {
             self.$inner.entry_point()
         }
@@ -205,6 +209,33 @@ macro_rules! pass_through_to {
             e: Option<vigil_hnsw::EntryPoint<u64>>,
         ) -> Result<(), vigil_hnsw::MemError> {
             self.$inner.set_entry_point(e)
+        }
+    };
+    (@ $inner:ident insert_element) => {
+        fn insert_element(
+            &mut self,
+            id: u64,
+            level: usize,
+            vector: &[f32],
+            neighbours: &[Vec<u64>],
+        ) -> Result<(), vigil_hnsw::MemError> {
+            self.$inner.insert_element(id, level, vector, neighbours)
+        }
+    };
+    (@ $inner:ident replace_neighbours) => {
+        fn replace_neighbours(
+            &mut self,
+            id: u64,
+            layer: usize,
+            expected: &[u64],
+            new: &[u64],
+        ) -> Result<bool, vigil_hnsw::MemError> {
+            self.$inner.replace_neighbours(id, layer, expected, new)
+        }
+    };
+    (@ $inner:ident remove_element) => {
+        fn remove_element(&mut self, id: u64) -> Result<(), vigil_hnsw::MemError> {
+            self.$inner.remove_element(id)
         }
     };
 }

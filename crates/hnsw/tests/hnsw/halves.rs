@@ -24,7 +24,7 @@ impl GraphStore for HalfStore {
     type Id = u64;
     type Error = MemError;
 
-    pass_through_to!(graph);
+    pass_through_to!(graph; replace_neighbours);
 
     fn with_elements(&self, ids: &[u64], f: &mut ElementVisitor<'_, u64>) -> Result<(), MemError> {
         for &id in ids {
@@ -47,16 +47,6 @@ impl GraphStore for HalfStore {
         self.graph.insert_element(id, level, &wide, neighbours)?;
         self.halves.insert(id, halves);
         Ok(())
-    }
-
-    fn replace_neighbours(
-        &mut self,
-        id: u64,
-        layer: usize,
-        expected: &[u64],
-        new: &[u64],
-    ) -> Result<bool, MemError> {
-        self.graph.replace_neighbours(id, layer, expected, new)
     }
 
     fn remove_element(&mut self, id: u64) -> Result<(), MemError> {

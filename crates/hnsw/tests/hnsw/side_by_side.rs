@@ -24,17 +24,7 @@ impl GraphStore for Meddled {
     type Id = u64;
     type Error = MemError;
 
-    pass_through_to!(inner);
-
-    fn insert_element(
-        &mut self,
-        id: u64,
-        level: usize,
-        vector: &[f32],
-        neighbours: &[Vec<u64>],
-    ) -> Result<(), MemError> {
-        self.inner.insert_element(id, level, vector, neighbours)
-    }
+    pass_through_to!(inner; insert_element, remove_element);
 
     fn replace_neighbours(
         &mut self,
@@ -55,10 +45,6 @@ impl GraphStore for Meddled {
         let replaced = self.inner.replace_neighbours(id, layer, expected, new)?;
         self.refused += usize::from(!replaced);
         Ok(replaced)
-    }
-
-    fn remove_element(&mut self, id: u64) -> Result<(), MemError> {
-        self.inner.remove_element(id)
     }
 }
 
