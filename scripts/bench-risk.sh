@@ -233,7 +233,9 @@ LUA
     VIGIL_ADMIN_DATABASE_URL="${ADMIN_URL[$b]}" DATABASE_URL="${URL[$b]}" "${SIDECAR[$b]}" serve \
         --listen 127.0.0.1:0 --pool-size "$pool" > "$dir/sidecar.out" 2> "$dir/sidecar.log" &
     sidecar=$!
-    for _ in $(seq 50); do grep -q listening "$dir/sidecar.out" && break; sleep 0.1; done
+    # Up to 30 s: at start the sidecar loads the model for its query
+    # embedders, which on a busy machine took longer than 5 s.
+    for _ in $(seq 300); do grep -q listening "$dir/sidecar.out" && break; sleep 0.1; done
     base_url="$(sed -n 's/^vigil-sidecar listening on //p' "$dir/sidecar.out")"
     [ -n "$base_url" ] || die "the $b build's sidecar did not start: $(cat "$dir/sidecar.log")"
     wrk -t2 -c64 -d"${seconds}s" --latency "$base_url/healthz" > "$dir/wrk-healthz.txt"
