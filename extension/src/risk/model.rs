@@ -176,7 +176,7 @@ fn risk_refit(
                     x,
                     expert_points: points,
                     fraud,
-                    at_us: i64::from(pg_sys::TimestampTz::from(at)),
+                    at_us: pg_sys::TimestampTz::from(at),
                     links,
                 });
             }
