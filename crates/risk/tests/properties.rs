@@ -22,21 +22,24 @@ fn model() -> impl Strategy<Value = Model> {
         20u32..2000,
         0.0f64..=LinkWeights::MAX,
         0.0f64..=LinkWeights::MAX,
+        proptest::option::of(40.1f64..74.9),
     )
-        .prop_map(|(w, intercept, expert_intercept, frauds, device, ip)| {
-            let mut weights = [0.0; FEATURES];
-            weights.copy_from_slice(&w);
-            Model {
-                weights,
-                intercept,
-                expert_intercept,
-                frauds,
-                legit: frauds * 20,
-                ranges: [(-1e6, 1e6); FEATURES],
-                links: LinkWeights { device, ip },
-                review_cutoff: None,
-            }
-        })
+        .prop_map(
+            |(w, intercept, expert_intercept, frauds, device, ip, review_cutoff)| {
+                let mut weights = [0.0; FEATURES];
+                weights.copy_from_slice(&w);
+                Model {
+                    weights,
+                    intercept,
+                    expert_intercept,
+                    frauds,
+                    legit: frauds * 20,
+                    ranges: [(-1e6, 1e6); FEATURES],
+                    links: LinkWeights { device, ip },
+                    review_cutoff,
+                }
+            },
+        )
 }
 
 fn run(body: &serde_json::Value, h: &History, c: Option<[u8; 2]>) -> (Request, Assessment) {
@@ -114,6 +117,28 @@ proptest! {
         prop_assert!(a_hi.score >= a_lo.score, "s {lo}->{hi}: {} -> {}", a_lo.score, a_hi.score);
         prop_assert!(a_hi.result >= a_lo.result, "s {lo}->{hi}: {:?} -> {:?}", a_lo.result, a_hi.result);
         prop_assert_eq!(a_hi.level == 7, a_lo.level == 7);
+    }
+
+    /// The same with a model in force, its review budget's cut-off included,
+    /// and the score-only bands still agree with the result.
+    #[test]
+    fn strictness_is_monotone_with_a_model(d in data(), h in history(), c in ip_country(), s1 in 0u8..=100, s2 in 0u8..=100, m in model()) {
+        let (lo, hi) = if s1 <= s2 { (s1, s2) } else { (s2, s1) };
+        let at = |s: u8| {
+            let req = parse_request(&Data { strictness: Some(s), ..d.clone() }.body(Form::B)).expect("valid");
+            assess_with(&req, &h, c, Some(&m))
+        };
+        let (a_lo, a_hi) = (at(lo), at(hi));
+        prop_assert!(a_hi.score >= a_lo.score, "s {lo}->{hi}: {} -> {}", a_lo.score, a_hi.score);
+        prop_assert!(a_hi.result >= a_lo.result, "s {lo}->{hi}: {:?} -> {:?}", a_lo.result, a_hi.result);
+        for a in [&a_lo, &a_hi] {
+            let band = match a.result {
+                Verdict::Passed => a.score < 50.0,
+                Verdict::Review => a.score >= 50.0,
+                Verdict::Failed => a.score >= 80.0,
+            };
+            prop_assert!(band, "{:?} (level {}) scored {}", a.result, a.level, a.score);
+        }
     }
 
     /// A score-only integrator (under 50 proceed, 50 and up review, 80 and up
