@@ -14,6 +14,14 @@ mod tests {
             .0
     }
 
+    /// Grades the assessment `id` with `label` through the SQL function.
+    fn feedback(id: &str, label: &str) {
+        Spi::run(&format!(
+            "SELECT vigil.transaction_feedback('{id}', '{label}')"
+        ))
+        .unwrap();
+    }
+
     const BASE: &str = r#""amount": 120, "paymentMethod": "card", "billingAddress": "1 Main St, Springfield, USA", "accountAge": 400"#;
 
     #[pg_test]
@@ -75,20 +83,14 @@ mod tests {
         ));
         assert_ne!(before["RiskLevel"], 2);
         let id = first["transactionId"].as_str().unwrap();
-        Spi::run(&format!(
-            "SELECT vigil.transaction_feedback('{id}', 'fraud')"
-        ))
-        .unwrap();
+        feedback(id, "fraud");
         let after = score(&format!(
             r#"{{"customerEmail": "other2@example.com", "deviceFingerprint": "dev-m", {BASE}}}"#
         ));
         assert_eq!(after["RiskLevel"], 2, "{after}");
         assert_eq!(after["Result"], "Failed");
         assert!(codes(&after).iter().any(|c| c == "CONFIRMED_FRAUD"));
-        Spi::run(&format!(
-            "SELECT vigil.transaction_feedback('{id}', 'legit')"
-        ))
-        .unwrap();
+        feedback(id, "legit");
         let cleared = score(&format!(
             r#"{{"customerEmail": "other3@example.com", "deviceFingerprint": "dev-m", {BASE}}}"#
         ));
@@ -167,10 +169,7 @@ mod tests {
         ));
         assert!(link(&later).unwrap_or(0.0) < fresh, "{later}");
         // A later `legit` withdraws every mark.
-        Spi::run(&format!(
-            "SELECT vigil.transaction_feedback('{id}', 'legit')"
-        ))
-        .unwrap();
+        feedback(id, "legit");
         assert_eq!(count("SELECT count(*) FROM vigil.fraud_identities"), 0);
     }
 
@@ -178,10 +177,7 @@ mod tests {
     fn feedback_needs_a_known_label() {
         let a = score(&format!(r#"{{"customerEmail": "x@example.com", {BASE}}}"#));
         let id = a["transactionId"].as_str().unwrap();
-        Spi::run(&format!(
-            "SELECT vigil.transaction_feedback('{id}', 'maybe')"
-        ))
-        .unwrap();
+        feedback(id, "maybe");
     }
 
     #[pg_test]
@@ -258,10 +254,7 @@ mod tests {
             };
             let id = score(&body)["transactionId"].as_str().unwrap().to_owned();
             let label = if fraud { "chargeback" } else { "legit" };
-            Spi::run(&format!(
-                "SELECT vigil.transaction_feedback('{id}', '{label}')"
-            ))
-            .unwrap();
+            feedback(&id, label);
         }
         let fitted = refit();
         assert_eq!(fitted["fitted"], true, "{fitted}");
