@@ -146,9 +146,9 @@ mod tests {
         ));
         assert_eq!(again["RiskLevel"], 2, "{again}");
         // Someone else on that device a day later: graded points, no hard rule.
-        let next_day = score(&format!(
-            r#"{{"customerEmail": "other@example.com", "deviceFingerprint": "dev-ring", "time": "2026-02-02T10:00:00Z", "paymentMethod": "paypal", "accountAge": 400, "amount": 50}}"#
-        ));
+        let next_day = score(
+            r#"{"customerEmail": "other@example.com", "deviceFingerprint": "dev-ring", "time": "2026-02-02T10:00:00Z", "paymentMethod": "paypal", "accountAge": 400, "amount": 50}"#,
+        );
         let link = |a: &Value| {
             a["reasons"]
                 .as_array()
@@ -164,9 +164,9 @@ mod tests {
         );
         let fresh = link(&next_day).unwrap_or_else(|| panic!("{next_day}"));
         // Three months after the fraud the link weighs less, or nothing.
-        let later = score(&format!(
-            r#"{{"customerEmail": "third@example.com", "deviceFingerprint": "dev-ring", "time": "2026-05-01T10:00:00Z", "paymentMethod": "paypal", "accountAge": 400, "amount": 50}}"#
-        ));
+        let later = score(
+            r#"{"customerEmail": "third@example.com", "deviceFingerprint": "dev-ring", "time": "2026-05-01T10:00:00Z", "paymentMethod": "paypal", "accountAge": 400, "amount": 50}"#,
+        );
         assert!(link(&later).unwrap_or(0.0) < fresh, "{later}");
         // A later `legit` withdraws every mark.
         feedback(id, "legit");
@@ -274,9 +274,9 @@ mod tests {
         );
         assert_eq!(count("SELECT count(*) FROM vigil.risk_models"), 1);
         // The next purchase of 800 gets the model's points, with a reason.
-        let risky = score(&format!(
-            r#"{{"customerEmail": "new@example.com", "time": "2026-03-09T15:00:00Z", "amount": 800, "accountAge": 400}}"#
-        ));
+        let risky = score(
+            r#"{"customerEmail": "new@example.com", "time": "2026-03-09T15:00:00Z", "amount": 800, "accountAge": 400}"#,
+        );
         let learned = risky["reasons"]
             .as_array()
             .unwrap()
@@ -290,9 +290,9 @@ mod tests {
         );
         // Deleting the models turns learning off.
         Spi::run("DELETE FROM vigil.risk_models").unwrap();
-        let plain = score(&format!(
-            r#"{{"customerEmail": "new2@example.com", "time": "2026-03-09T15:00:00Z", "amount": 800, "accountAge": 400}}"#
-        ));
+        let plain = score(
+            r#"{"customerEmail": "new2@example.com", "time": "2026-03-09T15:00:00Z", "amount": 800, "accountAge": 400}"#,
+        );
         assert!(
             !codes(&plain).iter().any(|c| c == "LEARNED_MODEL"),
             "{plain}"
