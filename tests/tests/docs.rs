@@ -419,10 +419,7 @@ fn every_link_between_the_pages_leads_somewhere() {
             if fenced {
                 continue;
             }
-            for (_, rest) in line
-                .match_indices("](")
-                .map(|(at, _)| ((), &line[at + 2..]))
-            {
+            for rest in line.match_indices("](").map(|(at, _)| &line[at + 2..]) {
                 let Some(end) = rest.find(')') else { continue };
                 let target = &rest[..end];
                 if target.contains("://") || target.starts_with("mailto:") {

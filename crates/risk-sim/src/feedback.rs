@@ -14,7 +14,7 @@ use vigil_risk::{assess_with, parse_request, HardRule, HardRuleSource, IdentityK
 use crate::ledger::Ledger;
 use crate::metrics::Scored;
 use crate::scenario::Scenario;
-use crate::world::Event;
+use crate::world::{Event, START_UNIX};
 
 /// Days between refits.
 pub const REFIT_EVERY_DAYS: f64 = 7.0;
@@ -24,11 +24,10 @@ pub const UNLABELLED_AS_LEGIT_DAYS: f64 = 60.0;
 pub const FIRST_LABELS_DAY: f64 = 30.0;
 
 const DAY_US: i64 = 86_400_000_000;
-/// Day 0 in µs since the epoch (`world::START_UNIX`).
-const START_US: i64 = 1_767_571_200_000_000;
 
+/// Simulated day `day` in µs since the epoch.
 pub fn at_us(day: f64) -> i64 {
-    START_US + (day * DAY_US as f64) as i64
+    START_UNIX * 1_000_000 + (day * DAY_US as f64) as i64
 }
 
 /// What an engine does with a purchase, a chargeback and a refit.

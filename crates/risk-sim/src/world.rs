@@ -796,7 +796,7 @@ struct Purchase<'a> {
 }
 
 /// 2026-01-05T00:00:00Z, the simulation's day 0, in Unix seconds.
-const START_UNIX: i64 = 1_767_571_200;
+pub const START_UNIX: i64 = 1_767_571_200;
 
 impl<'a> Purchase<'a> {
     #[allow(clippy::too_many_arguments)]

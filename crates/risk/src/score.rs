@@ -32,9 +32,7 @@ use serde_json::{json, Map, Value};
 use crate::history::History;
 use crate::input::Request;
 use crate::model::{feature_vector, LinkWeights, Model};
-use crate::signals::{
-    evaluate, Collector, Reason, FRAUD_LINKED_DEVICE, FRAUD_LINKED_IP, LEARNED_MODEL,
-};
+use crate::signals::{evaluate, Collector, Reason, LEARNED_MODEL};
 
 /// How much the assessment knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -158,17 +156,28 @@ pub fn level_of_score(score_tenths: i32, strictness: u8) -> u8 {
     level_with_review(score_tenths, strictness, None)
 }
 
+/// A review budget's Review cut-off ([`crate::Model::review_cutoff`], a score
+/// at strictness 50) in tenths, held between the monitor and high cut-offs
+/// so the levels keep their order.
+pub fn review_cutoff_tenths(cutoff: f64) -> i32 {
+    let [_, high, _, monitor, _] = CUTOFFS_TENTHS;
+    let tenths = if cutoff.is_finite() {
+        (cutoff * 10.0).round().clamp(0.0, 1000.0) as i32
+    } else {
+        CUTOFFS_TENTHS[2].0
+    };
+    tenths.clamp(monitor.0 + 1, high.0 - 1)
+}
+
 /// [`level_of_score`] with the Review (caution) cut-off at `review_tenths`
-/// instead of 60 (a review budget's, [`crate::Model::review_cutoff`]), held
-/// between the monitor and high cut-offs so the levels keep their order.
+/// ([`review_cutoff_tenths`]) instead of 60.
 pub fn level_with_review(score_tenths: i32, strictness: u8, review_tenths: Option<i32>) -> u8 {
     let shift = cutoff_shift_tenths(strictness);
-    let [critical, high, caution, monitor, low] = CUTOFFS_TENTHS;
-    let caution = (
-        review_tenths.map_or(caution.0, |r| r.clamp(monitor.0 + 1, high.0 - 1)),
-        caution.1,
-    );
-    [critical, high, caution, monitor, low]
+    let mut cutoffs = CUTOFFS_TENTHS;
+    if let Some(r) = review_tenths {
+        cutoffs[2].0 = r;
+    }
+    cutoffs
         .iter()
         .find(|(t, _)| score_tenths >= t - shift)
         .map_or(LEVEL_SAFE, |(_, level)| *level)
@@ -362,10 +371,9 @@ pub fn assess_with(
     let x = feature_vector(request, history, &f);
     let mut learned = 0.0;
     if let Some(model) = model {
-        let points = model.points(&x);
+        let (points, outside) = model.assess(&x);
         if points.abs() >= 0.5 {
             learned = points;
-            let outside = model.outside(&x);
             out.add(
                 &LEARNED_MODEL,
                 points,
@@ -389,16 +397,10 @@ pub fn assess_with(
     // What feedback adds (the model's points, links to confirmed fraud) never
     // fails a transaction alone: a hard rule or the rules' own score must be
     // there too.
-    let from_feedback = learned.max(0.0)
-        + out
-            .reasons
-            .iter()
-            .filter(|r| r.code == FRAUD_LINKED_DEVICE.code || r.code == FRAUD_LINKED_IP.code)
-            .map(|r| r.points)
-            .sum::<f64>();
+    let from_feedback = learned.max(0.0) + f.fraud_link_points;
     let review = model
         .and_then(|m| m.review_cutoff)
-        .map(|c| (c * 10.0).round() as i32);
+        .map(review_cutoff_tenths);
     let feedback_alone_fails = from_feedback > 0.0
         && level_of_score(score_tenths, strictness) == LEVEL_CRITICAL
         && level_of_score(score_tenths_of(total - from_feedback), strictness) != LEVEL_CRITICAL;
@@ -434,7 +436,7 @@ pub fn assess_with(
 
     let [critical, high, mut caution, monitor, low] = cutoffs(strictness);
     if let Some(r) = review {
-        caution = f64::from(r.clamp(401, 749) - cutoff_shift_tenths(strictness)) / 10.0;
+        caution = f64::from(r - cutoff_shift_tenths(strictness)) / 10.0;
     }
     let features = json!({
         "strictness": strictness,

@@ -502,6 +502,8 @@ pub(crate) struct Features {
     pub amount_z: Option<f64>,
     /// Days since the confirmed fraud the device and the IP were linked to.
     pub fraud_links: [Option<f64>; 2],
+    /// The points those links fired.
+    pub fraud_link_points: f64,
 }
 
 /// Runs every signal over the request and its history.
@@ -514,7 +516,9 @@ pub(crate) fn evaluate(
 ) -> Features {
     let mut f = Features::default();
     hard_rules(hist, out);
+    let before = out.total;
     f.fraud_links = fraud_links(hist, links, out);
+    f.fraud_link_points = out.total - before;
     vpn(req, out);
     (f.address_country, f.ip_country_mismatch) = ip_mismatch(req, ip_country, out);
     email(req, out, &mut f);

@@ -210,31 +210,33 @@ impl Model {
 
     /// How many of `x`'s features lie outside the ranges the model was fitted on.
     pub fn outside(&self, x: &[f64; FEATURES]) -> usize {
-        x.iter()
-            .zip(&self.ranges)
-            .filter(|(v, (lo, hi))| **v < lo - RANGE_SLACK || **v > hi + RANGE_SLACK)
-            .count()
+        self.assess(x).1
     }
 
-    /// The model's points for feature vector `x`: each feature held to the
-    /// range it was fitted on, the points halved for each feature outside it,
-    /// clamped; 0 for a non-finite result.
+    /// The model's points for feature vector `x` ([`Model::assess`]).
     pub fn points(&self, x: &[f64; FEATURES]) -> f64 {
-        let z: f64 = self
-            .weights
-            .iter()
-            .zip(x)
-            .zip(&self.ranges)
-            .map(|((w, v), (lo, hi))| w * v.clamp(*lo, *hi))
-            .sum::<f64>()
-            + self.intercept;
-        let shrink = 0.5f64.powi(i32::try_from(self.outside(x)).unwrap_or(i32::MAX));
+        self.assess(x).0
+    }
+
+    /// The model's points for feature vector `x`, and how many of its
+    /// features lie outside the ranges it was fitted on: each feature held to
+    /// its range (`max` then `min`, never a panic on a stored range), the
+    /// points halved for each one outside, clamped; 0 for a non-finite result.
+    pub fn assess(&self, x: &[f64; FEATURES]) -> (f64, usize) {
+        let mut z = self.intercept;
+        let mut outside = 0;
+        for ((w, v), (lo, hi)) in self.weights.iter().zip(x).zip(&self.ranges) {
+            outside += usize::from(*v < lo - RANGE_SLACK || *v > hi + RANGE_SLACK);
+            z += w * v.max(*lo).min(*hi);
+        }
+        let shrink = 0.5f64.powi(i32::try_from(outside).unwrap_or(i32::MAX));
         let p = shrink * self.weight() * POINTS_PER_LOGIT * (z - self.expert_intercept);
-        if p.is_finite() {
+        let points = if p.is_finite() {
             p.clamp(MIN_POINTS, MAX_POINTS)
         } else {
             0.0
-        }
+        };
+        (points, outside)
     }
 }
 

@@ -14,7 +14,7 @@
 use super::fit::fit_with;
 use super::judge::{auc, caught_share, threshold_at};
 use super::{fit, FitError, Labelled, Model};
-use crate::score::{level_verdict, level_with_review, score_of_points};
+use crate::score::{level_verdict, level_with_review, review_cutoff_tenths, score_of_points};
 
 /// Share of the labels, the newest, a fit is judged on.
 pub const HOLDOUT_SHARE: f64 = 0.2;
@@ -92,7 +92,7 @@ fn review_cutoff(rows: &[Labelled], model: &Model, budget: f64) -> f64 {
     let at = ((budget.clamp(0.0, 1.0) * scores.len() as f64) as usize)
         .min(scores.len().saturating_sub(1));
     let cutoff = scores.get(at).map_or(60.0, |s| (s * 10.0).ceil() / 10.0);
-    cutoff.clamp(40.1, 74.9)
+    f64::from(review_cutoff_tenths(cutoff)) / 10.0
 }
 
 fn score_of(model: &Model, r: &Labelled) -> f64 {
@@ -101,7 +101,7 @@ fn score_of(model: &Model, r: &Labelled) -> f64 {
 
 /// The rows by the `Result` `model` gives them at strictness 50.
 fn bands(rows: &[Labelled], model: &Model) -> Vec<Band> {
-    let review = model.review_cutoff.map(|c| (c * 10.0).round() as i32);
+    let review = model.review_cutoff.map(review_cutoff_tenths);
     let mut out: Vec<Band> = ["Passed", "Review", "Failed"]
         .into_iter()
         .map(|result| Band {
