@@ -6,7 +6,7 @@ use vigil_hnsw::codes::{Code, Directions, CODE_BYTES};
 use vigil_hnsw::distance::{unit_halves, widen_halves};
 
 use crate::encoding::Encoding;
-use crate::layout::{CODE_AT, ELEMENT_HEADER, FLAG_DELETED, FLAG_REMOVED, KIND_ELEMENT};
+use crate::layout::{CODE_AT, ELEMENT_HEADER, FLAG_DELETED, FLAG_REMOVED, KEY_BYTES, KIND_ELEMENT};
 use crate::tid::Tid;
 
 /// The fixed part of an element item.
@@ -102,6 +102,21 @@ pub fn encode_halves_element(
     item
 }
 
+/// Appends a partitioned index's `key` to an element item.
+pub fn append_key(item: &mut Vec<u8>, key: i64) {
+    item.extend_from_slice(&key.to_ne_bytes());
+}
+
+/// The key of an element item of a partitioned index whose items are
+/// `len` bytes ([`crate::Meta::element_len`]): its last 8 bytes.
+pub fn element_key(item: &[u8], len: usize) -> Result<i64, String> {
+    len.checked_sub(KEY_BYTES)
+        .and_then(|at| item.get(at..len))
+        .and_then(|b| b.try_into().ok())
+        .map(i64::from_ne_bytes)
+        .ok_or_else(|| format!("element item of {} bytes has no key", item.len()))
+}
+
 /// The code of a version-3 element item.
 pub fn element_code(item: &[u8]) -> Result<Code, String> {
     item.get(CODE_AT..CODE_AT + CODE_BYTES)
@@ -193,5 +208,14 @@ mod tests {
         );
         element_vector(&coded, 3, Encoding::UnitF16Coded, &mut v).unwrap();
         assert_eq!(v, halves);
+        // A partitioned index's key after the vector, which reads as before.
+        let mut keyed = coded.clone();
+        append_key(&mut keyed, -42);
+        assert_eq!(element_key(&keyed, keyed.len()).unwrap(), -42);
+        assert_eq!(ElementHeader::decode(&keyed).unwrap(), h);
+        element_vector(&keyed, 3, Encoding::UnitF16Coded, &mut v).unwrap();
+        assert_eq!(v, halves);
+        assert!(element_key(&keyed, keyed.len() + 1).is_err());
+        assert!(element_key(&keyed[..4], 4).is_err());
     }
 }

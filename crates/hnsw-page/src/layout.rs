@@ -8,13 +8,29 @@
 //! ```text
 //! block 0      meta page: a Meta record right after the page header
 //!              (pd_lower ends after it, so full-page images skip the hole)
-//! block 1..    data pages: element items and neighbour items, in any mix
+//! block 1..    data pages: element items and neighbour items, in any mix;
+//!              in a partitioned index, directory pages among them
 //! ```
 //!
-//! **Meta** (ten native-endian `u32`): magic `VHNS`, layout version, dims
-//! (0 until the first vector arrives), metric, m, ef_construction, entry
-//! point block and offset (offset 0 = empty graph), entry level, and the
-//! insert block (the last data page, where new items go).
+//! **Meta** (thirteen native-endian `u32`): magic `VHNS`, layout version,
+//! dims (0 until the first vector arrives), metric, m, ef_construction,
+//! entry point block and offset (offset 0 = empty graph), entry level, the
+//! insert block (the last data page, where new items go), then (from 0.10.0;
+//! zero in older pages) partitioned (0 or 1), the first directory page (0 =
+//! none) and the directory's version.
+//!
+//! **Partitioned indexes** (`USING vigil_hnsw (key, vector)`, `key` a
+//! `bigint`): one graph per key value, sharing the pages. Every link stays
+//! within its key's graph, so a scan for `key = k` walks the graph of `k`'s
+//! rows alone: it is the graph those rows would have in an index of their
+//! own, whatever else the index holds (a search restricted by a filter on a
+//! shared graph loses recall as the filter's share shrinks). The meta
+//! record's entry point is unused; each key's entry point is a **directory
+//! item** (16 bytes: kind = 3 u8, entry level u8, entry block u32 and
+//! offset u16 (offset 0: the key has no element now), the key i64) on a
+//! directory page (page kind 3), whose special space holds the next
+//! directory page (0 = the last). Each element item carries its key in 8
+//! bytes after the vector, which vacuum and the check read.
 //!
 //! The layout version says how element items hold their vectors
 //! ([`Encoding`](crate::Encoding)): version 1, the vector as given in f32 (L2
@@ -91,6 +107,7 @@ pub const MAGIC: u32 = u32::from_be_bytes(*b"VHNS");
 pub const PAGE_ID: u16 = 0xF1A7;
 pub const PAGE_META: u16 = 1;
 pub const PAGE_DATA: u16 = 2;
+pub const PAGE_DIRECTORY: u16 = 3;
 
 /// `SizeOfPageHeaderData` and `sizeof(ItemIdData)`.
 pub const PAGE_HEADER: usize = 24;
@@ -103,11 +120,16 @@ pub(crate) const SLOT: usize = 6;
 pub(crate) const CODE_AT: usize = ELEMENT_HEADER;
 /// Byte offset of a neighbour item's per-layer link counts.
 pub(crate) const COUNTS_AT: usize = NEIGHBOUR_HEADER;
-/// Bytes of the meta record.
-pub const META_SIZE: usize = 40;
+/// Bytes of the meta record (40 before 0.10.0, zeros after it then).
+pub const META_SIZE: usize = 52;
+/// Bytes of a partitioned index's key, after an element item's vector.
+pub const KEY_BYTES: usize = 8;
+/// Bytes of a directory item.
+pub const DIRECTORY_ITEM: usize = 16;
 
 pub const KIND_ELEMENT: u8 = 1;
 pub const KIND_NEIGHBOURS: u8 = 2;
+pub const KIND_DIRECTORY: u8 = 3;
 pub const FLAG_DELETED: u8 = 1;
 pub const FLAG_REMOVED: u8 = 2;
 

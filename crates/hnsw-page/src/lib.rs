@@ -9,10 +9,12 @@
 //! * `tid`: [`Tid`], an item's address.
 //! * `encoding`: [`Encoding`], how element items hold vectors.
 //! * `meta`: [`Opaque`] (every page's special space) and [`Meta`].
-//! * `element`: element items ([`ElementHeader`] and the vector).
+//! * `element`: element items ([`ElementHeader`], the vector, a key).
+//! * `directory`: directory items ([`DirectoryItem`]), each key's entry point.
 //! * `neighbours`: neighbour items ([`Lists`]).
 //! * `fill`: where items land ([`Filler`], [`pack`]).
 
+mod directory;
 mod element;
 mod encoding;
 mod fill;
@@ -21,16 +23,18 @@ mod meta;
 mod neighbours;
 mod tid;
 
+pub use directory::DirectoryItem;
 pub use element::{
-    element_code, element_size, element_vector, encode_element, encode_halves_element,
-    ElementHeader,
+    append_key, element_code, element_key, element_size, element_vector, encode_element,
+    encode_halves_element, ElementHeader,
 };
 pub use encoding::{Encoding, CODED_MIN_DIMS};
 pub use fill::{elements_per_page, pack, Filler};
 pub use layout::{
-    item_footprint, maxalign, BLOCK_SIZE, ELEMENT_HEADER, FLAG_DELETED, FLAG_REMOVED, KIND_ELEMENT,
-    KIND_NEIGHBOURS, LINE_POINTER, MAGIC, MAX_DIMS, META_BLOCK, META_SIZE, PAGE_CAPACITY,
-    PAGE_DATA, PAGE_HEADER, PAGE_ID, PAGE_META, SPECIAL_SIZE,
+    item_footprint, maxalign, BLOCK_SIZE, DIRECTORY_ITEM, ELEMENT_HEADER, FLAG_DELETED,
+    FLAG_REMOVED, KEY_BYTES, KIND_DIRECTORY, KIND_ELEMENT, KIND_NEIGHBOURS, LINE_POINTER, MAGIC,
+    MAX_DIMS, META_BLOCK, META_SIZE, PAGE_CAPACITY, PAGE_DATA, PAGE_DIRECTORY, PAGE_HEADER,
+    PAGE_ID, PAGE_META, SPECIAL_SIZE,
 };
 pub use meta::{Meta, Opaque};
 pub use neighbours::{neighbour_level, Lists};

@@ -3,8 +3,9 @@
 
 use vigil_hnsw::{Metric, Params};
 
+use crate::element::element_size;
 use crate::encoding::Encoding;
-use crate::layout::{MAGIC, META_SIZE};
+use crate::layout::{KEY_BYTES, MAGIC, META_SIZE};
 use crate::neighbours::Lists;
 use crate::tid::Tid;
 
@@ -13,6 +14,9 @@ use crate::tid::Tid;
 pub struct Opaque {
     pub page_id: u16,
     pub kind: u16,
+    /// Directory pages: the next directory page (0: the last). Zero on
+    /// other pages.
+    pub next: u32,
 }
 
 impl Opaque {
@@ -20,13 +24,14 @@ impl Opaque {
         Opaque {
             page_id: u16::from_ne_bytes([bytes[0], bytes[1]]),
             kind: u16::from_ne_bytes([bytes[2], bytes[3]]),
+            next: u32::from_ne_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]),
         }
     }
 
     pub fn write(self, bytes: &mut [u8]) {
         bytes[..2].copy_from_slice(&self.page_id.to_ne_bytes());
         bytes[2..4].copy_from_slice(&self.kind.to_ne_bytes());
-        bytes[4..8].fill(0);
+        bytes[4..8].copy_from_slice(&self.next.to_ne_bytes());
     }
 }
 
@@ -40,6 +45,14 @@ pub struct Meta {
     pub entry: Option<(Tid, u32)>,
     pub insert_block: u32,
     pub encoding: Encoding,
+    /// A partitioned index (two columns, a `bigint` key first): one graph
+    /// per key, each with its entry point in the directory.
+    pub partitioned: bool,
+    /// The first directory page (0: none yet).
+    pub directory: u32,
+    /// Changed by every change of the directory, so a backend knows when
+    /// the copy it keeps is stale.
+    pub directory_version: u32,
 }
 
 fn metric_code(m: Metric) -> u32 {
@@ -57,6 +70,13 @@ impl Meta {
             m: self.m as usize,
             coded: self.encoding.coded(),
         }
+    }
+
+    /// Bytes of an element item: the vector as [`Encoding`] holds it, and
+    /// the key after it in a partitioned index.
+    pub fn element_len(&self) -> usize {
+        element_size(self.dims as usize, self.encoding)
+            + if self.partitioned { KEY_BYTES } else { 0 }
     }
 
     pub fn params(&self) -> Params {
@@ -84,6 +104,9 @@ impl Meta {
             eo,
             el,
             self.insert_block,
+            u32::from(self.partitioned),
+            self.directory,
+            self.directory_version,
         ];
         for (i, w) in words.iter().enumerate() {
             out[i * 4..i * 4 + 4].copy_from_slice(&w.to_ne_bytes());
@@ -136,6 +159,10 @@ impl Meta {
             entry,
             insert_block: w(9),
             encoding,
+            // Zero in meta pages written before 0.10.0 (a page starts zeroed).
+            partitioned: w(10) != 0,
+            directory: w(11),
+            directory_version: w(12),
         })
     }
 }
@@ -160,6 +187,9 @@ mod tests {
             )),
             insert_block: 99,
             encoding: Encoding::UnitF16,
+            partitioned: true,
+            directory: 7,
+            directory_version: 12,
         };
         let mut bytes = [0u8; META_SIZE];
         meta.encode(&mut bytes);
@@ -185,6 +215,12 @@ mod tests {
         };
         coded.encode(&mut bytes);
         assert_eq!(Meta::decode(&bytes).unwrap(), coded);
+        // A meta record of before 0.10.0 (40 bytes, zeros after): one graph.
+        let mut old_record = [0u8; META_SIZE];
+        coded.encode(&mut old_record);
+        old_record[40..].fill(0);
+        let one_graph = Meta::decode(&old_record).unwrap();
+        assert_eq!((one_graph.partitioned, one_graph.directory), (false, 0));
         bytes[4..8].copy_from_slice(&4u32.to_ne_bytes());
         assert!(Meta::decode(&bytes).unwrap_err().contains("REINDEX"));
     }

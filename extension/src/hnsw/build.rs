@@ -17,9 +17,12 @@ use pgrx::prelude::*;
 use vigil_hnsw::build::{build, estimate_build_memory, BuildVector, Graph, UnitHalves};
 use vigil_hnsw::codes::Code;
 use vigil_hnsw::Params;
-use vigil_hnsw_page::{self as page, element_size, Encoding, Meta, Tid, META_BLOCK, PAGE_DATA};
+use vigil_hnsw_page::{
+    self as page, element_size, DirectoryItem, Encoding, Meta, Tid, META_BLOCK, PAGE_DATA,
+};
 
 use super::buffer::{Locked, Wal};
+use super::directory;
 use super::items::{add_item, init_page};
 use super::meta::{self, write_meta};
 use super::{insert, new_params, ops, raise, relation_name};
@@ -97,6 +100,8 @@ struct BuildState {
     params: Params,
     /// Heap TIDs and vectors of the rows not yet written.
     rows: Rows,
+    /// Their keys, in a partitioned index (one per row of `rows`).
+    keys: Option<Vec<i64>>,
     limit: usize,
     /// False once memory ran out: rows go straight to the pages.
     in_memory: bool,
@@ -116,11 +121,16 @@ pub unsafe extern "C-unwind" fn ambuild(
         );
     }
     let params = new_params(index);
-    meta::create_meta(index, &empty_meta(&params));
+    let partitioned = super::partitioned(index);
+    if (*(*index).rd_index).indnkeyatts > 2 {
+        error!("vigil_hnsw indexes one column (a vector) or two (a bigint key, then a vector)");
+    }
+    meta::create_meta(index, &empty_meta(&params, partitioned));
     let mut state = BuildState {
         index,
         params,
         rows: Rows::new(Encoding::for_index(params.metric, params.dims)),
+        keys: partitioned.then(Vec::new),
         limit: (pg_sys::maintenance_work_mem as usize).saturating_mul(1024),
         in_memory: true,
         indexed: 0.0,
@@ -164,15 +174,18 @@ pub unsafe extern "C-unwind" fn ambuildempty(index: pg_sys::Relation) {
     // As ginbuildempty: change, dirty and log the page in one critical section.
     pg_sys::CritSectionCount += 1;
     init_page(page, page::PAGE_META);
-    write_meta(page, &empty_meta(&params));
+    write_meta(page, &empty_meta(&params, super::partitioned(index)));
     pg_sys::MarkBufferDirty(buf);
     pg_sys::log_newpage_buffer(buf, true);
     pg_sys::CritSectionCount -= 1;
     pg_sys::UnlockReleaseBuffer(buf);
 }
 
-fn empty_meta(params: &Params) -> Meta {
+fn empty_meta(params: &Params, partitioned: bool) -> Meta {
     Meta {
+        partitioned,
+        directory: 0,
+        directory_version: 0,
         dims: params.dims as u32,
         metric: params.metric,
         m: params.m as u32,
@@ -192,13 +205,13 @@ unsafe extern "C-unwind" fn build_callback(
     _alive: bool,
     state: *mut std::ffi::c_void,
 ) {
-    if *isnull {
-        return;
-    }
     let state = &mut *(state as *mut BuildState);
+    let Some((key, datum)) = super::row_key(state.index, values, isnull) else {
+        return;
+    };
     let (block, offset) = pgrx::itemptr::item_pointer_get_both(*tid);
     let heap = Tid { block, offset };
-    let vector = ops::vector_from_datum(*values)
+    let vector = ops::vector_from_datum(datum)
         .unwrap_or_else(|e| raise(state.index, format!("row {heap:?}: {e}")));
     if state.params.dims == 0 {
         state.params.dims = vector.len();
@@ -227,7 +240,7 @@ unsafe extern "C-unwind" fn build_callback(
         return;
     }
     if !state.in_memory {
-        insert::insert_vector(state.index, heap, vector);
+        insert::insert_vector(state.index, heap, key, vector);
         state.indexed += 1.0;
         return;
     }
@@ -240,27 +253,36 @@ unsafe extern "C-unwind" fn build_callback(
         write_graph(state);
         state.in_memory = false;
         progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_INSERT);
-        insert::insert_vector(state.index, heap, vector);
+        insert::insert_vector(state.index, heap, key, vector);
         state.indexed += 1.0;
         return;
     }
     state.rows.push(state.index, &state.params, heap, vector);
+    if let (Some(keys), Some(key)) = (state.keys.as_mut(), key) {
+        keys.push(key);
+    }
 }
 
 /// Builds the gathered rows' graph and writes it after the meta page.
 fn write_graph(state: &mut BuildState) {
     let encoding = Encoding::for_index(state.params.metric, state.params.dims);
+    let keys = state.keys.take();
     state.indexed += match std::mem::replace(&mut state.rows, Rows::new(encoding)) {
-        Rows::F32(rows) => build_and_write(state.index, state.params, rows),
-        Rows::Halves(rows) => build_and_write(state.index, state.params, rows),
+        Rows::F32(rows) => build_and_write(state.index, state.params, rows, keys),
+        Rows::Halves(rows) => build_and_write(state.index, state.params, rows, keys),
     } as f64;
 }
+
+/// Graphs smaller than this are built on one thread: most keys of a
+/// partitioned index are small, and threads would cost more than they give.
+const PARALLEL_FROM: usize = 10_000;
 
 /// Builds the graph of `rows` and writes it; the number of rows written.
 fn build_and_write<V: BuildVector + ElementBytes>(
     index: pg_sys::Relation,
     params: Params,
     rows: Vec<(Tid, V)>,
+    keys: Option<Vec<i64>>,
 ) -> usize {
     if rows.is_empty() {
         return 0;
@@ -282,12 +304,50 @@ fn build_and_write<V: BuildVector + ElementBytes>(
         })
         .collect();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut graph = build(&params, items, threads).unwrap_or_else(|e| raise(index, e));
     let encoding = Encoding::for_index(params.metric, params.dims);
-    graph.order_for_locality(page::elements_per_page(params.dims, params.m, encoding));
+    let per_page = page::elements_per_page(params.dims, params.m, encoding);
+    let Some(keys) = keys else {
+        let mut graph = build(&params, items, threads).unwrap_or_else(|e| raise(index, e));
+        graph.order_for_locality(per_page);
+        progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_WRITE);
+        progress(pg_sys::PROGRESS_CREATEIDX_TUPLES_TOTAL, graph.len() as i64);
+        write_pages(index, &params, graph, &heap_tids, None);
+        return heap_tids.len();
+    };
+    // One graph per key, laid out one after another.
+    let mut groups: std::collections::BTreeMap<i64, Vec<(usize, V)>> = Default::default();
+    for (i, v) in items {
+        groups.entry(keys[i]).or_default().push((i, v));
+    }
+    let mut all = Graph {
+        params,
+        entry: None,
+        elements: Vec::with_capacity(heap_tids.len()),
+    };
+    let mut entries = Vec::with_capacity(groups.len());
+    for (key, group) in groups {
+        pgrx::check_for_interrupts!();
+        let threads = if group.len() >= PARALLEL_FROM {
+            threads
+        } else {
+            1
+        };
+        let mut graph = build(&params, group, threads).unwrap_or_else(|e| raise(index, e));
+        graph.order_for_locality(per_page);
+        entries.push((key, graph.entry));
+        all.elements.extend(graph.elements);
+    }
     progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_WRITE);
-    progress(pg_sys::PROGRESS_CREATEIDX_TUPLES_TOTAL, graph.len() as i64);
-    write_pages(index, &params, graph, &heap_tids);
+    progress(pg_sys::PROGRESS_CREATEIDX_TUPLES_TOTAL, all.len() as i64);
+    let by_id = write_pages(index, &params, all, &heap_tids, Some(&keys));
+    let items: Vec<DirectoryItem> = entries
+        .into_iter()
+        .map(|(key, entry)| DirectoryItem {
+            key,
+            entry: entry.map(|e| (by_id[e.id], e.level as u32)),
+        })
+        .collect();
+    directory::write_all(index, &items);
     heap_tids.len()
 }
 
@@ -321,13 +381,16 @@ impl ElementBytes for UnitHalves {
 }
 
 /// Lays the graph out ([`page::pack`]) and writes each page as one
-/// full-image WAL record, items in page and offset order.
+/// full-image WAL record, items in page and offset order; where each
+/// element went, by id. In a partitioned index, `keys` (by id) go into the
+/// element items, and the graph is every key's graph, one after another.
 fn write_pages<V: BuildVector + ElementBytes>(
     index: pg_sys::Relation,
     params: &Params,
     graph: Graph<usize, V>,
     heap_tids: &[Tid],
-) {
+    keys: Option<&[i64]>,
+) -> Vec<Tid> {
     let encoding = Encoding::for_index(params.metric, params.dims);
     let lists = page::Lists {
         m: params.m,
@@ -336,7 +399,13 @@ fn write_pages<V: BuildVector + ElementBytes>(
     let lens: Vec<(usize, usize)> = graph
         .elements
         .iter()
-        .map(|e| (element_size(params.dims, encoding), lists.size(e.level)))
+        .map(|e| {
+            let key = if keys.is_some() { page::KEY_BYTES } else { 0 };
+            (
+                element_size(params.dims, encoding) + key,
+                lists.size(e.level),
+            )
+        })
         .collect();
     // Codes by element id, for the links to each.
     let mut codes = vec![Code::default(); if lists.coded { graph.len() } else { 0 }];
@@ -369,7 +438,7 @@ fn write_pages<V: BuildVector + ElementBytes>(
     for (done, &(at, k, is_element)) in items.iter().enumerate() {
         let e = &graph.elements[k];
         let item = if is_element {
-            e.vector.element_item(
+            let mut item = e.vector.element_item(
                 &page::ElementHeader {
                     level: e.level as u8,
                     flags: 0,
@@ -377,7 +446,11 @@ fn write_pages<V: BuildVector + ElementBytes>(
                     neighbours: placed[k].1,
                 },
                 encoding,
-            )
+            );
+            if let Some(keys) = keys {
+                page::append_key(&mut item, keys[e.id]);
+            }
+            item
         } else {
             // Links by where their elements were placed, with their codes.
             let links: Vec<Vec<Tid>> = e
@@ -406,6 +479,7 @@ fn write_pages<V: BuildVector + ElementBytes>(
         meta.insert_block = last;
     });
     progress(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE, graph.len() as i64);
+    by_id
 }
 
 /// Appends items to new pages at the end of the index, one WAL record per page.

@@ -11,7 +11,9 @@
 //! too.) The rest of the index, should every row be wanted, costs one more
 //! distance each and the rest of its pages; the planner adds the heap
 //! fetches itself. So `ORDER BY .. LIMIT k` prefers the index, and
-//! an unbounded `ORDER BY` over a large table prefers a sort.
+//! an unbounded `ORDER BY` over a large table prefers a sort. A partitioned
+//! index is priced out unless its key is compared with one value: it
+//! holds one graph per key, and a scan walks one.
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -37,7 +39,15 @@ pub unsafe extern "C-unwind" fn amcostestimate(
     let info = &*path.indexinfo;
     *correlation = 0.0;
     *pages = info.pages as f64;
-    if path.indexorderbys.is_null() {
+    // A partitioned index answers only for one key (`key = $1`): its
+    // first column must be among the path's conditions.
+    let keyed = {
+        let clauses = pgrx::PgList::<pg_sys::IndexClause>::from_pg(path.indexclauses);
+        let keyed = clauses.iter_ptr().any(|c| (*c).indexcol == 0);
+        keyed
+    };
+    let partitioned = info.nkeycolumns == 2;
+    if path.indexorderbys.is_null() || (partitioned && !keyed) {
         // The index answers nothing but ORDER BY distance.
         *startup = 1.0e10;
         *total = 1.0e10;

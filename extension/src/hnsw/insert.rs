@@ -13,7 +13,7 @@ use std::cell::RefCell;
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use vigil_hnsw::{plan_links, write_element, LevelRng};
+use vigil_hnsw::{plan_links, write_element, GraphStore, LevelRng};
 use vigil_hnsw_page::{self as page, Tid};
 
 use super::lock::{GraphLock, PlacementLock};
@@ -38,18 +38,25 @@ pub unsafe extern "C-unwind" fn aminsert(
     _unchanged: bool,
     _info: *mut pg_sys::IndexInfo,
 ) -> bool {
-    if *isnull {
+    let Some((key, datum)) = super::row_key(index, values, isnull) else {
         return false;
-    }
-    let vector = ops::vector_from_datum(*values).unwrap_or_else(|e| raise(index, e));
+    };
+    let vector = ops::vector_from_datum(datum).unwrap_or_else(|e| raise(index, e));
     let (block, offset) = pgrx::itemptr::item_pointer_get_both(*heap_tid);
-    insert_vector(index, Tid { block, offset }, vector);
+    insert_vector(index, Tid { block, offset }, key, vector);
     false
 }
 
-/// Adds one heap row's vector to the graph.
-pub fn insert_vector(index: pg_sys::Relation, heap: Tid, vector: &[f32]) {
-    let mut store = PageStore::open(index);
+/// Adds one heap row's vector to the graph (to `key`'s, in a partitioned index).
+pub fn insert_vector(index: pg_sys::Relation, heap: Tid, key: Option<i64>, vector: &[f32]) {
+    let open = || {
+        let store = PageStore::open(index);
+        match key {
+            Some(key) => store.scoped(key, None).unwrap_or_else(|e| raise(index, e)),
+            None => store,
+        }
+    };
+    let mut store = open();
     let level = LEVELS.with_borrow_mut(|rng| {
         rng.get_or_insert_with(|| {
             LevelRng::new(u64::from_ne_bytes(crate::pg::strong_random::<8>(
@@ -61,21 +68,26 @@ pub fn insert_vector(index: pg_sys::Relation, heap: Tid, vector: &[f32]) {
     // Alone when this insert may set the dimensions or move the entry
     // point; otherwise beside other inserts. Checked again once locked: a
     // vacuum may have moved the entry point down meanwhile.
-    let alone =
-        |meta: &page::Meta| meta.dims == 0 || meta.entry.is_none_or(|(_, top)| level as u32 > top);
-    let _lock = if alone(&store.meta) {
+    let alone = |store: &PageStore| {
+        store.meta.dims == 0
+            || store
+                .entry_point()
+                .unwrap_or_else(|e| raise(index, e))
+                .is_none_or(|entry| level > entry.level)
+    };
+    let _lock = if alone(&store) {
         GraphLock::exclusive(index)
     } else {
         let shared = GraphLock::share(index);
-        store = PageStore::open(index);
-        if alone(&store.meta) {
+        store = open();
+        if alone(&store) {
             drop(shared);
             GraphLock::exclusive(index)
         } else {
             shared
         }
     };
-    store = PageStore::open(index);
+    store = open();
     if store.meta.dims == 0 {
         // The first vector fixes the dimensions (page writes are not undone
         // by a rollback, so only a vector that will be accepted may decide).

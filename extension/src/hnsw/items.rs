@@ -146,6 +146,7 @@ pub unsafe fn init_page(page: pg_sys::Page, kind: u16) {
     Opaque {
         page_id: PAGE_ID,
         kind,
+        next: 0,
     }
     .write(special);
 }

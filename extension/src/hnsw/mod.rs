@@ -36,6 +36,7 @@
 pub mod buffer;
 pub mod build;
 pub mod cost;
+pub mod directory;
 pub mod insert;
 pub mod items;
 pub mod lock;
@@ -202,11 +203,40 @@ unsafe extern "C-unwind" fn amoptions(
     ) as *mut pg_sys::bytea
 }
 
+/// Whether the index is partitioned: `(key bigint, vector)`, one graph per
+/// key ([`vigil_hnsw_page::layout`]), rather than `(vector)`, one graph.
+pub(crate) fn partitioned(index: pg_sys::Relation) -> bool {
+    // SAFETY: index is open; rd_index is its pg_index row.
+    unsafe { (*(*index).rd_index).indnkeyatts == 2 }
+}
+
+/// A row's key (in a partitioned index) and vector datum, from the values
+/// an insert or a build is given; `None` when either is NULL (such a row
+/// is not indexed: no scan could ask for it).
+///
+/// # Safety
+/// `values` and `isnull` hold one entry per index column.
+pub(crate) unsafe fn row_key(
+    index: pg_sys::Relation,
+    values: *const pg_sys::Datum,
+    isnull: *const bool,
+) -> Option<(Option<i64>, pg_sys::Datum)> {
+    if !partitioned(index) {
+        return (!*isnull).then(|| (None, *values));
+    }
+    if *isnull || *isnull.add(1) {
+        return None;
+    }
+    Some((Some((*values).value() as i64), *values.add(1)))
+}
+
 /// The metric of the index's operator class, from its support function 1.
 fn metric_of(index: pg_sys::Relation) -> Metric {
+    // The vector is the last column (the second of a partitioned index).
+    let column = if partitioned(index) { 2 } else { 1 };
     // SAFETY: index is open; get_func_name returns a palloc'd name or NULL.
     let name = unsafe {
-        let proc = pg_sys::index_getprocid(index, 1, 1);
+        let proc = pg_sys::index_getprocid(index, column, 1);
         let name = pg_sys::get_func_name(proc);
         if name.is_null() {
             String::new()
@@ -322,7 +352,8 @@ pub unsafe extern "C-unwind" fn vigil_hnsw_handler(
     am.amcanorderbyop = true;
     am.amcanbackward = false;
     am.amcanunique = false;
-    am.amcanmulticol = false;
+    // Two columns make a partitioned index: `(key bigint, vector)`.
+    am.amcanmulticol = true;
     am.amoptionalkey = true;
     am.amsearcharray = false;
     am.amsearchnulls = false;
@@ -385,13 +416,39 @@ fn hnsw_check(index: pgrx::PgRelation) -> pgrx::JsonB {
         require_live_links: false,
         check_vectors: true,
     };
+    let check = |graph: &PageStore| {
+        let report =
+            vigil_hnsw::check(graph, &graph.params(), options).unwrap_or_else(|e| raise(rel, e));
+        let unreached = vigil_hnsw::unreached(graph).unwrap_or_else(|e| raise(rel, e));
+        (report, unreached.len())
+    };
+    let mut keys = 0usize;
     let (report, unreachable) = if store.meta.dims == 0 {
         Default::default()
+    } else if store.meta.partitioned {
+        // Every key's graph on its own: a link to another key's element
+        // is a link to an element the graph does not hold.
+        let mut total = (vigil_hnsw::CheckReport::default(), 0);
+        for (key, members) in store.elements_by_key().unwrap_or_else(|e| raise(rel, e)) {
+            keys += 1;
+            let graph = PageStore::open(rel)
+                .scoped(key, Some(members))
+                .unwrap_or_else(|e| raise(rel, e));
+            let (r, unreached) = check(&graph);
+            total.0.elements += r.elements;
+            total.0.deleted += r.deleted;
+            total.0.links += r.links;
+            if total.0.levels.len() < r.levels.len() {
+                total.0.levels.resize(r.levels.len(), 0);
+            }
+            for (sum, n) in total.0.levels.iter_mut().zip(&r.levels) {
+                *sum += n;
+            }
+            total.1 += unreached;
+        }
+        total
     } else {
-        let report =
-            vigil_hnsw::check(&store, &store.params(), options).unwrap_or_else(|e| raise(rel, e));
-        let unreached = vigil_hnsw::unreached(&store).unwrap_or_else(|e| raise(rel, e));
-        (report, unreached.len())
+        check(&store)
     };
     pgrx::JsonB(serde_json::json!({
         "elements": report.elements,
@@ -404,5 +461,7 @@ fn hnsw_check(index: pgrx::PgRelation) -> pgrx::JsonB {
         "vectors": store.meta.encoding.name(),
         "m": store.meta.m,
         "ef_construction": store.meta.ef_construction,
+        "partitioned": store.meta.partitioned,
+        "keys": keys,
     }))
 }

@@ -121,7 +121,31 @@ pub unsafe extern "C-unwind" fn amrescan(
     let index = scan.indexRelation;
     let query = ops::vector_from_datum(key.sk_argument)
         .unwrap_or_else(|e| raise(index, format!("query vector: {e}")));
-    let store = state.store.insert(PageStore::open_for_scan(index));
+    let mut store = PageStore::open_for_scan(index);
+    if super::partitioned(index) {
+        // The graph of the key the scan asks for (`key = $1`): the planner
+        // offers the index to no query without one (cost.rs).
+        let keys = std::slice::from_raw_parts(scan.keyData, scan.numberOfKeys.max(0) as usize);
+        let Some(wanted) = keys.iter().find(|k| k.sk_attno == 1) else {
+            raise(
+                index,
+                "a scan of a partitioned vigil_hnsw index needs its first column compared with = to one value",
+            );
+        };
+        if wanted.sk_flags & pg_sys::SK_ISNULL as i32 != 0 {
+            // `key = NULL`: no rows.
+            return;
+        }
+        // `key = 3` compares with an integer: the datum of the type it names.
+        let raw = wanted.sk_argument.value();
+        let key = match wanted.sk_subtype {
+            pg_sys::INT4OID => raw as i32 as i64,
+            pg_sys::INT2OID => raw as i16 as i64,
+            _ => raw as i64,
+        };
+        store = store.scoped(key, None).unwrap_or_else(|e| raise(index, e));
+    }
+    let store = state.store.insert(store);
     let dims = store.meta.dims as usize;
     if dims != 0 && query.len() != dims {
         raise(

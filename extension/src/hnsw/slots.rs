@@ -4,9 +4,7 @@
 //! running side by side plan different slots.
 
 use pgrx::pg_sys;
-use vigil_hnsw_page::{
-    self as page, element_size, ElementHeader, Filler, Tid, KIND_ELEMENT, META_BLOCK,
-};
+use vigil_hnsw_page::{self as page, ElementHeader, Filler, Tid, KIND_ELEMENT, META_BLOCK};
 
 use super::buffer::Locked;
 use super::items::{free_space, item};
@@ -38,10 +36,7 @@ impl PageStore {
     /// Where an element of `level` would go now. Deterministic while the
     /// caller holds the [`PlacementLock`]: only its holder adds items.
     fn plan(&self, level: usize) -> Placement {
-        let (elen, nlen) = (
-            element_size(self.meta.dims as usize, self.meta.encoding),
-            self.meta.lists().size(level),
-        );
+        let (elen, nlen) = (self.meta.element_len(), self.meta.lists().size(level));
         if let Some(slot) = self.removed_slot(elen, nlen) {
             return slot;
         }

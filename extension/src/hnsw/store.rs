@@ -10,6 +10,7 @@
 //! graph (the new element is written before anything links to it).
 
 use std::cell::Cell;
+use std::collections::HashMap;
 
 use pgrx::pg_sys;
 use vigil_hnsw::distance::prefetch;
@@ -21,6 +22,7 @@ use vigil_hnsw_page::{
 };
 
 use super::buffer::{pin, Locked, Wal};
+use super::directory;
 use super::items::{
     add_item, err, init_page, item, line_pointer, overwrite_item, prefetch_item, PageError,
 };
@@ -41,6 +43,15 @@ pub struct PageStore {
     entry_from_open: bool,
     /// The element this store last inserted and its code (coded indexes).
     inserted: Cell<Option<(Tid, Code)>>,
+    /// In a partitioned index, the key whose graph this store is: its
+    /// entry point is the key's, its new elements carry the key.
+    key: Option<i64>,
+    /// The key's entry point as read at [`PageStore::scoped`], for a scan.
+    key_entry: Option<(Tid, u32)>,
+    /// The key's elements, when the caller has listed them already (vacuum
+    /// and the check list every key's in one pass): what
+    /// [`GraphStore::for_each_element`] visits instead of every page.
+    members: Option<Vec<(Tid, ElementMeta)>>,
 }
 
 impl PageStore {
@@ -51,7 +62,91 @@ impl PageStore {
             pending: Cell::new(None),
             entry_from_open: false,
             inserted: Cell::new(None),
+            key: None,
+            key_entry: None,
+            members: None,
         }
+    }
+
+    /// This store as the graph of `key` in a partitioned index (with its
+    /// elements, when listed already). A store for a scan takes the key's
+    /// entry point now, as it takes the meta page's at open.
+    pub fn scoped(
+        mut self,
+        key: i64,
+        members: Option<Vec<(Tid, ElementMeta)>>,
+    ) -> Result<PageStore, PageError> {
+        self.key = Some(key);
+        self.members = members;
+        if self.entry_from_open {
+            self.key_entry = directory::entry(self.rel, &self.meta, key)?;
+        }
+        Ok(self)
+    }
+
+    /// The key of element `id` in a partitioned index.
+    pub fn key_of(&self, id: Tid) -> Result<i64, PageError> {
+        let locked = Locked::share(self.rel, id.block);
+        // SAFETY: locked page, slice dropped before the lock.
+        let bytes = unsafe { item(locked.page(), id.block, id.offset)? };
+        page::element_key(bytes, self.meta.element_len())
+            .map_err(|e| PageError(format!("item {id:?}: {e}")))
+    }
+
+    /// Every element (removed ones left out) by key, in one pass over the
+    /// pages: the partitioned index's graphs, for vacuum and the check.
+    pub fn elements_by_key(&self) -> Result<HashMap<i64, Vec<(Tid, ElementMeta)>>, PageError> {
+        let mut by_key: HashMap<i64, Vec<(Tid, ElementMeta)>> = HashMap::new();
+        let len = self.meta.element_len();
+        self.visit_elements(&mut |at, meta, bytes| {
+            let key = page::element_key(bytes, len)
+                .map_err(|e| PageError(format!("item {at:?}: {e}")))?;
+            by_key.entry(key).or_default().push((at, meta));
+            Ok(())
+        })?;
+        Ok(by_key)
+    }
+
+    /// Calls `f` with every element not removed, its metadata and its item.
+    fn visit_elements(
+        &self,
+        f: &mut dyn FnMut(Tid, ElementMeta, &[u8]) -> Result<(), PageError>,
+    ) -> Result<(), PageError> {
+        for block in 1..self.nblocks() {
+            self.visit_page_elements(block, f)?;
+        }
+        Ok(())
+    }
+
+    /// [`PageStore::visit_elements`] on one page, under its share lock
+    /// (so `f` must not read other pages).
+    fn visit_page_elements(
+        &self,
+        block: u32,
+        f: &mut dyn FnMut(Tid, ElementMeta, &[u8]) -> Result<(), PageError>,
+    ) -> Result<(), PageError> {
+        let locked = Locked::share(self.rel, block);
+        let page = locked.page();
+        // SAFETY: locked page.
+        let max = unsafe { pg_sys::PageGetMaxOffsetNumber(page) };
+        for offset in 1..=max {
+            // SAFETY: as above; the slice is dropped before the lock.
+            let bytes = unsafe { item(page, block, offset)? };
+            if bytes.first() != Some(&KIND_ELEMENT) {
+                continue;
+            }
+            let at = Tid { block, offset };
+            let h =
+                ElementHeader::decode(bytes).map_err(|e| PageError(format!("item {at:?}: {e}")))?;
+            if !h.removed() {
+                let meta = ElementMeta {
+                    level: usize::from(h.level),
+                    deleted: h.deleted(),
+                };
+                f(at, meta, bytes)?;
+            }
+        }
+        Ok(())
     }
 
     /// A store for one index scan, which reads the meta page once: every
@@ -318,12 +413,16 @@ impl GraphStore for PageStore {
     type Error = PageError;
 
     fn entry_point(&self) -> Result<Option<EntryPoint<Tid>>, PageError> {
-        let meta = if self.entry_from_open {
-            self.meta
-        } else {
-            read_meta(self.rel)
+        let entry = match (self.meta.partitioned, self.key) {
+            (false, _) if self.entry_from_open => self.meta.entry,
+            (false, _) => read_meta(self.rel).entry,
+            // A partitioned index's own graph is empty: every element is
+            // in a key's.
+            (true, None) => None,
+            (true, Some(_)) if self.entry_from_open => self.key_entry,
+            (true, Some(key)) => directory::entry(self.rel, &read_meta(self.rel), key)?,
         };
-        Ok(meta.entry.map(|(id, level)| EntryPoint {
+        Ok(entry.map(|(id, level)| EntryPoint {
             id,
             level: level as usize,
         }))
@@ -421,34 +520,20 @@ impl GraphStore for PageStore {
     }
 
     fn for_each_element(&self, f: &mut dyn FnMut(Tid, ElementMeta)) -> Result<(), PageError> {
+        if let Some(members) = &self.members {
+            for &(at, meta) in members {
+                f(at, meta);
+            }
+            return Ok(());
+        }
+        // Called back after each page's lock is let go: `f` may read pages.
         let mut found = Vec::new();
         for block in 1..self.nblocks() {
             found.clear();
-            {
-                let locked = Locked::share(self.rel, block);
-                let page = locked.page();
-                // SAFETY: locked page.
-                let max = unsafe { pg_sys::PageGetMaxOffsetNumber(page) };
-                for offset in 1..=max {
-                    // SAFETY: as above.
-                    let bytes = unsafe { item(page, block, offset)? };
-                    if bytes.first() != Some(&KIND_ELEMENT) {
-                        continue;
-                    }
-                    let at = Tid { block, offset };
-                    let h = ElementHeader::decode(bytes)
-                        .map_err(|e| PageError(format!("item {at:?}: {e}")))?;
-                    if !h.removed() {
-                        found.push((
-                            at,
-                            ElementMeta {
-                                level: usize::from(h.level),
-                                deleted: h.deleted(),
-                            },
-                        ));
-                    }
-                }
-            }
+            self.visit_page_elements(block, &mut |at, meta, _| {
+                found.push((at, meta));
+                Ok(())
+            })?;
             for &(at, meta) in &found {
                 f(at, meta);
             }
@@ -488,7 +573,13 @@ impl GraphStore for PageStore {
             heap,
             neighbours: plan.neighbours,
         };
-        let element_item = page::encode_element(&header, vector, self.meta.encoding);
+        let mut element_item = page::encode_element(&header, vector, self.meta.encoding);
+        if self.meta.partitioned {
+            let Some(key) = self.key else {
+                return err(id, "an element of a partitioned index needs its key");
+            };
+            page::append_key(&mut element_item, key);
+        }
         if self.meta.encoding.coded() {
             // Links back to it (replace_neighbours) need its code.
             let code = page::element_code(&element_item)
@@ -592,8 +683,16 @@ impl GraphStore for PageStore {
 
     fn set_entry_point(&mut self, entry: Option<EntryPoint<Tid>>) -> Result<(), PageError> {
         let entry = entry.map(|e| (e.id, e.level as u32));
-        update_meta(self.rel, |meta| meta.entry = entry);
-        self.meta.entry = entry;
-        Ok(())
+        match (self.meta.partitioned, self.key) {
+            (false, _) => {
+                update_meta(self.rel, |meta| meta.entry = entry);
+                self.meta.entry = entry;
+                Ok(())
+            }
+            (true, Some(key)) => directory::set_entry(self.rel, key, entry),
+            (true, None) => Err(PageError(
+                "an entry point of a partitioned index needs its key".into(),
+            )),
+        }
     }
 }

@@ -19,6 +19,8 @@
 //! linked again ([`link_unreached`]): inserts strand a few rows far from all
 //! others, and a repair can too.
 
+use std::collections::HashMap;
+
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use vigil_hnsw::GraphStore;
@@ -54,9 +56,27 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
     });
     if !deleted.is_empty() {
         let _lock = GraphLock::exclusive(index);
-        let mut store = PageStore::open(index);
+        let store = PageStore::open(index);
         let params = store.params();
-        vigil_hnsw::repair(&mut store, &params, &deleted).unwrap_or_else(|e| raise(index, e));
+        if store.meta.partitioned {
+            // Each key's graph repaired on its own, with its elements as
+            // listed under the lock (an insert may have linked to a dead one).
+            let mut gone: HashMap<i64, Vec<Tid>> = HashMap::new();
+            for &id in &deleted {
+                let key = store.key_of(id).unwrap_or_else(|e| raise(index, e));
+                gone.entry(key).or_default().push(id);
+            }
+            let mut members = store.elements_by_key().unwrap_or_else(|e| raise(index, e));
+            for (key, ids) in gone {
+                let mut graph = PageStore::open(index)
+                    .scoped(key, Some(members.remove(&key).unwrap_or_default()))
+                    .unwrap_or_else(|e| raise(index, e));
+                vigil_hnsw::repair(&mut graph, &params, &ids).unwrap_or_else(|e| raise(index, e));
+            }
+        } else {
+            let mut store = store;
+            vigil_hnsw::repair(&mut store, &params, &deleted).unwrap_or_else(|e| raise(index, e));
+        }
         removed_pages.extend(deleted.iter().map(|t| t.block));
     }
     store.remember_removed(removed_pages);
@@ -129,8 +149,24 @@ pub(super) fn link_unreached(
     let _lock = GraphLock::share(index);
     let mut store = PageStore::open(index);
     let params = store.params();
-    let report =
-        vigil_hnsw::link_unreached(&mut store, &params).unwrap_or_else(|e| raise(index, e));
+    let report = if store.meta.partitioned {
+        let mut total = vigil_hnsw::ReachReport::default();
+        for (key, members) in store.elements_by_key().unwrap_or_else(|e| raise(index, e)) {
+            let mut graph = PageStore::open(index)
+                .scoped(key, Some(members))
+                .unwrap_or_else(|e| raise(index, e));
+            let r =
+                vigil_hnsw::link_unreached(&mut graph, &params).unwrap_or_else(|e| raise(index, e));
+            total.live += r.live;
+            total.unreached += r.unreached;
+            total.linked += r.linked;
+            total.left += r.left;
+            total.walks += r.walks;
+        }
+        total
+    } else {
+        vigil_hnsw::link_unreached(&mut store, &params).unwrap_or_else(|e| raise(index, e))
+    };
     if report.unreached > 0 {
         log!(
             "vigil_hnsw index \"{}\": {} of {} elements were reached by no search; {} links added, {} still unreached",

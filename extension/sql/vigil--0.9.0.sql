@@ -67,7 +67,7 @@ AS 'MODULE_PATHNAME', 'fuse_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/risk/mod.rs:76
+-- extension/src/risk/mod.rs:97
 -- vigil::risk::_identity
 CREATE  FUNCTION "_identity"(
 	"kind" TEXT, /* & str */
@@ -625,7 +625,7 @@ REVOKE ALL ON vigil.api_key_list, vigil.user_key_list FROM PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/hnsw/mod.rs:48
+-- extension/src/hnsw/mod.rs:64
 -- requires:
 --   keys_schema
 
@@ -679,7 +679,7 @@ CREATE OPERATOR CLASS vigil.ip_ops FOR TYPE real[] USING vigil_hnsw AS
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/risk/mod.rs:84
+-- extension/src/risk/mod.rs:105
 -- requires:
 --   keys_schema
 --   identity
@@ -769,14 +769,18 @@ CREATE TABLE vigil.feedback (
 );
 CREATE INDEX ON vigil.feedback (transaction_id, created_at);
 
--- Identities of transactions labelled fraud or chargeback: hard rules (level 2)
--- for later transactions, until a later `legit` label on that transaction.
+-- Identities of transactions labelled fraud or chargeback, until a later
+-- `legit` label on that transaction: the e-mail and card are hard rules
+-- (level 2) for later transactions; the device and IP graded evidence that
+-- fades from the fraud's own time, `occurred_at` (risk/history.rs reads it
+-- from the index).
 CREATE TABLE vigil.fraud_identities (
     kind           text COLLATE "C" NOT NULL CHECK (kind IN ('email', 'device', 'ip', 'card')),
     value          text COLLATE "C" NOT NULL,
     transaction_id uuid NOT NULL REFERENCES vigil.transactions (id) ON DELETE CASCADE,
     created_at     timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (kind, value, transaction_id)
+    occurred_at    timestamptz,
+    PRIMARY KEY (kind, value, transaction_id) INCLUDE (occurred_at)
 );
 CREATE INDEX ON vigil.fraud_identities (transaction_id);
 
@@ -800,7 +804,20 @@ CREATE TABLE vigil.risk_models (
     intercept        double precision NOT NULL,
     expert_intercept double precision NOT NULL,  -- the rules' alone, on the same labels
     frauds           integer NOT NULL,
-    legit            integer NOT NULL
+    legit            integer NOT NULL,
+    -- Each feature's least and greatest value in the fitted rows, in pairs
+    -- (NULL: unbounded, as for models fitted before 0.9.0).
+    ranges           double precision[],
+    -- How much a link to confirmed fraud weighs here: {device, ip}.
+    link_weights     double precision[],
+    -- Whether this refit's fit became the model (else the row carries the
+    -- model in force before it, with the new link weights), and how it fared
+    -- against the scoring in force on the newest labels.
+    adopted          boolean NOT NULL DEFAULT true,
+    validation       jsonb,
+    -- The Review cut-off a review budget set (vigil.risk_review_rate), as a
+    -- score at strictness 50 in place of 60; NULL: the default cut-offs.
+    review_cutoff    double precision
 );
 
 REVOKE ALL ON vigil.transactions, vigil.feedback, vigil.fraud_identities, vigil.blocklist, vigil.risk_models FROM PUBLIC;
@@ -820,9 +837,9 @@ SELECT DISTINCT ON (transaction_id) transaction_id, label, note, created_at
 FROM vigil.feedback
 ORDER BY transaction_id, created_at DESC, id DESC;
 
--- Records a label for a transaction; `fraud` and `chargeback` make its
--- identities hard rules, `legit` withdraws them. Returns the transaction's
--- identities as they now stand.
+-- Records a label for a transaction; `fraud` and `chargeback` mark its
+-- identities (e-mail and card: hard rules; device and IP: graded links),
+-- `legit` withdraws them. Returns the marks as they now stand.
 CREATE FUNCTION vigil.transaction_feedback(transaction_id uuid, label text, note text DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
@@ -847,16 +864,17 @@ BEGIN
     IF label = 'legit' THEN
         DELETE FROM vigil.fraud_identities f WHERE f.transaction_id = t.id;
     ELSE
-        INSERT INTO vigil.fraud_identities (kind, value, transaction_id)
-        SELECT i.kind, i.value, t.id
+        INSERT INTO vigil.fraud_identities (kind, value, transaction_id, occurred_at)
+        SELECT i.kind, i.value, t.id, t.occurred_at
         FROM (VALUES ('email', t.email), ('device', t.device), ('ip', t.ip), ('card', t.card)) AS i (kind, value)
         WHERE i.value IS NOT NULL
         ON CONFLICT DO NOTHING;
     END IF;
     RETURN jsonb_build_object('transactionId', t.id, 'label', label,
-                              'hardRules', CASE WHEN label = 'legit' THEN '[]'::jsonb ELSE
-                                  (SELECT coalesce(jsonb_agg(f.kind ORDER BY f.kind), '[]') FROM vigil.fraud_identities f
-                                   WHERE f.transaction_id = t.id) END);
+                              'hardRules', (SELECT coalesce(jsonb_agg(f.kind ORDER BY f.kind), '[]') FROM vigil.fraud_identities f
+                                            WHERE f.transaction_id = t.id AND f.kind IN ('email', 'card')),
+                              'linked', (SELECT coalesce(jsonb_agg(f.kind ORDER BY f.kind), '[]') FROM vigil.fraud_identities f
+                                         WHERE f.transaction_id = t.id AND f.kind IN ('device', 'ip')));
 END
 $$;
 
@@ -1759,7 +1777,7 @@ $$;
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/hnsw/mod.rs:350
+-- extension/src/hnsw/mod.rs:366
 -- vigil::hnsw::hnsw_check
 CREATE  FUNCTION "hnsw_check"(
 	"index" regclass /* pgrx :: PgRelation */
@@ -1770,10 +1788,11 @@ AS 'MODULE_PATHNAME', 'hnsw_check_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/risk/model.rs:124
+-- extension/src/risk/model.rs:151
 -- vigil::risk::model::risk_refit
 CREATE  FUNCTION "risk_refit"(
-	"unlabelled_as_legit_after" interval DEFAULT NULL /* Option < pgrx :: datum :: Interval > */
+	"unlabelled_as_legit_after" interval DEFAULT NULL, /* Option < pgrx :: datum :: Interval > */
+	"as_of" timestamp with time zone DEFAULT now() /* Option < pgrx :: datum :: TimestampWithTimeZone > */
 ) RETURNS jsonb /* Jsonb */
 VOLATILE SECURITY DEFINER
 SET search_path TO pg_catalog, vigil
@@ -1782,15 +1801,15 @@ AS 'MODULE_PATHNAME', 'risk_refit_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/risk/model.rs:193
+-- extension/src/risk/model.rs:291
 -- requires:
 --   risk_refit
 
-REVOKE EXECUTE ON FUNCTION vigil.risk_refit(interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION vigil.risk_refit(interval, timestamptz) FROM PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/risk/mod.rs:29
+-- extension/src/risk/mod.rs:50
 -- vigil::risk::risk_score
 CREATE  FUNCTION "risk_score"(
 	"body" jsonb, /* Option < Jsonb > */
@@ -1803,7 +1822,7 @@ AS 'MODULE_PATHNAME', 'risk_score_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/risk/mod.rs:90
+-- extension/src/risk/mod.rs:111
 -- requires:
 --   risk_score
 
