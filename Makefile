@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help setup build run stop reset test docs bench-soak bench-embed bench-risk bench-hnsw bench-vectordb bench-identity bench-risk-quality bench-embed-int8
+.PHONY: help setup build run stop reset test docs bench-soak bench-embed bench-risk bench-hnsw bench-vectordb bench-vectordb-recall bench-identity bench-risk-quality bench-embed-int8
 
 help:
 	@echo "make run          set up, build, start PostgreSQL + the sidecar (Ctrl-C to stop)"
@@ -16,6 +16,7 @@ help:
 	@echo "make bench-risk-quality  risk engine on 4 months of simulated fraud: AUC, fraud caught at 1% and 5% flagged, per pattern"
 	@echo "make bench-hnsw   vigil_hnsw vector index: recall@10 and queries/s vs an exact scan"
 	@echo "make bench-vectordb  vector database over HTTP: storing vs raw embedding, search p50/p99 at 100,000 records"
+	@echo "make bench-vectordb-recall  a database's vector search against an exact one, whatever else the installation holds (4 layouts)"
 	@echo "make bench-identity  identity checks: a 2 MP JPEG in-process, in SQL, over HTTP; duplicate lookup at 1,000,000 hashes"
 	@echo "make bench-soak   a mixed load at a steady rate for 30 minutes: errors, and the memory of the sidecar and each backend over time"
 
@@ -59,6 +60,9 @@ bench-hnsw: build
 
 bench-vectordb: build
 	scripts/bench-vectordb.sh
+
+bench-vectordb-recall: build
+	scripts/bench-vectordb-recall.sh
 
 bench-identity: build
 	scripts/bench-identity.sh

@@ -241,6 +241,69 @@ fn churn(table: &str, dims: usize, vectors: &str) {
     assert!(r >= 0.95, "recall after reindex {r}");
 }
 
+/// A partitioned index (one graph per key) through deletes, VACUUM and
+/// REINDEX: each key's graph is repaired on its own, a key whose rows all
+/// go (its entry point with them) answers nothing and then takes rows
+/// again, and every search stays as good as the exact one of its key.
+#[test]
+fn vacuum_repairs_each_key_of_a_partitioned_index() {
+    let _serial = serial();
+    make_table("keyed_src", 4000);
+    ok("CREATE TABLE keyed (id int PRIMARY KEY, key bigint, v real[]);
+        INSERT INTO keyed SELECT id, CASE WHEN id % 50 = 0 THEN 1 WHEN id % 2 = 1 THEN 2 ELSE 3 END, v FROM keyed_src;
+        CREATE INDEX keyed_v ON keyed USING vigil_hnsw (key, v)");
+    let keyed_recall = |key: i64| -> f64 {
+        let sql = |plan: &str| {
+            format!(
+                "{plan}; SELECT count(*) FROM keyed q CROSS JOIN LATERAL (SELECT id FROM keyed t WHERE t.key = {key}
+                 ORDER BY t.v <=> q.v LIMIT 10) a WHERE q.id % 41 = 1 AND a.id IN (SELECT id FROM (SELECT id FROM keyed e
+                 WHERE e.key = {key} ORDER BY vigil.cosine_distance(e.v, q.v), id LIMIT 10) x)"
+            )
+        };
+        let hits: f64 = ok(&sql("SET enable_seqscan = off"))
+            .trim()
+            .parse()
+            .expect("a count");
+        let queries: f64 = ok("SELECT count(*) * 10 FROM keyed q WHERE q.id % 41 = 1")
+            .trim()
+            .parse()
+            .expect("a count");
+        hits / queries
+    };
+    assert_eq!(check("keyed_v")["keys"], 3);
+    ok("DELETE FROM keyed WHERE key = 2 AND id % 3 = 0; DELETE FROM keyed WHERE key = 1");
+    ok("VACUUM keyed");
+    let report = check("keyed_v");
+    assert_eq!(
+        (
+            report["keys"].as_u64(),
+            report["deleted"].as_u64(),
+            report["unreachable"].as_u64()
+        ),
+        (Some(2), Some(0), Some(0)),
+        "{report}"
+    );
+    for key in [2, 3] {
+        let r = keyed_recall(key);
+        assert!(r >= 0.97, "key {key}: recall after vacuum {r}");
+    }
+    let none = ok(
+        "SET enable_seqscan = off; SELECT count(*) FROM (SELECT id FROM keyed WHERE key = 1
+        ORDER BY v <=> (SELECT v FROM keyed_src WHERE id = 50) LIMIT 10) x",
+    );
+    assert_eq!(none.trim(), "0");
+    ok("INSERT INTO keyed SELECT id + 10000, 1, v FROM keyed_src WHERE id % 50 = 0");
+    ok("REINDEX INDEX keyed_v");
+    let report = check("keyed_v");
+    assert_eq!(
+        (report["keys"].as_u64(), report["unreachable"].as_u64()),
+        (Some(3), Some(0)),
+        "{report}"
+    );
+    let r = keyed_recall(1);
+    assert!(r >= 0.99, "key 1 after reindex: recall {r}");
+}
+
 /// Rows far from the others that the selection heuristic left linked from
 /// no list: `hnsw_check` counts them, VACUUM links them, and searches for
 /// their own vectors then find them. Short lists (`m` 4) under L2 on spread

@@ -352,6 +352,113 @@ mod tests {
         }
     }
 
+    /// Recall@10 of `WHERE key = k ORDER BY v <=> q LIMIT 10` against the
+    /// exact answer, over the keys and query rows given; and that every
+    /// row returned has the key asked for.
+    fn keyed_recall(table: &str, queries: &[(i64, i32)]) -> f64 {
+        let mut hits = 0;
+        for &(key, q) in queries {
+            let qv = query_vector(table, q);
+            let sql =
+                format!("SELECT id FROM {table} WHERE key = {key} ORDER BY v <=> '{qv}' LIMIT 10");
+            Spi::run("SET enable_seqscan = off").unwrap();
+            assert!(uses_index(&sql, &format!("{table}_v")), "{sql}");
+            let approx = ids(&sql);
+            Spi::run("RESET enable_seqscan; SET enable_indexscan = off").unwrap();
+            let exact = ids(&sql);
+            Spi::run("RESET enable_indexscan").unwrap();
+            assert_eq!(
+                approx.len(),
+                exact.len(),
+                "key {key}: {approx:?} vs {exact:?}"
+            );
+            hits += approx.iter().filter(|id| exact.contains(id)).count();
+        }
+        hits as f64 / (10 * queries.len()) as f64
+    }
+
+    /// A partitioned index keeps one graph per key: a scan for `key = k`
+    /// walks `k`'s rows alone and finds what an exact search of them finds,
+    /// however small a share of the table they are; inserts into old and
+    /// new keys keep each graph whole.
+    #[pg_test]
+    fn partitioned_indexes_keep_one_graph_per_key() {
+        use_vigil_path();
+        make_table("src", 6000, 16);
+        // Key 1 holds 1% of the rows, key 2 half, the rest 49 keys of 60.
+        Spi::run(
+            "CREATE TABLE items (id int PRIMARY KEY, key bigint, v real[]);
+             INSERT INTO items SELECT id, CASE WHEN id % 100 = 0 THEN 1 WHEN id % 2 = 1 THEN 2
+                                               ELSE 10 + id % 49 END, v FROM src;
+             CREATE INDEX items_v ON items USING vigil_hnsw (key, v);
+             ANALYZE items",
+        )
+        .unwrap();
+        let report = check("items_v");
+        assert_eq!(report["partitioned"], true, "{report}");
+        assert_eq!(report["keys"], 51, "{report}");
+        assert_eq!(report["elements"], 6000, "{report}");
+        assert_eq!(report["unreachable"], 0, "{report}");
+        let r = keyed_recall("items", &[(1, 7), (1, 3001), (2, 8), (2, 5555), (17, 12)]);
+        assert!(r >= 0.98, "recall {r}");
+        // Without a key the index is no plan at all.
+        let qv = query_vector("items", 5);
+        assert!(!uses_index(
+            &format!("SELECT id FROM items ORDER BY v <=> '{qv}' LIMIT 10"),
+            "items_v"
+        ));
+        // A key compared with an integer literal (int4) and one no row has.
+        assert_eq!(
+            ids(&format!(
+                "SELECT id FROM items WHERE key = 1::int ORDER BY v <=> '{qv}' LIMIT 100"
+            ))
+            .len(),
+            60
+        );
+        assert!(ids(&format!(
+            "SELECT id FROM items WHERE key = 999 ORDER BY v <=> '{qv}' LIMIT 10"
+        ))
+        .is_empty());
+
+        // Inserts: into a key that exists and into a new one.
+        Spi::run(
+            "INSERT INTO items SELECT id + 10000, 1, v FROM src WHERE id % 3 = 0;
+             INSERT INTO items SELECT id + 20000, 3, v FROM src WHERE id % 5 = 0",
+        )
+        .unwrap();
+        let report = check("items_v");
+        assert_eq!(report["keys"], 52, "{report}");
+        assert_eq!(report["elements"], 6000 + 2000 + 1200, "{report}");
+        let r = keyed_recall("items", &[(1, 10003), (3, 20010), (2, 9)]);
+        assert!(r >= 0.98, "recall after inserts {r}");
+
+        // VACUUM per key: tests/tests/hnsw.rs (it cannot run in a test's transaction).
+    }
+
+    /// A partitioned build that outruns maintenance_work_mem inserts the rest
+    /// one at a time into their keys' graphs.
+    #[pg_test]
+    fn partitioned_builds_past_maintenance_work_mem() {
+        use_vigil_path();
+        make_table("src", 4000, 64);
+        Spi::run(
+            "CREATE TABLE items (id int PRIMARY KEY, key bigint, v real[]);
+             INSERT INTO items SELECT id, id % 7, v FROM src;
+             SET maintenance_work_mem = '1MB';
+             CREATE INDEX items_v ON items USING vigil_hnsw (key, v);
+             RESET maintenance_work_mem",
+        )
+        .unwrap();
+        let report = check("items_v");
+        assert_eq!(
+            (report["keys"].as_u64(), report["elements"].as_u64()),
+            (Some(7), Some(4000)),
+            "{report}"
+        );
+        let r = keyed_recall("items", &[(0, 7), (3, 3), (6, 2000)]);
+        assert!(r >= 0.95, "recall {r}");
+    }
+
     #[pg_test]
     fn selective_filters_still_yield_k_rows() {
         use_vigil_path();
