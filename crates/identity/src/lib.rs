@@ -13,12 +13,16 @@
 //!    reasons with codes, the result, level, score and confidence, and the JSON
 //!    answer ([`Assessment::to_json`]).
 //!
+//! [`mrz`] parses and checks the machine-readable zone's text lines (ICAO
+//! 9303); reading them off the image is not built yet.
+//!
 //! Nothing here claims an identity is verified: a pass means these checks found
 //! nothing, and the answer lists what was not checked.
 
 pub mod decode;
 pub mod document;
 pub mod face;
+pub mod mrz;
 pub mod phash;
 pub mod quality;
 #[cfg(any(test, feature = "synthetic"))]
