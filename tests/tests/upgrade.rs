@@ -184,6 +184,14 @@ fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
         cluster.psql("SELECT vigil.hnsw_check('vigil.vector_records_embedding')->>'vectors'"),
         "unit half, coded"
     );
+    // 0.10.0 rebuilds it partitioned by database: one graph per database.
+    assert_eq!(
+        cluster.psql(
+            "SELECT r->>'partitioned' || ' ' || (r->>'keys') || ' ' || (r->>'elements') \
+             FROM vigil.hnsw_check('vigil.vector_records_embedding') r"
+        ),
+        "true 1 3"
+    );
 
     // Keyword search finds records stored before the upgrade, from postings
     // the upgrade built: one per record and term.
