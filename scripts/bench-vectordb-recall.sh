@@ -40,7 +40,7 @@ port="${BENCH_PG_PORT:-28840}"
 dir="$VIGIL_STATE/bench-recall"
 cache="$VIGIL_STATE/bench-hnsw-cache"
 mkdir -p "$cache"
-n() { python3 -c "print(max(1, int($1 * $scale)))"; }
+n() { awk -v x="$1" -v s="$scale" 'BEGIN { v = int(x * s); print (v < 1 ? 1 : v) }'; }
 
 cargo build --locked --release -p vigil-hnsw --example bench_vectors >&2
 gen="$VIGIL_ROOT/target/release/examples/bench_vectors"
@@ -124,11 +124,13 @@ add() { specs+=("$1|$2|$3"); }
 for layout in ${layouts//,/ }; do
     case "$layout" in
         among-1000) add among-1000 "$(n 5000)" target
-                    for i in $(seq 999); do add "among-1000-other-$i" "$(n 500)" among-1000; done ;;
+                    size="$(n 500)"
+                    for i in $(seq 999); do add "among-1000-other-$i" "$size" among-1000; done ;;
         one-of-two) add one-of-two "$(n 50000)" target; add one-of-two-other "$(n 50000)" one-of-two ;;
         alone)      add alone "$(n 1000000)" target ;;
         among-100)  add among-100 "$(n 100000)" target
-                    for i in $(seq 100); do add "among-100-other-$i" "$(n 2000)" among-100; done ;;
+                    size="$(n 2000)"
+                    for i in $(seq 100); do add "among-100-other-$i" "$size" among-100; done ;;
         *) die "BENCH_LAYOUTS: unknown layout '$layout'" ;;
     esac
 done
@@ -149,7 +151,8 @@ SQL
     printf '%s\n' "${specs[@]}" | psql -c "CREATE TEMP TABLE s (name text, size bigint, layout text)" \
         -c "COPY s FROM STDIN WITH (FORMAT csv, DELIMITER '|')" \
         -c "SET vigil.account = 'bench@example.com'" \
-        -c "INSERT INTO bench.dbs SELECT s.name, (SELECT c.id FROM vigil.create_database(s.name) x JOIN vigil.vector_databases c ON c.account = x.account AND c.name = x.name), s.size, s.layout FROM s"
+        -c "SELECT count(*) FROM s, vigil.create_database(s.name)" \
+        -c "INSERT INTO bench.dbs SELECT s.name, d.id, s.size, s.layout FROM s JOIN vigil.vector_databases d ON d.account = 'bench@example.com' AND d.name = s.name" >/dev/null
     args="$(psql -c "SELECT string_agg(id || ':' || size, ' ' ORDER BY id) FROM bench.dbs")"
     # shellcheck disable=SC2086
     "$gen" "$dir/base.txt" $args | psql -c "COPY bench.stage FROM STDIN (FORMAT binary)"
@@ -208,7 +211,7 @@ END
 \$\$;
 DO \$\$
 DECLARE
-    l record; k int; ef int; shared text;
+    l record; k int; ef int; shared text; everything bigint;
 BEGIN
     FOR l IN SELECT d.name AS layout, d.id, d.size FROM bench.dbs d WHERE d.layout = 'target' ORDER BY d.size LOOP
         -- Ground truth, k 10 and 30.
@@ -236,7 +239,9 @@ BEGIN
             SET vigil.hnsw_ef_search = 40;
             PERFORM pg_temp.measure(l.layout, 'shared graph, ef_search 40 (0.9.0)', l.id,
                 format('SELECT id FROM bench.%I r WHERE (r.db + 0) = \$1 ORDER BY r.embedding <=> \$2 LIMIT \$3', shared), 10, 'truth');
-            EXECUTE format('SELECT least(1000, ceil(40 * (SELECT count(*) FROM bench.%I) / %s::float8))', shared, l.size) INTO ef;
+            EXECUTE format('SELECT count(*) FROM bench.%I', shared) INTO everything;
+            ef := least(1000, ceil(40 * everything / l.size::float8));
+            RAISE NOTICE '% of % records: ef %', l.size, everything, ef;
             PERFORM set_config('vigil.hnsw_ef_search', ef::text, false);
             PERFORM pg_temp.measure(l.layout, format('shared graph, ef_search %s (40 / share)', ef), l.id,
                 format('SELECT id FROM bench.%I r WHERE (r.db + 0) = \$1 ORDER BY r.embedding <=> \$2 LIMIT \$3', shared), 10, 'truth');

@@ -48,9 +48,12 @@ pub unsafe extern "C-unwind" fn amcostestimate(
     };
     let partitioned = info.nkeycolumns == 2;
     if path.indexorderbys.is_null() || (partitioned && !keyed) {
-        // The index answers nothing but ORDER BY distance.
-        *startup = 1.0e10;
-        *total = 1.0e10;
+        // The index answers nothing but ORDER BY distance: never a plan,
+        // even with every other plan disabled (which only adds 1e10 to
+        // theirs; with 1e10 here, `SET enable_seqscan = off` once made
+        // `SELECT count(*)` scan the index and count no rows).
+        *startup = f64::INFINITY;
+        *total = f64::INFINITY;
         *selectivity = 0.0;
         return;
     }

@@ -500,6 +500,15 @@ mod tests {
             "items_v"
         ));
         assert!(!uses_index("SELECT id FROM items WHERE id = 3", "items_v"));
+        // Not even with every other plan disabled: the index answers only
+        // ORDER BY distance, and a scan without one would return no rows.
+        Spi::run(
+            "CREATE TABLE bare (v real[]); INSERT INTO bare SELECT v FROM items WHERE id <= 100;
+             CREATE INDEX bare_v ON bare USING vigil_hnsw (v); SET enable_seqscan = off",
+        )
+        .unwrap();
+        assert_eq!(crate::pg::testing::count("SELECT count(*) FROM bare"), 100);
+        Spi::run("RESET enable_seqscan").unwrap();
         // Another operator than the index's metric cannot use it.
         assert!(!uses_index(
             &format!("SELECT id FROM items ORDER BY v <-> '{qv}' LIMIT 10"),
