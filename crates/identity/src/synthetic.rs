@@ -5,7 +5,10 @@
 //! SeetaFace detector finds, blocks of "text" and two MRZ-like lines. The
 //! seed changes the card's colours, the text blocks and the background, so two
 //! seeds give two different documents. The variants are the bad photos the
-//! checks must name: blurred, glared, dark, tiny, cut off, black and white.
+//! checks must name: blurred, glared, dark, tiny, cut off, black and white;
+//! and the other ways documents arrive: a passport page's proportions, a
+//! tilt, a scan (the card on white paper, [`Backdrop::Paper`]) and a crop to
+//! the card ([`card_crop`]).
 
 use image::codecs::jpeg::JpegEncoder;
 use image::imageops::FilterType;
@@ -18,6 +21,18 @@ use rand::{Rng, SeedableRng};
 /// ID-1 width over height.
 pub const ID1_ASPECT: f64 = 85.60 / 53.98;
 
+/// A passport data page (TD3), 125 x 88 mm.
+pub const TD3_ASPECT: f64 = 125.0 / 88.0;
+
+/// What the card lies on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backdrop {
+    /// A textured desk, as a phone photo shows.
+    Desk,
+    /// White paper with a scanner's faint noise, as a flatbed scan shows.
+    Paper,
+}
+
 /// How the card sits in the frame.
 #[derive(Clone, Copy, Debug)]
 pub struct Scene {
@@ -27,6 +42,11 @@ pub struct Scene {
     pub card_share: f64,
     /// Card centre as shares of the frame (0.5, 0.5 is centred).
     pub centre: (f64, f64),
+    /// Card width over height: [`ID1_ASPECT`] or [`TD3_ASPECT`].
+    pub aspect: f64,
+    /// Clockwise rotation of the card, in degrees.
+    pub tilt: f64,
+    pub backdrop: Backdrop,
 }
 
 impl Default for Scene {
@@ -36,7 +56,41 @@ impl Default for Scene {
             height: 1200,
             card_share: 0.72,
             centre: (0.5, 0.5),
+            aspect: ID1_ASPECT,
+            tilt: 0.0,
+            backdrop: Backdrop::Desk,
         }
+    }
+}
+
+impl Scene {
+    /// The card's size in pixels.
+    fn card_size(&self) -> (i32, i32) {
+        let card_w = (f64::from(self.width) * self.card_share).round() as i32;
+        (card_w, (f64::from(card_w) / self.aspect).round() as i32)
+    }
+
+    /// The card's top-left corner before rotation (about its centre).
+    fn card_origin(&self) -> (i32, i32) {
+        let (card_w, card_h) = self.card_size();
+        (
+            (f64::from(self.width) * self.centre.0) as i32 - card_w / 2,
+            (f64::from(self.height) * self.centre.1) as i32 - card_h / 2,
+        )
+    }
+
+    /// The card's corners in the frame, clockwise from top left (they may lie outside it).
+    pub fn card_corners(&self) -> [(f64, f64); 4] {
+        let (card_w, card_h) = self.card_size();
+        let (x0, y0) = self.card_origin();
+        let (cx, cy) = (
+            f64::from(x0) + f64::from(card_w) / 2.0,
+            f64::from(y0) + f64::from(card_h) / 2.0,
+        );
+        let (sin, cos) = self.tilt.to_radians().sin_cos();
+        let (hw, hh) = (f64::from(card_w) / 2.0, f64::from(card_h) / 2.0);
+        [(-hw, -hh), (hw, -hh), (hw, hh), (-hw, hh)]
+            .map(|(dx, dy)| (cx + dx * cos - dy * sin, cy + dx * sin + dy * cos))
     }
 }
 
@@ -48,11 +102,113 @@ pub fn card(seed: u64) -> RgbImage {
 /// A card drawn into `scene`; parts outside the frame are cut off.
 pub fn card_in(seed: u64, scene: Scene) -> RgbImage {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let mut image = background(&mut rng, scene.width, scene.height);
-    let card_w = (f64::from(scene.width) * scene.card_share).round() as i32;
-    let card_h = (f64::from(card_w) / ID1_ASPECT).round() as i32;
-    let x0 = (f64::from(scene.width) * scene.centre.0) as i32 - card_w / 2;
-    let y0 = (f64::from(scene.height) * scene.centre.1) as i32 - card_h / 2;
+    let mut image = match scene.backdrop {
+        Backdrop::Desk => background(&mut rng, scene.width, scene.height),
+        // Its own generator, so the card looks the same on paper as it
+        // would have on a desk of the same seed's colours.
+        Backdrop::Paper => paper(seed, scene.width, scene.height),
+    };
+    let (card_w, card_h) = scene.card_size();
+    // The card is drawn on its own canvas, then laid on the backdrop.
+    let mut card = RgbImage::new(card_w.max(1) as u32, card_h.max(1) as u32);
+    draw_card(&mut card, &mut rng);
+    let (x0, y0) = scene.card_origin();
+    if scene.tilt == 0.0 {
+        image::imageops::replace(&mut image, &card, i64::from(x0), i64::from(y0));
+    } else {
+        lay_rotated(&mut image, &card, &scene);
+    }
+    image
+}
+
+/// The card of `scene` cropped out of its photo, with `margin` pixels of the
+/// backdrop on each side (negative: cut into the card), as a capture SDK
+/// or a person cropping delivers it. A tilted card's crop holds the
+/// backdrop's corners.
+pub fn card_crop(seed: u64, scene: Scene, margin: i32) -> RgbImage {
+    let photo = card_in(seed, scene);
+    let corners = scene.card_corners();
+    let fold = |f: fn(f64, f64) -> f64, pick: fn(&(f64, f64)) -> f64, init: f64| {
+        corners.iter().map(pick).fold(init, f)
+    };
+    let m = f64::from(margin);
+    let clip = |v: f64, max: u32| v.round().clamp(0.0, f64::from(max)) as u32;
+    let x0 = clip(fold(f64::min, |c| c.0, f64::INFINITY) - m, photo.width());
+    let y0 = clip(fold(f64::min, |c| c.1, f64::INFINITY) - m, photo.height());
+    let x1 = clip(
+        fold(f64::max, |c| c.0, f64::NEG_INFINITY) + m,
+        photo.width(),
+    );
+    let y1 = clip(
+        fold(f64::max, |c| c.1, f64::NEG_INFINITY) + m,
+        photo.height(),
+    );
+    image::imageops::crop_imm(&photo, x0, y0, (x1 - x0).max(1), (y1 - y0).max(1)).to_image()
+}
+
+/// `card` laid on `image` rotated by the scene's tilt about its centre,
+/// sampled bilinearly (a scanner or camera averages across the edge too).
+fn lay_rotated(image: &mut RgbImage, card: &RgbImage, scene: &Scene) {
+    let (card_w, card_h) = (f64::from(card.width()), f64::from(card.height()));
+    let corners = scene.card_corners();
+    let (cx, cy) = (
+        corners.iter().map(|c| c.0).sum::<f64>() / 4.0,
+        corners.iter().map(|c| c.1).sum::<f64>() / 4.0,
+    );
+    let (sin, cos) = scene.tilt.to_radians().sin_cos();
+    let min = |i: fn(&(f64, f64)) -> f64| corners.iter().map(i).fold(f64::INFINITY, f64::min);
+    let max = |i: fn(&(f64, f64)) -> f64| corners.iter().map(i).fold(f64::NEG_INFINITY, f64::max);
+    let (w, h) = (f64::from(image.width()), f64::from(image.height()));
+    let xs = min(|c| c.0).floor().max(0.0) as u32..max(|c| c.0).ceil().min(w) as u32;
+    let ys = min(|c| c.1).floor().max(0.0) as u32..max(|c| c.1).ceil().min(h) as u32;
+    for y in ys {
+        for x in xs.clone() {
+            let (dx, dy) = (f64::from(x) + 0.5 - cx, f64::from(y) + 0.5 - cy);
+            // Into the card's own coordinates: rotate back.
+            let u = dx * cos + dy * sin + card_w / 2.0 - 0.5;
+            let v = -dx * sin + dy * cos + card_h / 2.0 - 0.5;
+            if u < -0.5 || v < -0.5 || u > card_w - 0.5 || v > card_h - 0.5 {
+                continue;
+            }
+            let sample = |px: f64, py: f64| {
+                let (px, py) = (
+                    px.clamp(0.0, card_w - 1.0) as u32,
+                    py.clamp(0.0, card_h - 1.0) as u32,
+                );
+                card.get_pixel(px, py).0.map(f64::from)
+            };
+            let (fx, fy) = (u - u.floor(), v - v.floor());
+            let (a, b) = (
+                sample(u.floor(), v.floor()),
+                sample(u.floor() + 1.0, v.floor()),
+            );
+            let (c, d) = (
+                sample(u.floor(), v.floor() + 1.0),
+                sample(u.floor() + 1.0, v.floor() + 1.0),
+            );
+            let px = std::array::from_fn(|i| {
+                let top = a[i] * (1.0 - fx) + b[i] * fx;
+                let bottom = c[i] * (1.0 - fx) + d[i] * fx;
+                (top * (1.0 - fy) + bottom * fy).round() as u8
+            });
+            image.put_pixel(x, y, Rgb(px));
+        }
+    }
+}
+
+/// White paper as a flatbed scanner sees it: nearly saturated, faint noise.
+fn paper(seed: u64, width: u32, height: u32) -> RgbImage {
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x5CA7);
+    RgbImage::from_fn(width, height, |_, _| {
+        let v = rng.random_range(246..=255u8);
+        Rgb([v, v, v.saturating_sub(1)])
+    })
+}
+
+/// The card's face on its own canvas (`image` is the card).
+fn draw_card(image: &mut RgbImage, rng: &mut SmallRng) {
+    let (x0, y0) = (0i32, 0i32);
+    let (card_w, card_h) = (image.width() as i32, image.height() as i32);
     let unit = |share: f64| (f64::from(card_w) * share).round() as i32;
     let rect = |x: i32, y: i32, w: i32, h: i32| {
         Rect::at(x0 + x, y0 + y).of_size(w.max(1) as u32, h.max(1) as u32)
@@ -64,8 +220,8 @@ pub fn card_in(seed: u64, scene: Scene) -> RgbImage {
         rng.random_range(205..236u8),
         rng.random_range(210..240u8),
     ];
-    for y in y0.max(0)..(y0 + card_h).min(scene.height as i32) {
-        for x in x0.max(0)..(x0 + card_w).min(scene.width as i32) {
+    for y in 0..card_h {
+        for x in 0..card_w {
             let wave = (((x - x0 + y - y0) as f64 / 9.0).sin() * 6.0) as i16;
             let px = base.map(|c| (i16::from(c) + wave).clamp(0, 255) as u8);
             image.put_pixel(x as u32, y as u32, Rgb(px));
@@ -77,29 +233,29 @@ pub fn card_in(seed: u64, scene: Scene) -> RgbImage {
         rng.random_range(60..130),
         rng.random_range(120..190),
     ]);
-    draw_filled_rect_mut(&mut image, rect(0, 0, card_w, unit(0.13)), header);
+    draw_filled_rect_mut(image, rect(0, 0, card_w, unit(0.13)), header);
     draw_filled_rect_mut(
-        &mut image,
+        image,
         rect(unit(0.05), unit(0.035), unit(0.45), unit(0.05)),
         Rgb([240, 240, 240]),
     );
 
     // Portrait.
     let (px, py, pw, ph) = (unit(0.05), unit(0.165), unit(0.22), unit(0.29));
-    draw_portrait(&mut image, &mut rng, x0 + px, y0 + py, pw, ph);
+    draw_portrait(image, rng, x0 + px, y0 + py, pw, ph);
 
     // Text: label/value pairs of random lengths, then two MRZ-like lines.
     let ink = Rgb([30, 30, 40]);
     let mut y = unit(0.17);
     for _ in 0..5 {
         draw_filled_rect_mut(
-            &mut image,
+            image,
             rect(unit(0.32), y, unit(0.12), unit(0.016)),
             Rgb([110, 110, 120]),
         );
         let len = rng.random_range(0.15..0.5);
         draw_filled_rect_mut(
-            &mut image,
+            image,
             rect(unit(0.32), y + unit(0.022), unit(len), unit(0.026)),
             ink,
         );
@@ -114,11 +270,10 @@ pub fn card_in(seed: u64, scene: Scene) -> RgbImage {
             } else {
                 unit(0.02)
             };
-            draw_filled_rect_mut(&mut image, rect(x, ly, glyph, unit(0.032)), ink);
+            draw_filled_rect_mut(image, rect(x, ly, glyph, unit(0.032)), ink);
             x += unit(0.026);
         }
     }
-    image
 }
 
 /// A frontal face: hair, skin oval, brows, eyes, nose shadow, mouth, softened.
