@@ -1,12 +1,28 @@
 //! Finding the document in the photo: a card- or passport-shaped quadrilateral.
 //!
-//! Canny edges on a fixed-size grey copy, closed by one dilation, give
-//! contours; each contour's minimum-area rectangle is a candidate when the
-//! contour fills most of it (a card is convex and straight-edged) and it is
-//! big enough to matter. The biggest candidate clear of the frame's edges with
-//! the proportions of an ID card or passport page is the document. When there
-//! is none, a big straight-edged region running into the frame's edge means the
-//! document is cut off; otherwise no document was found.
+//! Documents arrive three ways, tried in this order:
+//!
+//! 1. **On a background** (a phone photo of a card on a desk): Canny edges of
+//!    each colour channel on a fixed-size copy, closed by one dilation, give
+//!    the regions closed off from the frame's edge; each region's minimum-area
+//!    rectangle is a candidate when the region fills most of it (a card is
+//!    convex and straight-edged). The biggest clear of the frame's edges with
+//!    the proportions of an ID card or passport page is the document, when it
+//!    is big enough not to be a part (a portrait, a text block) of a document
+//!    that fills the frame.
+//! 2. **On a page** (a flatbed scan): a frame edged with plain white paper;
+//!    the document is the biggest blob of what differs from the paper. Its
+//!    share of the frame says nothing of its legibility (the scan's
+//!    resolution does), and a blob running into the frame's edge is a
+//!    document cut off.
+//! 3. **Filling the frame** (a scan or photo cropped to the document): a
+//!    frame of a document's proportions, printed on. A slight tilt leaves
+//!    small triangles of background in the corners; they are flooded from the
+//!    corners and cut away, and what remains gives the outline.
+//!
+//! When none holds, a big straight-edged region running into the frame's
+//! edge means the document is cut off (a straight edge runs out of the
+//! frame, a corner is missing); otherwise no document was found.
 
 use image::{GrayImage, RgbImage};
 use imageproc::contours::find_contours;
@@ -30,6 +46,55 @@ pub const MIN_DOCUMENT_SHARE: f64 = 0.15;
 const MIN_RECTANGULARITY: f64 = 0.85;
 /// A rectangle corner within this share of the frame's edge touches it.
 const EDGE_MARGIN: f64 = 0.01;
+/// A document on a background smaller than this share of the frame may be a
+/// part of one filling the frame (its portrait, a text block), so the frame
+/// is looked at as a page or a crop first.
+const PART_SHARE: f64 = 0.3;
+/// Paper: a median luminance at least this, and channels this close.
+const PAPER_LUMINANCE: f64 = 190.0;
+const PAPER_CHROMA: u8 = 24;
+/// Share of the frame's border band within [`PLAIN_TOLERANCE`] of its median
+/// colour for the border to be plain paper.
+const PLAIN_SHARE: f64 = 0.9;
+const PLAIN_TOLERANCE: u8 = 20;
+/// A pixel differing from the paper by more than this (any channel) is content.
+const CONTENT_TOLERANCE: u8 = 12;
+/// Share of edge pixels (before dilation) for a frame to be printed on: the
+/// synthetic cards have 8 to 12%, a plain desk photo under 1%.
+const MIN_PRINTING: f64 = 0.03;
+/// A region flooded from a corner of a frame-filling document that is at
+/// most this share of the frame is background left by a tilt or a margin.
+const MAX_CORNER_SHARE: f64 = 0.06;
+/// Tilt a crop to a document's bounding box may have and still be told by
+/// the frame's proportions alone: 3 degrees take ID-1's 1.586 down to 1.51
+/// (so 3:2 frames, 1.5, stay outside), TD3's 1.42 to 1.37 (4:3, 1.33, outside).
+const MAX_CROP_TILT_DEGREES: f64 = 3.0;
+/// Relative deviation from a format's aspect a crop's outline may have,
+/// once the corners' background is cut away: clean outlines of the synthetic
+/// crops are within 1.2%; one that lost a strip of the document to a corner's
+/// flood (an edge the search missed) is not, and is not taken.
+const FORMAT_TOLERANCE: f64 = 0.03;
+
+/// How the document sits in the image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// Photographed on a surface, its outline clear of the frame's edges.
+    Background,
+    /// On a plain white page, as a flatbed scan gives.
+    Page,
+    /// The image is the document, cropped to it: its edges at or near the frame's.
+    Filling,
+}
+
+impl Framing {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Framing::Background => "background",
+            Framing::Page => "page",
+            Framing::Filling => "filling",
+        }
+    }
+}
 
 /// What the search found.
 #[derive(Clone, Debug, PartialEq)]
@@ -67,10 +132,13 @@ pub struct Quad {
     pub aspect: f64,
     /// Contour area over rectangle area.
     pub rectangularity: f64,
+    pub framing: Framing,
 }
 
 impl Quad {
-    /// The nearest standard format and the relative deviation from its aspect.
+    /// The nearest standard format and the relative deviation from its
+    /// aspect. TD2 (105 x 74 mm, 1.419) has TD3's proportions within 0.1%:
+    /// the outline cannot tell them apart, only the MRZ's line length can.
     pub fn format(&self) -> (&'static str, f64) {
         let id1 = (self.aspect - ID1_ASPECT).abs() / ID1_ASPECT;
         let td3 = (self.aspect - TD3_ASPECT).abs() / TD3_ASPECT;
@@ -121,7 +189,8 @@ pub fn find(rgb: &RgbImage) -> Found {
     }
     let small = crate::to_width(rgb, WORK_WIDTH);
     let scale = f64::from(w) / f64::from(WORK_WIDTH);
-    let edges = imageproc::morphology::dilate(&colour_edges(&small), Norm::LInf, 1);
+    let raw_edges = colour_edges(&small);
+    let edges = imageproc::morphology::dilate(&raw_edges, Norm::LInf, 1);
     // Documents clear of the frame: regions closed off from the frame's edge,
     // opened so that a stray line of the background touching the outline
     // does not become part of it.
@@ -137,6 +206,77 @@ pub fn find(rgb: &RgbImage) -> Found {
         .filter(|(quad, touches)| *touches && quad.frame_share <= 0.97)
         .map(|(quad, _)| quad)
         .max_by(|a, b| a.frame_share.total_cmp(&b.frame_share));
+    if document
+        .as_ref()
+        .is_some_and(|d| d.frame_share >= PART_SHARE)
+    {
+        return on_background(document, cut);
+    }
+    if let Some(found) = on_page(&small, &raw_edges, scale) {
+        return found;
+    }
+    if let Some(quad) = filling(&raw_edges, &edges, scale) {
+        return Found::Document(quad);
+    }
+    let cut = cut.or_else(|| beyond_background(&edges, scale));
+    on_background(document, cut)
+}
+
+/// A document with a corner out of the frame, whose visible outline (two
+/// edges meeting at a corner) closes no region: what is left of the frame
+/// once its background (the biggest edge-free region touching the frame's
+/// edge, at least a quarter of it) is taken away, when that is a
+/// straight-edged block running into the frame's edge.
+fn beyond_background(edges: &GrayImage, scale: f64) -> Option<Quad> {
+    use imageproc::region_labelling::{connected_components, Connectivity};
+    let (w, h) = edges.dimensions();
+    let frame = f64::from(w) * f64::from(h);
+    let regions = connected_components(edges, Connectivity::Four, image::Luma([255u8]));
+    let mut sizes: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+    for (x, y, label) in regions.enumerate_pixels() {
+        let on_edge = x == 0 || y == 0 || x + 1 == w || y + 1 == h;
+        if on_edge && label.0[0] > 0 {
+            sizes.entry(label.0[0]).or_default();
+        }
+    }
+    for label in regions.pixels().map(|p| p.0[0]) {
+        if let Some(size) = sizes.get_mut(&label) {
+            *size += 1;
+        }
+    }
+    let (&background, &size) = sizes
+        .iter()
+        .max_by_key(|(label, size)| (**size, std::cmp::Reverse(**label)))?;
+    if (size as f64) < 0.25 * frame {
+        return None;
+    }
+    let rest = GrayImage::from_fn(w, h, |x, y| {
+        image::Luma([if regions.get_pixel(x, y).0[0] == background {
+            0
+        } else {
+            255
+        }])
+    });
+    let blobs = connected_components(&rest, Connectivity::Eight, image::Luma([0u8]));
+    let mut counts: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+    for label in blobs.pixels().map(|p| p.0[0]).filter(|&l| l > 0) {
+        *counts.entry(label).or_default() += 1;
+    }
+    let (&biggest, _) = counts
+        .iter()
+        .max_by_key(|(label, size)| (**size, std::cmp::Reverse(**label)))?;
+    let points: Vec<Point<i32>> = blobs
+        .enumerate_pixels()
+        .filter(|(_, _, l)| l.0[0] == biggest)
+        .map(|(x, y, _)| Point::new(x as i32, y as i32))
+        .collect();
+    let (quad, touches) = outline(&points, w, h, scale, Framing::Background)?;
+    (touches && quad.rectangularity >= MIN_RECTANGULARITY && quad.frame_share >= MIN_DOCUMENT_SHARE)
+        .then_some(quad)
+}
+
+/// The document on a background, else what runs out of the frame.
+fn on_background(document: Option<Quad>, cut: Option<Quad>) -> Found {
     match (document, cut) {
         // Part of a card (its photo, a text block) inside the cut-off card.
         (Some(d), Some(c)) if c.frame_share >= 2.0 * d.frame_share && c.contains(d.centre()) => {
@@ -146,6 +286,218 @@ pub fn find(rgb: &RgbImage) -> Found {
         (None, Some(c)) if c.frame_share >= MIN_DOCUMENT_SHARE => Found::CutOff(c),
         _ => Found::Nothing,
     }
+}
+
+/// A document on plain white paper (a scan): `None` when the frame's border
+/// is not plain paper or what is on it has no document's shape.
+fn on_page(small: &RgbImage, edges: &GrayImage, scale: f64) -> Option<Found> {
+    let (w, h) = small.dimensions();
+    let band = (w.min(h) / 50).max(2);
+    let in_band = |x: u32, y: u32| x < band || y < band || x + band >= w || y + band >= h;
+    let border: Vec<[u8; 3]> = small
+        .enumerate_pixels()
+        .filter(|(x, y, _)| in_band(*x, *y))
+        .map(|(_, _, p)| p.0)
+        .collect();
+    let paper = median_colour(&border)?;
+    let luminance =
+        0.299 * f64::from(paper[0]) + 0.587 * f64::from(paper[1]) + 0.114 * f64::from(paper[2]);
+    let chroma =
+        paper.iter().max().copied().unwrap_or(0) - paper.iter().min().copied().unwrap_or(0);
+    let differs = |p: [u8; 3], tolerance: u8| (0..3).any(|c| p[c].abs_diff(paper[c]) > tolerance);
+    let plain = border
+        .iter()
+        .filter(|p| !differs(**p, PLAIN_TOLERANCE))
+        .count();
+    if luminance < PAPER_LUMINANCE
+        || chroma > PAPER_CHROMA
+        || (plain as f64) < PLAIN_SHARE * border.len() as f64
+    {
+        return None;
+    }
+    let content = GrayImage::from_fn(w, h, |x, y| {
+        let on =
+            differs(small.get_pixel(x, y).0, CONTENT_TOLERANCE) || edges.get_pixel(x, y).0[0] > 0;
+        image::Luma([if on { 255 } else { 0 }])
+    });
+    // Printing is joined into one blob by a dilation; the outline is taken
+    // from the content pixels themselves, so the dilation does not widen it.
+    let joined = imageproc::morphology::dilate(&content, Norm::LInf, 2);
+    let labels = imageproc::region_labelling::connected_components(
+        &joined,
+        imageproc::region_labelling::Connectivity::Eight,
+        image::Luma([0u8]),
+    );
+    let mut sizes: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+    for label in labels.pixels().map(|p| p.0[0]).filter(|&l| l > 0) {
+        *sizes.entry(label).or_default() += 1;
+    }
+    let Some((&biggest, _)) = sizes
+        .iter()
+        .max_by_key(|(label, size)| (**size, std::cmp::Reverse(**label)))
+    else {
+        // A blank page.
+        return Some(Found::Nothing);
+    };
+    let points: Vec<Point<i32>> = labels
+        .enumerate_pixels()
+        .filter(|(x, y, l)| l.0[0] == biggest && content.get_pixel(*x, *y).0[0] > 0)
+        .map(|(x, y, _)| Point::new(x as i32, y as i32))
+        .collect();
+    let (quad, touches) = outline(&points, w, h, scale, Framing::Page)?;
+    if quad.frame_share < MIN_CANDIDATE_SHARE {
+        return Some(Found::Nothing);
+    }
+    if touches {
+        return Some(Found::CutOff(quad));
+    }
+    let shaped = (ASPECT_RANGE.0..=ASPECT_RANGE.1).contains(&quad.aspect)
+        && quad.rectangularity >= MIN_RECTANGULARITY;
+    shaped.then_some(Found::Document(quad))
+}
+
+/// The frame as the document (a crop to it), when it has a document's
+/// proportions and printing; the corners' background, if a tilt or a margin
+/// left any, cut away.
+fn filling(raw_edges: &GrayImage, edges: &GrayImage, scale: f64) -> Option<Quad> {
+    let (w, h) = edges.dimensions();
+    let frame = f64::from(w) * f64::from(h);
+    let printed = raw_edges.pixels().filter(|p| p.0[0] > 0).count() as f64;
+    if printed < MIN_PRINTING * frame {
+        return None;
+    }
+    let background = corner_background(edges, (MAX_CORNER_SHARE * frame) as usize);
+    if background.iter().any(|&b| b) {
+        let points: Vec<Point<i32>> = (0..h)
+            .flat_map(|y| (0..w).map(move |x| (x, y)))
+            .filter(|&(x, y)| !background[(y * w + x) as usize])
+            .map(|(x, y)| Point::new(x as i32, y as i32))
+            .collect();
+        let (quad, _) = outline(&points, w, h, scale, Framing::Filling)?;
+        let (_, deviation) = quad.format();
+        if deviation <= FORMAT_TOLERANCE && quad.rectangularity >= MIN_RECTANGULARITY {
+            return Some(quad);
+        }
+    }
+    // No corner to cut away, or an outline that does not fit: the frame
+    // itself, if its proportions are a format's within a crop's tilt.
+    let (long, short) = (f64::from(w.max(h)), f64::from(w.min(h)));
+    let aspect = long / short;
+    let fits = [ID1_ASPECT, TD3_ASPECT].iter().any(|&r| {
+        let (sin, cos) = MAX_CROP_TILT_DEGREES.to_radians().sin_cos();
+        let tilted = (r * cos + sin) / (r * sin + cos);
+        (tilted * 0.996..=r * 1.03).contains(&aspect)
+    });
+    let (fw, fh) = (f64::from(w) * scale, f64::from(h) * scale);
+    fits.then_some(Quad {
+        corners: [(0.0, 0.0), (fw, 0.0), (fw, fh), (0.0, fh)],
+        frame_share: 1.0,
+        aspect,
+        rectangularity: 1.0,
+        framing: Framing::Filling,
+    })
+}
+
+/// True for the pixels reached from the frame's four corners without
+/// crossing an edge, by floods of at most `limit` pixels each (a flood that
+/// grows beyond is the document's own surface, and is not kept).
+fn corner_background(edges: &GrayImage, limit: usize) -> Vec<bool> {
+    let (w, h) = edges.dimensions();
+    let mut background = vec![false; (w * h) as usize];
+    for (cx, cy) in [(0, 0), (w - 1, 0), (w - 1, h - 1), (0, h - 1)] {
+        if background[(cy * w + cx) as usize] {
+            continue;
+        }
+        let mut seen = vec![false; (w * h) as usize];
+        let mut flooded = Vec::new();
+        let mut stack = vec![(cx, cy)];
+        while let Some((x, y)) = stack.pop() {
+            let i = (y * w + x) as usize;
+            if seen[i] || edges.get_pixel(x, y).0[0] != 0 {
+                continue;
+            }
+            seen[i] = true;
+            flooded.push(i);
+            if flooded.len() > limit {
+                break;
+            }
+            if x > 0 {
+                stack.push((x - 1, y));
+            }
+            if x + 1 < w {
+                stack.push((x + 1, y));
+            }
+            if y > 0 {
+                stack.push((x, y - 1));
+            }
+            if y + 1 < h {
+                stack.push((x, y + 1));
+            }
+        }
+        if flooded.len() <= limit {
+            for i in flooded {
+                background[i] = true;
+            }
+        }
+    }
+    background
+}
+
+/// The minimum-area rectangle of `points` (in a `w` x `h` working copy) as
+/// a quad in the upload's coordinates, with whether it touches the frame's edge.
+fn outline(
+    points: &[Point<i32>],
+    w: u32,
+    h: u32,
+    scale: f64,
+    framing: Framing,
+) -> Option<(Quad, bool)> {
+    if points.len() < 8 {
+        return None;
+    }
+    let hull = convex_hull(points.to_vec());
+    let hull_area = polygon_area(&hull);
+    let rect = min_area_rect(&hull);
+    let rect_area = polygon_area(&rect);
+    let (side_a, side_b) = (distance(rect[0], rect[1]), distance(rect[1], rect[2]));
+    let (wf, hf) = (f64::from(w), f64::from(h));
+    let (mx, my) = (wf * EDGE_MARGIN, hf * EDGE_MARGIN);
+    let touches = rect.iter().any(|p| {
+        let (x, y) = (f64::from(p.x), f64::from(p.y));
+        x <= mx || y <= my || x >= wf - 1.0 - mx || y >= hf - 1.0 - my
+    });
+    let quad = Quad {
+        corners: rect.map(|p| (f64::from(p.x) * scale, f64::from(p.y) * scale)),
+        frame_share: (rect_area / (wf * hf)).min(1.0),
+        aspect: side_a.max(side_b) / side_a.min(side_b).max(1.0),
+        rectangularity: hull_area / rect_area.max(1.0),
+        framing,
+    };
+    Some((quad, touches))
+}
+
+/// Each channel's median.
+fn median_colour(pixels: &[[u8; 3]]) -> Option<[u8; 3]> {
+    if pixels.is_empty() {
+        return None;
+    }
+    let mut out = [0u8; 3];
+    for (c, slot) in out.iter_mut().enumerate() {
+        let mut histogram = [0usize; 256];
+        for p in pixels {
+            histogram[usize::from(p[c])] += 1;
+        }
+        let half = pixels.len() / 2;
+        let mut seen = 0;
+        for (value, count) in histogram.iter().enumerate() {
+            seen += count;
+            if seen > half {
+                *slot = value as u8;
+                break;
+            }
+        }
+    }
+    Some(out)
 }
 
 /// Straight-edged convex outlines in `mask` big enough to matter, each with
@@ -181,6 +533,7 @@ fn candidates(mask: &GrayImage, scale: f64) -> impl Iterator<Item = (Quad, bool)
                 frame_share: (rect_area / frame).min(1.0),
                 aspect: side_a.max(side_b) / side_a.min(side_b).max(1.0),
                 rectangularity,
+                framing: Framing::Background,
             };
             Some((quad, touches))
         })

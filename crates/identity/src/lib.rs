@@ -51,16 +51,20 @@ pub struct Analysis {
     pub width: u32,
     pub height: u32,
     pub document: document::Found,
-    /// Measured on the document's region when there is one, else on the frame.
+    /// Measured on the document's region (what is visible of a cut-off one)
+    /// when there is one, else on the frame.
     pub quality: quality::Quality,
-    /// Long side of the document (or the frame) in pixels of the upload.
+    /// Long side of the document (its visible part, or the frame) in pixels of the upload.
     pub document_pixels: u32,
-    /// Faces on the document, best first; `None` when there was no document to search.
+    /// Faces found, best first; `None` when no search ran ([`analyse`]
+    /// always searches: the whole frame when no document was found).
     pub faces: Option<Vec<face::Face>>,
+    /// Where the faces were looked for.
+    pub face_search: face::Searched,
     pub metadata: tamper::Metadata,
     /// `None` for PNG and WebP (no JPEG history to analyse) or a region too small.
     pub ela: Option<tamper::Ela>,
-    /// Perceptual hash of the document's region (of the frame when none was found).
+    /// Perceptual hash of the document's region (its visible part; the frame when none was found).
     pub phash: phash::Hash,
 }
 
@@ -79,9 +83,13 @@ pub fn analyse(bytes: &[u8], faces: &mut FaceDetector) -> Result<Analysis, Decod
     };
     let scale = f64::from(width) / f64::from(mid.width());
     let found = document::find(&mid).scaled(scale);
+    // What is visible of a cut-off document is measured too: its brightness
+    // and colour, not those of the desk or page beside it.
     let (rx, ry, rw, rh) = match &found {
-        document::Found::Document(quad) => quad.bounds(width, height),
-        _ => (0, 0, width, height),
+        document::Found::Document(quad) | document::Found::CutOff(quad) => {
+            quad.bounds(width, height)
+        }
+        document::Found::Nothing => (0, 0, width, height),
     };
     let (rw, rh) = (rw.max(1), rh.max(1));
     let to_mid = |v: u32| ((f64::from(v) / scale) as u32).min(mid.width().max(mid.height()));
@@ -105,9 +113,22 @@ pub fn analyse(bytes: &[u8], faces: &mut FaceDetector) -> Result<Analysis, Decod
         image::imageops::FilterType::Triangle,
     );
     let quality = quality::measure(&region);
-    let faces_found = match &found {
-        document::Found::Document(_) => Some(faces.detect(&image::imageops::grayscale(&region))),
-        _ => None,
+    let grey = image::imageops::grayscale(&region);
+    let (faces_found, face_search) = match &found {
+        // The format's portrait zone on an upright document, then the rest.
+        document::Found::Document(quad) if mw >= mh => {
+            let in_zone = faces.detect_in(&grey, face::portrait_zone(quad.format().0));
+            if in_zone.is_empty() {
+                (faces.detect(&grey), face::Searched::Document)
+            } else {
+                (in_zone, face::Searched::PortraitZone)
+            }
+        }
+        document::Found::Document(_) | document::Found::CutOff(_) => {
+            (faces.detect(&grey), face::Searched::Document)
+        }
+        // No outline: the region is the whole frame.
+        document::Found::Nothing => (faces.detect(&grey), face::Searched::Frame),
     };
     let ela = match decoded.format {
         ImageFormat::Jpeg => tamper::ela(rgb, (rx, ry, rw, rh)),
@@ -122,7 +143,8 @@ pub fn analyse(bytes: &[u8], faces: &mut FaceDetector) -> Result<Analysis, Decod
         document_pixels: rw.max(rh),
         document: found,
         quality,
-        faces: faces_found,
+        faces: Some(faces_found),
+        face_search,
         metadata: tamper::metadata(decoded.exif.as_deref()),
         ela,
         phash: phash::hash(&region),

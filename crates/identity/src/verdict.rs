@@ -29,7 +29,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::document::{Found, Quad, MIN_DOCUMENT_SHARE};
+use crate::document::{Found, Framing, Quad, MIN_DOCUMENT_SHARE};
 use crate::{phash, Analysis};
 
 /// Shortest document side, in pixels of the upload, that is readable.
@@ -289,7 +289,7 @@ pub fn judge(a: &Analysis, duplicate: Option<&Duplicate>) -> Assessment {
 }
 
 /// Resolution, focus, exposure, glare and colour, measured on the document
-/// when one was found clear of the edges, else on the whole frame.
+/// (what is visible of it when it is cut off), else on the whole frame.
 fn image_quality(a: &Analysis) -> Check {
     let mut reasons = Vec::new();
     let q = &a.quality;
@@ -346,7 +346,7 @@ fn image_quality(a: &Analysis) -> Check {
             "the image has no colour, as a photocopy or a grey scan has: photograph the original document",
         ));
     }
-    let on_document = matches!(a.document, Found::Document(_));
+    let on_document = !matches!(a.document, Found::Nothing);
     Check::performed(
         QUALITY,
         reasons,
@@ -385,7 +385,11 @@ fn document_framing(a: &Analysis) -> Check {
             Some(quad),
             false,
         ),
-        Found::Document(quad) if quad.frame_share < MIN_DOCUMENT_SHARE => (
+        // Only a photo on a background is too small by its share of the
+        // frame: on a scanned page the scan's resolution says it all.
+        Found::Document(quad)
+            if quad.framing == Framing::Background && quad.frame_share < MIN_DOCUMENT_SHARE =>
+        (
             Some(retake(
                 "DOCUMENT_TOO_SMALL",
                 DOCUMENT,
@@ -410,7 +414,7 @@ fn document_framing(a: &Analysis) -> Check {
 /// again anyway (see the module's doc).
 fn face(a: &Analysis, retake_needed: bool) -> Check {
     let Some(faces) = &a.faces else {
-        return Check::skipped(FACE, "no document to search");
+        return Check::skipped(FACE, "the portrait was not searched");
     };
     let mut reasons = Vec::new();
     if faces.is_empty() && !retake_needed {
@@ -427,7 +431,12 @@ fn face(a: &Analysis, retake_needed: bool) -> Check {
     Check::performed(
         FACE,
         reasons,
-        json!({"faces": faces.len(), "best": best, "searchedWidth": crate::face::WORK_WIDTH}),
+        json!({
+            "faces": faces.len(),
+            "best": best,
+            "searched": a.face_search.as_str(),
+            "searchedWidth": crate::face::WORK_WIDTH,
+        }),
     )
 }
 
@@ -598,6 +607,7 @@ fn document_metrics(quad: Option<&Quad>, clear: bool) -> Value {
                 "nearestFormat": format,
                 "aspectDeviation": round(deviation, 3),
                 "rectangularity": round(q.rectangularity, 3),
+                "framing": q.framing.as_str(),
             })
         }
     }
@@ -671,6 +681,7 @@ mod tests {
                 frame_share: 0.6,
                 aspect: 1.585,
                 rectangularity: 0.98,
+                framing: Framing::Background,
             }),
             quality: Quality {
                 sharpness: 200.0,
@@ -687,6 +698,7 @@ mod tests {
                 height: 110,
                 score: 3.0,
             }]),
+            face_search: crate::face::Searched::PortraitZone,
             metadata: Metadata {
                 has_exif: true,
                 camera: Some("Canon EOS 80D".into()),

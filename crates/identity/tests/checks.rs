@@ -5,7 +5,7 @@
 use image::RgbImage;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use vigil_identity::synthetic::{self as s, Scene};
+use vigil_identity::synthetic::{self as s, Backdrop, Scene};
 use vigil_identity::{
     analyse, document, judge, phash, Analysis, DecodeError, Duplicate, FaceDetector,
 };
@@ -341,4 +341,183 @@ fn mutated_images_never_panic() {
         decoded > 0 && refused > 0,
         "{decoded} decoded, {refused} refused"
     );
+}
+
+/// The reason codes that ask for a retake.
+const RETAKES: [&str; 10] = [
+    "LOW_RESOLUTION",
+    "BLURRY",
+    "GLARE",
+    "TOO_DARK",
+    "TOO_BRIGHT",
+    "LOW_CONTRAST",
+    "BLACK_AND_WHITE",
+    "NO_DOCUMENT",
+    "CUT_OFF",
+    "DOCUMENT_TOO_SMALL",
+];
+
+/// `image` is found as a document of `format`, framed so, its portrait
+/// found, and nothing asks for a retake.
+fn assert_document(what: &str, image: &RgbImage, format: &str, framing: document::Framing) {
+    let a = analysed(&camera_jpeg(image));
+    let document::Found::Document(quad) = &a.document else {
+        panic!("{what}: {:?}", a.document)
+    };
+    assert_eq!(
+        (quad.format().0, quad.framing),
+        (format, framing),
+        "{what}: aspect {}",
+        quad.aspect
+    );
+    assert!(quad.format().1 < 0.05, "{what}: aspect {}", quad.aspect);
+    assert_eq!(a.faces.as_ref().map(Vec::len), Some(1), "{what}");
+    let verdict = judge(&a, None);
+    let retakes: Vec<&str> = verdict
+        .codes()
+        .into_iter()
+        .filter(|c| RETAKES.contains(c))
+        .collect();
+    assert!(retakes.is_empty(), "{what}: {:?}", verdict.codes());
+    assert_ne!(verdict.decision.as_str(), "resubmit", "{what}");
+}
+
+#[test]
+fn a_crop_to_the_document_is_the_document_with_its_format() {
+    use document::Framing::Filling;
+    let td3 = Scene {
+        aspect: s::TD3_ASPECT,
+        ..Scene::default()
+    };
+    for seed in 21..24 {
+        let tilted = |tilt: f64| Scene {
+            tilt,
+            ..Scene::default()
+        };
+        for (what, image, format) in [
+            (
+                "edge to edge",
+                s::card_crop(seed, Scene::default(), 0),
+                "ID-1",
+            ),
+            ("passport page", s::card_crop(seed, td3, 0), "TD3"),
+            (
+                "6 px of desk",
+                s::card_crop(seed, Scene::default(), 6),
+                "ID-1",
+            ),
+            (
+                "6 px inside",
+                s::card_crop(seed, Scene::default(), -6),
+                "ID-1",
+            ),
+            (
+                "tilted 2 degrees",
+                s::card_crop(seed, tilted(2.0), 0),
+                "ID-1",
+            ),
+            (
+                "tilted -3, 4 px",
+                s::card_crop(seed, tilted(-3.0), 4),
+                "ID-1",
+            ),
+        ] {
+            assert_document(&format!("seed {seed}, {what}"), &image, format, Filling);
+        }
+    }
+}
+
+#[test]
+fn a_scan_on_white_paper_is_the_document_and_its_whitespace_is_no_glare() {
+    use document::Framing::Page;
+    // An A4 page at 200 dpi, the card near its top.
+    let page = Scene {
+        width: 1654,
+        height: 2339,
+        card_share: 0.41,
+        centre: (0.3, 0.15),
+        backdrop: Backdrop::Paper,
+        ..Scene::default()
+    };
+    for seed in 31..34 {
+        assert_document(
+            &format!("seed {seed}"),
+            &s::card_in(seed, page),
+            "ID-1",
+            Page,
+        );
+        let tilted = Scene { tilt: 3.0, ..page };
+        assert_document(
+            &format!("seed {seed}, tilted"),
+            &s::card_in(seed, tilted),
+            "ID-1",
+            Page,
+        );
+        let passport = Scene {
+            aspect: s::TD3_ASPECT,
+            card_share: 0.6,
+            centre: (0.45, 0.2),
+            ..page
+        };
+        assert_document(
+            &format!("seed {seed}, passport"),
+            &s::card_in(seed, passport),
+            "TD3",
+            Page,
+        );
+    }
+}
+
+#[test]
+fn a_card_with_a_corner_out_of_the_frame_is_cut_off_and_its_face_still_searched() {
+    for seed in 41..45 {
+        for centre in [(0.75, 0.72), (0.8, 0.5), (0.25, 0.3)] {
+            let scene = Scene {
+                centre,
+                ..Scene::default()
+            };
+            let a = analysed(&camera_jpeg(&s::card_in(seed, scene)));
+            assert!(
+                matches!(a.document, document::Found::CutOff(_)),
+                "seed {seed}, {centre:?}: {:?}",
+                a.document
+            );
+            assert!(judge(&a, None).codes().contains(&"CUT_OFF"));
+            assert!(a.faces.is_some(), "seed {seed}, {centre:?}");
+        }
+    }
+    // Running off a scanned page.
+    let page = Scene {
+        width: 1654,
+        height: 2339,
+        card_share: 0.41,
+        centre: (0.95, 0.15),
+        backdrop: Backdrop::Paper,
+        ..Scene::default()
+    };
+    let a = analysed(&camera_jpeg(&s::card_in(41, page)));
+    assert!(
+        matches!(a.document, document::Found::CutOff(_)),
+        "{:?}",
+        a.document
+    );
+}
+
+#[test]
+fn the_portrait_is_searched_in_its_zone_and_over_the_frame_without_an_outline() {
+    use vigil_identity::face::Searched;
+    let a = analysed(&camera_jpeg(&s::card(51)));
+    assert_eq!(a.face_search, Searched::PortraitZone);
+    assert_eq!(a.faces.as_ref().map(Vec::len), Some(1));
+    // A blurred card is found by nothing but its face is still looked for,
+    // on the whole frame.
+    let desk = analysed(&camera_jpeg(&s::scenery(51)));
+    assert_eq!(
+        (&desk.document, desk.face_search),
+        (&document::Found::Nothing, Searched::Frame)
+    );
+    assert_eq!(desk.faces.as_ref().map(Vec::len), Some(0));
+    let json = judge(&desk, None).to_json("x");
+    assert_eq!(json["checks"]["face"]["outcome"], "passed");
+    assert_eq!(json["checks"]["face"]["metrics"]["searched"], "frame");
 }
