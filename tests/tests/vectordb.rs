@@ -1529,7 +1529,8 @@ fn a_database_among_many_finds_what_an_exact_search_finds() {
     for db in &others {
         me.create(db);
     }
-    let topics = "ARRAY['card payments', 'travel plans', 'database tuning', 'garden plants', 'jazz records',
+    let topics =
+        "ARRAY['card payments', 'travel plans', 'database tuning', 'garden plants', 'jazz records',
                         'mountain weather', 'bread baking', 'train timetables']";
     me.env.psql(&format!(
         "SET vigil.account = '{account}';
@@ -1552,7 +1553,10 @@ fn a_database_among_many_finds_what_an_exact_search_finds() {
     ));
     let (mut hits, mut wanted) = (0usize, 0usize);
     for q in 0..24 {
-        let query = format!("a note about {} number {q}", ["payments", "trains", "baking", "jazz"][q % 4]);
+        let query = format!(
+            "a note about {} number {q}",
+            ["payments", "trains", "baking", "jazz"][q % 4]
+        );
         let found = ids(&me.query("target", &query));
         // The exact top 10 of the same embedding, ties counted as hits.
         let kth: f64 = me
@@ -1566,7 +1570,11 @@ fn a_database_among_many_finds_what_an_exact_search_finds() {
             ))
             .parse()
             .expect("a distance");
-        let list = found.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+        let list = found
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
         let good: usize = me
             .env
             .psql(&format!(
