@@ -260,10 +260,12 @@ fn vacuum_repairs_each_key_of_a_partitioned_index() {
                  WHERE e.key = {key} ORDER BY vigil.cosine_distance(e.v, q.v), id LIMIT 10) x)"
             )
         };
-        let hits: f64 = ok(&sql("SET enable_seqscan = off"))
-            .trim()
-            .parse()
-            .expect("a count");
+        let hits: f64 = ok(&sql(
+            "SET enable_seqscan = off; SET vigil.hnsw_ef_search = 120",
+        ))
+        .trim()
+        .parse()
+        .expect("a count");
         let queries: f64 = ok("SELECT count(*) * 10 FROM keyed q WHERE q.id % 41 = 1")
             .trim()
             .parse()
@@ -283,9 +285,11 @@ fn vacuum_repairs_each_key_of_a_partitioned_index() {
         (Some(2), Some(0), Some(0)),
         "{report}"
     );
+    // At the beam the vector database searches with (vigil._search_ef).
     for key in [2, 3] {
         let r = keyed_recall(key);
-        assert!(r >= 0.97, "key {key}: recall after vacuum {r}");
+        eprintln!("key {key}: recall@10 against exact after VACUUM {r:.3}");
+        assert!(r >= 0.99, "key {key}: recall after vacuum {r}");
     }
     let none = ok(
         "SET enable_seqscan = off; SELECT count(*) FROM (SELECT id FROM keyed WHERE key = 1
