@@ -1518,8 +1518,9 @@ fn a_database_dropped_twice_at_once_is_dropped_once_and_not_found_once() {
 /// database, however many others share the installation, and after many of
 /// its records are deleted and the table vacuumed. One database of 4,000
 /// records (2,400 after the deletes: past the exact path's 2,000) beside one
-/// of 2,500 and 40 small ones, records near 200 embedded sentences; 24
-/// queries over HTTP against the exact top 10 of the same query embedding.
+/// of 2,500 and 40 small ones, each record a mixture of a distinct pair of
+/// 200 embedded sentences; 24 queries over HTTP against the exact top 10 of
+/// the same query embedding.
 #[test]
 fn a_database_among_many_finds_what_an_exact_search_finds() {
     let me = caller("among-many");
@@ -1546,8 +1547,9 @@ fn a_database_among_many_finds_what_an_exact_search_finds() {
                  FROM unnest(x.v) WITH ORDINALITY a(x, o) JOIN unnest(y.v) WITH ORDINALITY b(x, o) USING (o))
          FROM vigil.vector_databases d
          CROSS JOIN LATERAL generate_series(1, CASE d.name WHEN 'target' THEN 4000 WHEN 'twin' THEN 2500 ELSE 100 END) n
-         JOIN among_base x ON x.i = 1 + (n * 7 + d.id) % 200
-         JOIN among_base y ON y.i = 1 + (n * 13 + 3 * d.id) % 200
+         -- a distinct pair of sentences for each record of a database
+         JOIN among_base x ON x.i = 1 + (n + d.id) % 200
+         JOIN among_base y ON y.i = 1 + (13 * ((n + d.id) % 200) + (n + d.id) / 200) % 200
          WHERE d.account = '{account}';
          DROP TABLE among_base",
         account = me.account
