@@ -30,6 +30,10 @@ use super::lock::PlacementLock;
 use super::meta::{read_meta, read_meta_image, update_meta, write_meta};
 use super::slots::Placement;
 
+/// What [`PageStore::visit_elements`] calls per element: its id, metadata
+/// and item bytes, under the page's share lock.
+type ItemVisitor<'a> = dyn FnMut(Tid, ElementMeta, &[u8]) -> Result<(), PageError> + 'a;
+
 /// The graph over an index's pages.
 pub struct PageStore {
     pub(super) rel: pg_sys::Relation,
@@ -108,10 +112,7 @@ impl PageStore {
     }
 
     /// Calls `f` with every element not removed, its metadata and its item.
-    fn visit_elements(
-        &self,
-        f: &mut dyn FnMut(Tid, ElementMeta, &[u8]) -> Result<(), PageError>,
-    ) -> Result<(), PageError> {
+    fn visit_elements(&self, f: &mut ItemVisitor<'_>) -> Result<(), PageError> {
         for block in 1..self.nblocks() {
             self.visit_page_elements(block, f)?;
         }
@@ -120,11 +121,7 @@ impl PageStore {
 
     /// [`PageStore::visit_elements`] on one page, under its share lock
     /// (so `f` must not read other pages).
-    fn visit_page_elements(
-        &self,
-        block: u32,
-        f: &mut dyn FnMut(Tid, ElementMeta, &[u8]) -> Result<(), PageError>,
-    ) -> Result<(), PageError> {
+    fn visit_page_elements(&self, block: u32, f: &mut ItemVisitor<'_>) -> Result<(), PageError> {
         let locked = Locked::share(self.rel, block);
         let page = locked.page();
         // SAFETY: locked page.
