@@ -122,7 +122,10 @@ pub unsafe extern "C-unwind" fn ambuild(
     }
     let params = new_params(index);
     let partitioned = super::partitioned(index);
-    if (*(*index).rd_index).indnkeyatts > 2 {
+    // A partitioned index's first column is its key, read as a bigint.
+    if (*(*index).rd_index).indnkeyatts > 2
+        || (partitioned && *(*index).rd_opcintype != pg_sys::INT8OID)
+    {
         error!("vigil_hnsw indexes one column (a vector) or two (a bigint key, then a vector)");
     }
     meta::create_meta(index, &empty_meta(&params, partitioned));

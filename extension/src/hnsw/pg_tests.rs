@@ -401,6 +401,11 @@ mod tests {
         assert_eq!(report["unreachable"], 0, "{report}");
         let r = keyed_recall("items", &[(1, 7), (1, 3001), (2, 8), (2, 5555), (17, 12)]);
         assert!(r >= 0.98, "recall {r}");
+        // Two vectors are not a key and a vector.
+        assert_eq!(
+            error_of("CREATE INDEX ON items USING vigil_hnsw (v, v)"),
+            "vigil_hnsw indexes one column (a vector) or two (a bigint key, then a vector)"
+        );
         // Without a key the index is no plan at all.
         let qv = query_vector("items", 5);
         assert!(!uses_index(
