@@ -145,21 +145,25 @@ pub fn set_entry(
     key: i64,
     entry: Option<(Tid, u32)>,
 ) -> Result<(), PageError> {
-    let dir = read(rel, &super::meta::read_meta(rel))?;
+    // The kept copy is current: it is checked against the meta page's
+    // version, and directory writers take turns (the caller's lock).
+    let (slot, last_page) = with_kept(rel, &super::meta::read_meta(rel), |dir| {
+        (dir.keys.get(&key).copied(), dir.last_page)
+    })?;
     let bytes = DirectoryItem { key, entry }.encode();
     // Directory pages first, the meta page last: the order every writer of
     // several pages keeps.
     let mut wal = Wal::start(rel);
     let mut new_head = None;
-    match dir.keys.get(&key) {
+    match slot {
         Some(slot) => {
             let page = wal.register(Locked::exclusive(rel, slot.at.block), false);
             // SAFETY: page image under the WAL record; same size.
             unsafe { overwrite_item(page, slot.at, &bytes)? };
         }
         None => {
-            let last = (dir.last_page != 0)
-                .then(|| wal.register(Locked::exclusive(rel, dir.last_page), false));
+            let last =
+                (last_page != 0).then(|| wal.register(Locked::exclusive(rel, last_page), false));
             // SAFETY: page images under the WAL record.
             let room =
                 last.is_some_and(|p| unsafe { free_space(p) } >= item_footprint(DIRECTORY_ITEM));
@@ -168,7 +172,7 @@ pub fn set_entry(
                     // SAFETY: as above.
                     let max = unsafe { pg_sys::PageGetMaxOffsetNumber(page) };
                     let at = Tid {
-                        block: dir.last_page,
+                        block: last_page,
                         offset: max + 1,
                     };
                     // SAFETY: as above.

@@ -13,7 +13,7 @@ use std::cell::RefCell;
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use vigil_hnsw::{plan_links, write_element, GraphStore, LevelRng};
+use vigil_hnsw::{plan_links, write_element, LevelRng};
 use vigil_hnsw_page::{self as page, Tid};
 
 use super::lock::{GraphLock, PlacementLock};
@@ -71,9 +71,9 @@ pub fn insert_vector(index: pg_sys::Relation, heap: Tid, key: Option<i64>, vecto
     let alone = |store: &PageStore| {
         store.meta.dims == 0
             || store
-                .entry_point()
+                .entry_as_opened()
                 .unwrap_or_else(|e| raise(index, e))
-                .is_none_or(|entry| level > entry.level)
+                .is_none_or(|(_, top)| level as u32 > top)
     };
     let _lock = if alone(&store) {
         GraphLock::exclusive(index)

@@ -88,13 +88,15 @@ impl PageStore {
         Ok(self)
     }
 
-    /// The key of element `id` in a partitioned index.
-    pub fn key_of(&self, id: Tid) -> Result<i64, PageError> {
-        let locked = Locked::share(self.rel, id.block);
-        // SAFETY: locked page, slice dropped before the lock.
-        let bytes = unsafe { item(locked.page(), id.block, id.offset)? };
-        page::element_key(bytes, self.meta.element_len())
-            .map_err(|e| PageError(format!("item {id:?}: {e}")))
+    /// The entry point as of the meta page this store read at open (a
+    /// partitioned index's: its key's, from the backend's copy of the
+    /// directory), for an insert deciding whether it must run alone.
+    pub fn entry_as_opened(&self) -> Result<Option<(Tid, u32)>, PageError> {
+        match (self.meta.partitioned, self.key) {
+            (false, _) => Ok(self.meta.entry),
+            (true, None) => Ok(None),
+            (true, Some(key)) => directory::entry(self.rel, &self.meta, key),
+        }
     }
 
     /// Every element (removed ones left out) by key, in one pass over the

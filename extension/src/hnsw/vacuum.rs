@@ -19,7 +19,7 @@
 //! linked again ([`link_unreached`]): inserts strand a few rows far from all
 //! others, and a repair can too.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -61,15 +61,19 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
         if store.meta.partitioned {
             // Each key's graph repaired on its own, with its elements as
             // listed under the lock (an insert may have linked to a dead one).
-            let mut gone: HashMap<i64, Vec<Tid>> = HashMap::new();
-            for &id in &deleted {
-                let key = store.key_of(id).unwrap_or_else(|e| raise(index, e));
-                gone.entry(key).or_default().push(id);
-            }
-            let mut members = store.elements_by_key().unwrap_or_else(|e| raise(index, e));
-            for (key, ids) in gone {
+            // The deleted elements' keys come with that pass.
+            let dead: HashSet<Tid> = deleted.iter().copied().collect();
+            for (key, members) in store.elements_by_key().unwrap_or_else(|e| raise(index, e)) {
+                let ids: Vec<Tid> = members
+                    .iter()
+                    .map(|&(id, _)| id)
+                    .filter(|id| dead.contains(id))
+                    .collect();
+                if ids.is_empty() {
+                    continue;
+                }
                 let mut graph = PageStore::open(index)
-                    .scoped(key, Some(members.remove(&key).unwrap_or_default()))
+                    .scoped(key, Some(members))
                     .unwrap_or_else(|e| raise(index, e));
                 vigil_hnsw::repair(&mut graph, &params, &ids).unwrap_or_else(|e| raise(index, e));
             }
