@@ -16,7 +16,7 @@ CREATE INDEX vector_records_embedding ON vigil.vector_records
 -- The beam of a search for `k` records in a database of `records`: wide
 -- enough for recall@10 of 0.99 against an exact search, which takes a wider
 -- beam as a graph grows (docs/performance.md: 120 reaches 0.994 at 50,000
--- records and at 100,000 real ones, 0.989 on the bench's harder 100,000,
+-- records and 0.993 at 100,000 real ones, 0.989 on the bench's harder 100,000,
 -- where 400 reaches 0.997; 1,000,000 records 400 for 0.990 and 600 for
 -- 0.993), or `k` when larger; at most 1,000 (the scan goes on past it,
 -- vigil.hnsw_iterative_scan, for a hybrid search's 2,000). Each step up
