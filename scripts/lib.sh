@@ -184,3 +184,98 @@ hnsw_pgbench() {
         "$VIGIL_ROOT/scripts/pg-cluster.sh" pgbench "$dir" -n -M prepared -c "$clients" \
         -j "$(( clients < 2 ? clients : 2 ))" -T "$seconds" -f "$script"
 }
+
+# --- Clusters: what scripts/pg-cluster.sh (one server) and scripts/ha-cluster.sh
+# (three, under Patroni) share, so a node of either is made the same way.
+
+# As root the server runs as `postgres`, which must reach DIR: if DIR's parents are
+# closed to it (a checkout under /root), keep the data under /var/lib/postgresql and
+# leave a symlink at DIR.
+prepare_dir() {
+    local dir="$1"
+    if ! is_root; then mkdir -p "$dir"; return; fi
+    if [ -L "$dir" ] || sudo -u postgres test -d "$dir" -a -w "$dir" 2>/dev/null; then return; fi
+    mkdir -p "$(dirname "$dir")"
+    if sudo -u postgres test -x "$(dirname "$dir")"; then
+        install -d -o postgres -g postgres -m 0700 "$dir"
+    else
+        local real="/var/lib/postgresql/vigil/$(echo -n "$dir" | sha256sum | cut -c1-16)"
+        install -d -o postgres -g postgres -m 0700 "$real"
+        ln -sfn "$real" "$dir"
+    fi
+}
+
+# The password of a role, made once and kept beside the data, readable by its owner only.
+role_password() {
+    local file="$1/$2"
+    if ! as_pg test -f "$file"; then
+        head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' | as_pg tee "$file" >/dev/null
+        as_pg chmod 600 "$file"
+    fi
+    as_pg cat "$file"
+}
+
+# After `ALTER EXTENSION vigil UPDATE` the database must hold the version the
+# installed control file names; otherwise no upgrade path leads there from the
+# cluster's version (a version never released, or an installation older than the
+# cluster), and the cluster is left as it is rather than used half-upgraded.
+check_version() {
+    local dir="$1" have want
+    have="$(psql_super "$dir" -d vigil -Atc "SELECT extversion FROM pg_extension WHERE extname = 'vigil'")"
+    want="$(psql_super "$dir" -d vigil -Atc "SELECT default_version FROM pg_available_extensions WHERE name = 'vigil'")"
+    if [ "$have" != "$want" ]; then
+        die "the cluster in $dir holds vigil $have and no upgrade script leads from it to the installed $want; install a build that has one, or recreate the cluster (this deletes its data): scripts/pg-cluster.sh remove $dir   (or: make reset)"
+    fi
+    # Clusters made before versioned upgrades remembered a hash of their script.
+    as_pg rm -f "$dir/schema.sha256"
+}
+
+pg_user() { if is_root; then echo postgres; else id -un; fi; }
+
+psql_super() {
+    local dir="$1"; shift
+    as_pg "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$dir/run" -p "$(cat "$dir/port")" -U "$(pg_user)" "$@"
+}
+
+# initdb's options for every vigil cluster: peer authentication over the local
+# socket (the superuser is the OS user running the server), passwords
+# (scram-sha-256) over TCP, UTF-8.
+VIGIL_INITDB_OPTIONS=(--auth-local=peer --auth-host=scram-sha-256 --encoding=UTF8 --locale=C.UTF-8)
+
+# The server settings of a vigil cluster whose files are in DIR, as
+# postgresql.conf lines: TCP on loopback only, its socket in DIR/run.
+vigil_server_conf() {
+    cat <<CONF
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$1/run'
+password_encryption = 'scram-sha-256'
+logging_collector = off
+CONF
+}
+
+# Makes (or upgrades) database `vigil` in the running cluster reached through
+# DIR (DIR/run, DIR/port): the extension, its search_path, and the roles
+# `vigil_app` and `vigil_admin` (sql/bootstrap.sql) with the passwords kept in
+# SECRETS (made there the first time). With VERSION, a new database gets that
+# earlier version of the extension, and no upgrade is made.
+vigil_database() {
+    local dir="$1" secrets="$2" version="${3:-}" password admin_password
+    psql_super "$dir" -d postgres <<'SQL'
+SELECT 'CREATE DATABASE vigil' WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = 'vigil') \gexec
+SQL
+    password="$(role_password "$secrets" app_password)"
+    admin_password="$(role_password "$secrets" admin_password)"
+    if [ -n "$version" ]; then
+        # A cluster of an earlier version, as an upgrade test needs: made, not updated.
+        psql_super "$dir" -d vigil -c "SET client_min_messages = warning" \
+            -c "CREATE EXTENSION IF NOT EXISTS vigil VERSION '$version'" \
+            -c "ALTER DATABASE vigil SET search_path = vigil, public"
+    else
+        psql_super "$dir" -d vigil -c "SET client_min_messages = warning" \
+            -c "CREATE EXTENSION IF NOT EXISTS vigil" -c "ALTER EXTENSION vigil UPDATE" \
+            -c "ALTER DATABASE vigil SET search_path = vigil, public"
+        check_version "$dir"
+    fi
+    psql_super "$dir" -d vigil -v app_password="$password" -v admin_password="$admin_password" \
+        -f "$VIGIL_ROOT/sql/bootstrap.sql" >/dev/null
+}

@@ -30,99 +30,30 @@ set -euo pipefail
 
 usage() { sed -n '2,21p' "$0" >&2; exit 2; }
 
-# As root the server runs as `postgres`, which must reach DIR: if DIR's parents are
-# closed to it (a checkout under /root), keep the data under /var/lib/postgresql and
-# leave a symlink at DIR.
-prepare_dir() {
-    local dir="$1"
-    if ! is_root; then mkdir -p "$dir"; return; fi
-    if [ -L "$dir" ] || sudo -u postgres test -d "$dir" -a -w "$dir" 2>/dev/null; then return; fi
-    mkdir -p "$(dirname "$dir")"
-    if sudo -u postgres test -x "$(dirname "$dir")"; then
-        install -d -o postgres -g postgres -m 0700 "$dir"
-    else
-        local real="/var/lib/postgresql/vigil/$(echo -n "$dir" | sha256sum | cut -c1-16)"
-        install -d -o postgres -g postgres -m 0700 "$real"
-        ln -sfn "$real" "$dir"
-    fi
-}
-
-# The password of a role, made once and kept beside the data, readable by its owner only.
-role_password() {
-    local file="$1/$2"
-    if ! as_pg test -f "$file"; then
-        head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' | as_pg tee "$file" >/dev/null
-        as_pg chmod 600 "$file"
-    fi
-    as_pg cat "$file"
-}
-
-# After `ALTER EXTENSION vigil UPDATE` the database must hold the version the
-# installed control file names; otherwise no upgrade path leads there from the
-# cluster's version (a version never released, or an installation older than the
-# cluster), and the cluster is left as it is rather than used half-upgraded.
-check_version() {
-    local dir="$1" have want
-    have="$(psql_super "$dir" -d vigil -Atc "SELECT extversion FROM pg_extension WHERE extname = 'vigil'")"
-    want="$(psql_super "$dir" -d vigil -Atc "SELECT default_version FROM pg_available_extensions WHERE name = 'vigil'")"
-    if [ "$have" != "$want" ]; then
-        die "the cluster in $dir holds vigil $have and no upgrade script leads from it to the installed $want; install a build that has one, or recreate the cluster (this deletes its data): scripts/pg-cluster.sh remove $dir   (or: make reset)"
-    fi
-    # Clusters made before versioned upgrades remembered a hash of their script.
-    as_pg rm -f "$dir/schema.sha256"
-}
-
-pg_user() { if is_root; then echo postgres; else id -un; fi; }
-
-psql_super() {
-    local dir="$1"; shift
-    as_pg "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$dir/run" -p "$(cat "$dir/port")" -U "$(pg_user)" "$@"
-}
-
 up() {
-    local dir="$1" port="$2" version="${3:-}" fresh=""
+    local dir="$1" port="$2" version="${3:-}"
     dir="$(realpath -m "$dir")"
     prepare_dir "$dir"
     if as_pg test -f "$dir/data/standby.signal"; then
         die "$dir holds a replica (read-only): start it with: scripts/pg-cluster.sh replica PRIMARY $dir PORT"
     fi
     if ! as_pg test -f "$dir/data/PG_VERSION"; then
-        fresh=1
         step "creating a PostgreSQL 15 cluster in $dir"
         as_pg mkdir -p "$dir/data" "$dir/run"
-        as_pg "$PG_BIN/initdb" -D "$dir/data" -U "$(pg_user)" --auth-local=peer --auth-host=scram-sha-256 \
-            --encoding=UTF8 --locale=C.UTF-8 >/dev/null
-        as_pg tee -a "$dir/data/postgresql.conf" >/dev/null <<CONF
-# vigil (scripts/pg-cluster.sh)
-listen_addresses = '127.0.0.1'
-unix_socket_directories = '$dir/run'
-password_encryption = 'scram-sha-256'
-logging_collector = off
-CONF
+        as_pg "$PG_BIN/initdb" -D "$dir/data" -U "$(pg_user)" "${VIGIL_INITDB_OPTIONS[@]}" >/dev/null
+        { echo "# vigil (scripts/pg-cluster.sh)"; vigil_server_conf "$dir"; } |
+            as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
         as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -o "-p $port" -l "$dir/server.log" -w start >/dev/null
         echo "$port" | as_pg tee "$dir/port" >/dev/null
-        psql_super "$dir" -d postgres -c "CREATE DATABASE vigil"
     elif ! as_pg "$PG_BIN/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
         as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -o "-p $port" -l "$dir/server.log" -w start >/dev/null
         echo "$port" | as_pg tee "$dir/port" >/dev/null
     fi
     port="$(as_pg cat "$dir/port")"
+    vigil_database "$dir" "$dir" "$version"
     local password admin_password
     password="$(role_password "$dir" app_password)"
     admin_password="$(role_password "$dir" admin_password)"
-    if [ -n "$version" ]; then
-        # A cluster of an earlier version, as an upgrade test needs: made, not updated.
-        psql_super "$dir" -d vigil -c "SET client_min_messages = warning" \
-            -c "CREATE EXTENSION IF NOT EXISTS vigil VERSION '$version'" \
-            -c "ALTER DATABASE vigil SET search_path = vigil, public"
-    else
-        psql_super "$dir" -d vigil -c "SET client_min_messages = warning" \
-            -c "CREATE EXTENSION IF NOT EXISTS vigil" -c "ALTER EXTENSION vigil UPDATE" \
-            -c "ALTER DATABASE vigil SET search_path = vigil, public"
-        check_version "$dir"
-    fi
-    psql_super "$dir" -d vigil -v app_password="$password" -v admin_password="$admin_password" \
-        -f "$VIGIL_ROOT/sql/bootstrap.sql" >/dev/null
     echo "DATABASE_URL=postgres://vigil_app:$password@127.0.0.1:$port/vigil"
     echo "ADMIN_DATABASE_URL=postgres://vigil_admin:$admin_password@127.0.0.1:$port/vigil"
 }
