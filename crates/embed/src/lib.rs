@@ -14,6 +14,7 @@
 //! the token states under the attention mask, L2-normalised, so the cosine of two
 //! embeddings is their dot product.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use ort::{session::Session, value::Tensor};
@@ -214,9 +215,10 @@ impl Embedder {
 
     /// Embeds texts in one model call; the result is in input order.
     pub fn embed_batch(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let encoded = self.tokenize(texts)?;
-        let refs: Vec<&[u32]> = encoded.iter().map(Vec::as_slice).collect();
-        self.run(&refs)
+        let encoded = self.tokenize(texts, &[])?;
+        let refs: Vec<&[u32]> = encoded.iter().map(|t| t.ids.as_slice()).collect();
+        let parts = vec![None; refs.len()];
+        Ok(self.run(&refs, &parts)?.into_iter().map(|p| p.whole).collect())
     }
 
     /// Embeds any number of texts, in calls of at most [`MAX_BATCH`] texts of similar
@@ -225,19 +227,38 @@ impl Embedder {
     pub fn embed_many(
         &mut self,
         texts: &[&str],
-        mut between_calls: impl FnMut(),
+        between_calls: impl FnMut(),
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let encoded = self.tokenize(texts)?;
+        let pooled = self.embed_many_with_parts(texts, &[], between_calls)?;
+        Ok(pooled.into_iter().map(|p| p.whole).collect())
+    }
+
+    /// [`Embedder::embed_many`], and for each text with a `parts` entry (a
+    /// byte range of the text, such as its opening sentence) the mean of
+    /// that range's token states too: the part as read in its whole text,
+    /// from the same model call, so it costs no inference of its own.
+    /// `parts` may be shorter than `texts` (the rest have none). A part
+    /// whose tokens were all cut ([`MAX_TOKENS`]) or that covers no token
+    /// gives `None`.
+    pub fn embed_many_with_parts(
+        &mut self,
+        texts: &[&str],
+        parts: &[Option<Range<usize>>],
+        mut between_calls: impl FnMut(),
+    ) -> Result<Vec<Pooled>, EmbedError> {
+        let encoded = self.tokenize(texts, parts)?;
         let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| encoded[i].len());
-        let lengths: Vec<usize> = order.iter().map(|&i| encoded[i].len()).collect();
-        let mut out = vec![Vec::new(); texts.len()];
+        order.sort_by_key(|&i| encoded[i].ids.len());
+        let lengths: Vec<usize> = order.iter().map(|&i| encoded[i].ids.len()).collect();
+        let mut out = vec![Pooled::default(); texts.len()];
         for call in plan_calls(&lengths, self.packed) {
             let chunk = &order[call];
             between_calls();
-            let ids: Vec<&[u32]> = chunk.iter().map(|&i| encoded[i].as_slice()).collect();
-            for (&i, vector) in chunk.iter().zip(self.run(&ids)?) {
-                out[i] = vector;
+            let ids: Vec<&[u32]> = chunk.iter().map(|&i| encoded[i].ids.as_slice()).collect();
+            let spans: Vec<Option<Range<usize>>> =
+                chunk.iter().map(|&i| encoded[i].part.clone()).collect();
+            for (&i, pooled) in chunk.iter().zip(self.run(&ids, &spans)?) {
+                out[i] = pooled;
             }
         }
         Ok(out)
@@ -248,11 +269,15 @@ impl Embedder {
     /// longest of the call, as in a padded call, so a text's embedding is
     /// the one it gets alone, bit for bit; the other matrix products, most
     /// of the time, skip the padding.
-    fn run_packed(&mut self, ids: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    fn run_packed(
+        &mut self,
+        ids: &[&[u32]],
+        parts: &[Option<Range<usize>>],
+    ) -> Result<Vec<Pooled>, EmbedError> {
         // A text without tokens (the tokenizer always adds two) embeds as
         // zeros, as under a mask of zeros; the rest go to the model.
         let kept: Vec<usize> = (0..ids.len()).filter(|&i| !ids[i].is_empty()).collect();
-        let mut out = vec![vec![0f32; DIMENSIONS]; ids.len()];
+        let mut out = vec![Pooled::zero(); ids.len()];
         if kept.is_empty() {
             return Ok(out);
         }
@@ -304,38 +329,53 @@ impl Embedder {
                 "model output has shape {out_shape:?}, expected {expected:?}"
             )));
         }
-        let ones = vec![1i64; seq];
         for (&i, start) in kept.iter().zip(starts) {
             let len = ids[i].len();
-            out[i] = mean_pool(
+            out[i] = Pooled::of(
                 &hidden[start * DIMENSIONS..(start + len) * DIMENSIONS],
-                &ones[..len],
+                parts.get(i).cloned().flatten(),
             );
         }
         Ok(out)
     }
 
-    /// Word-piece ids of each text, with special tokens, truncated, unpadded.
-    fn tokenize(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>, EmbedError> {
+    /// Word-piece ids of each text, with special tokens, truncated, unpadded,
+    /// and the tokens of its part (`parts[i]`, a byte range), if any.
+    fn tokenize(
+        &self,
+        texts: &[&str],
+        parts: &[Option<Range<usize>>],
+    ) -> Result<Vec<Tokens>, EmbedError> {
         texts
             .iter()
-            .map(|t| {
-                self.tokenizer
-                    .encode(*t, true)
-                    .map(|e| e.get_ids().to_vec())
-                    .map_err(inference)
+            .enumerate()
+            .map(|(i, t)| {
+                let encoding = self.tokenizer.encode(*t, true).map_err(inference)?;
+                let part = parts
+                    .get(i)
+                    .cloned()
+                    .flatten()
+                    .and_then(|bytes| tokens_within(encoding.get_offsets(), &bytes));
+                Ok(Tokens {
+                    ids: encoding.get_ids().to_vec(),
+                    part,
+                })
             })
             .collect()
     }
 
     /// One model call over already tokenized inputs: packed where the model
     /// takes them so, else padded to the longest.
-    fn run(&mut self, ids: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    fn run(
+        &mut self,
+        ids: &[&[u32]],
+        parts: &[Option<Range<usize>>],
+    ) -> Result<Vec<Pooled>, EmbedError> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
         if self.packed {
-            return self.run_packed(ids);
+            return self.run_packed(ids, parts);
         }
         let batch = ids.len();
         let seq = ids.iter().map(|t| t.len()).max().unwrap_or(0).max(1);
@@ -349,7 +389,7 @@ impl Embedder {
         }
         let shape = [batch as i64, seq as i64];
         let ids_tensor = Tensor::from_array((shape, input_ids)).map_err(inference)?;
-        let mask_tensor = Tensor::from_array((shape, mask.clone())).map_err(inference)?;
+        let mask_tensor = Tensor::from_array((shape, mask)).map_err(inference)?;
         let outputs = if self.type_ids {
             let types = Tensor::from_array((shape, vec![0i64; batch * seq])).map_err(inference)?;
             self.session.run(ort::inputs! {
@@ -370,12 +410,65 @@ impl Embedder {
         }
         Ok((0..batch)
             .map(|row| {
-                mean_pool(
-                    &hidden[row * seq * DIMENSIONS..(row + 1) * seq * DIMENSIONS],
-                    &mask[row * seq..(row + 1) * seq],
+                if ids[row].is_empty() {
+                    return Pooled::zero();
+                }
+                let start = row * seq * DIMENSIONS;
+                Pooled::of(
+                    &hidden[start..start + ids[row].len() * DIMENSIONS],
+                    parts.get(row).cloned().flatten(),
                 )
             })
             .collect())
+    }
+}
+
+/// A text's word pieces and which of them make its part, if it has one.
+struct Tokens {
+    ids: Vec<u32>,
+    part: Option<Range<usize>>,
+}
+
+/// The tokens (indexes into `offsets`) that lie within the byte range
+/// `bytes`, as one range: special tokens (empty offsets) and tokens past the
+/// truncation are not in it. `None` when none is.
+fn tokens_within(offsets: &[(usize, usize)], bytes: &Range<usize>) -> Option<Range<usize>> {
+    let inside = |&(start, end): &(usize, usize)| {
+        end > start && start >= bytes.start && end <= bytes.end
+    };
+    let first = offsets.iter().position(inside)?;
+    let last = offsets.iter().rposition(inside)?;
+    Some(first..last + 1)
+}
+
+/// A text's embedding and, when asked for, its part's
+/// ([`Embedder::embed_many_with_parts`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Pooled {
+    pub whole: Vec<f32>,
+    pub part: Option<Vec<f32>>,
+}
+
+impl Pooled {
+    /// A text without tokens: zeros, as under a mask of zeros.
+    fn zero() -> Pooled {
+        Pooled {
+            whole: vec![0f32; DIMENSIONS],
+            part: None,
+        }
+    }
+
+    /// From a text's token states (`[tokens, DIMENSIONS]`, no padding).
+    fn of(states: &[f32], part: Option<Range<usize>>) -> Pooled {
+        let tokens = states.len() / DIMENSIONS;
+        let ones = vec![1i64; tokens];
+        let part = part.filter(|p| p.end <= tokens && p.start < p.end).map(|p| {
+            mean_pool(&states[p.start * DIMENSIONS..p.end * DIMENSIONS], &ones[p.clone()])
+        });
+        Pooled {
+            whole: mean_pool(states, &ones),
+            part,
+        }
     }
 }
 
@@ -545,5 +638,17 @@ mod tests {
         all.sort_unstable();
         let covered: Vec<usize> = plan_calls(&all, true).into_iter().flatten().collect();
         assert_eq!(covered, (0..all.len()).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_part_is_the_tokens_inside_its_bytes() {
+        // [CLS] "It" "works" "." "More" [SEP]
+        let offsets = [(0, 0), (0, 2), (3, 8), (8, 9), (10, 14), (0, 0)];
+        assert_eq!(tokens_within(&offsets, &(0..9)), Some(1..4));
+        assert_eq!(tokens_within(&offsets, &(3..14)), Some(2..5));
+        // A token cut by the range is outside it; specials never count.
+        assert_eq!(tokens_within(&offsets, &(4..14)), Some(3..5));
+        assert_eq!(tokens_within(&offsets, &(20..30)), None);
+        assert_eq!(tokens_within(&offsets, &(0..0)), None);
     }
 }

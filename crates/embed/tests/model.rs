@@ -182,3 +182,38 @@ fn int8_model_is_preferred_and_agrees_with_the_published_one() {
     let (ca, cb) = (cosine(&a[0], &a[1]), cosine(&b[0], &b[1]));
     assert!((ca - cb).abs() < 0.02, "{ca} vs {cb}");
 }
+
+#[test]
+fn a_part_is_pooled_from_the_same_call_as_its_text() {
+    let text = "accerciser\nIt inspects and controls widgets through the accessibility layer. \
+                It has a plugin framework for custom views.";
+    let opening = text.find("It inspects").unwrap()..text.find(" It has").unwrap();
+    let texts = [text, "no part here", text];
+    let parts = [Some(opening.clone()), None, Some(text.len() + 5..text.len() + 9)];
+    let mut e = embedder();
+    let pooled = e.embed_many_with_parts(&texts, &parts, || {}).unwrap();
+    let wholes = e.embed_many(&texts, || {}).unwrap();
+    for (p, w) in pooled.iter().zip(&wholes) {
+        assert!(cosine(&p.whole, w) > 0.9999, "the whole text's embedding moved");
+    }
+    // The opening read within its text: near the sentence embedded alone,
+    // nearer than the whole text is, and not the whole text's vector.
+    let part = pooled[0].part.as_ref().expect("the opening covers tokens");
+    let alone = e.embed(&text[opening]).unwrap();
+    assert!(cosine(part, &alone) > 0.8, "{}", cosine(part, &alone));
+    assert!(cosine(part, &alone) > cosine(&pooled[0].whole, &alone));
+    assert!(cosine(part, &pooled[0].whole) < 0.999);
+    assert!((part.iter().map(|x| x * x).sum::<f32>() - 1.0).abs() < 1e-4);
+    // No part asked for, or one past the text: none.
+    assert_eq!(pooled[1].part, None);
+    assert_eq!(pooled[2].part, None);
+}
+
+#[test]
+fn a_part_past_the_truncation_has_no_vector() {
+    let long = "word ".repeat(400) + "The end is here.";
+    let tail = long.find("The end").unwrap()..long.len();
+    let mut e = embedder();
+    let pooled = e.embed_many_with_parts(&[long.as_str()], &[Some(tail)], || {}).unwrap();
+    assert_eq!(pooled[0].part, None, "the tail was cut at MAX_TOKENS");
+}

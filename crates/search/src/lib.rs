@@ -14,12 +14,15 @@
 //!   per database version, within a budget.
 //! - [`fusion`]: hybrid search's fusion of the keyword and vector rankings
 //!   (Reciprocal Rank Fusion, or a convex combination of normalised scores).
+//! - [`opening`]: a record's first sentence, which hybrid search reads
+//!   it by besides its whole text.
 //! - [`tokens`]: exact tokens (`XK-42`, `a.b@c.org`, `foo_bar`) that
 //!   PostgreSQL's parser would split, kept whole so they match whole.
 
 pub mod bm25;
 pub mod cache;
 pub mod fusion;
+pub mod opening;
 pub mod postings;
 pub mod tokens;
 pub mod tsvector;
