@@ -13,8 +13,9 @@
 //!    reasons with codes, the result, level, score and confidence, and the JSON
 //!    answer ([`Assessment::to_json`]).
 //!
-//! [`mrz`] parses and checks the machine-readable zone's text lines (ICAO
-//! 9303); reading them off the image is not built yet.
+//! [`mrz`] reads the machine-readable zone off the image ([`mrz::read_mrz`]:
+//! locating, recognising with a [`mrz::LineRecognizer`]) and parses and
+//! checks its lines (ICAO 9303); [`analyse`] and [`judge`] do not use it yet.
 //!
 //! Nothing here claims an identity is verified: a pass means these checks found
 //! nothing, and the answer lists what was not checked.

@@ -36,8 +36,24 @@
 //!   trailing fillers); otherwise the zone is unreadable, not guessed at.
 //!
 //! No input panics: every error is an [`MrzError`].
+//!
+//! Reading the zone off an image is in the submodules: [`locate`] finds it
+//! and cuts its lines out, a [`LineRecognizer`] recognises them, [`ctc`] decodes
+//! them with their known length, and [`read_mrz`] runs the steps and this
+//! parser.
 
 use std::fmt;
+
+pub mod ctc;
+pub mod locate;
+mod read;
+#[cfg(test)]
+pub(crate) mod render;
+
+pub use read::{
+    decode_lines, read_mrz, read_zone, LineRecognizer, MrzReading, ReadFailure, RecognizeError,
+    ZoneFound,
+};
 
 /// The formats of ICAO 9303.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
