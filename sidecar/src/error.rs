@@ -168,13 +168,42 @@ impl From<deadpool_postgres::PoolError> for ApiError {
 impl From<tokio_postgres::Error> for ApiError {
     fn from(e: tokio_postgres::Error) -> Self {
         match e.as_db_error() {
-            Some(db) => from_sqlstate(db.code().code(), db.message(), db.column()),
+            Some(db) => {
+                if loses_primary(db.code().code()) {
+                    crate::db::primary_lost();
+                }
+                from_sqlstate(db.code().code(), db.message(), db.column())
+            }
             None => {
+                if connection_lost(&e) {
+                    crate::db::primary_lost();
+                }
                 tracing::warn!(error = %e, "database connection failed");
                 ApiError::unavailable("the database is unreachable")
             }
         }
     }
+}
+
+/// Whether a database error says that the server of the connection is no
+/// longer the primary, or no longer there: it is read-only now (25006, a
+/// standby since a failover), it ends the connection (57P01 admin shutdown,
+/// 57P02 crash shutdown, 57P03 cannot connect now), or the connection
+/// failed (class 08). Then the pool's connections are all dropped
+/// (`db::primary_lost`) and new ones look for the primary again. Not class 53
+/// (too many connections, out of memory, disk full): reconnecting would not help.
+pub fn loses_primary(code: &str) -> bool {
+    matches!(code, "25006" | "57P01" | "57P02" | "57P03") || code.starts_with("08")
+}
+
+/// Whether an error that is not the server's is the connection's: closed, or
+/// an I/O error (reset, refused, timed out). A value the server sent that does
+/// not convert is not.
+fn connection_lost(e: &tokio_postgres::Error) -> bool {
+    use std::error::Error as _;
+    e.is_closed()
+        || e.source()
+            .is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some())
 }
 
 impl ApiError {
@@ -238,6 +267,13 @@ pub fn from_sqlstate(code: &str, message: &str, column: Option<&str>) -> ApiErro
             StatusCode::INTERNAL_SERVER_ERROR,
             "index_corrupted",
             "an index is damaged; the operator must rebuild it",
+        ),
+        // read_only_sql_transaction: the server is a standby now, a failover
+        // is under way; the next connection finds the new primary.
+        "25006" => server(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "the database is read-only while a failover completes",
         ),
         // insufficient_resources (disk full, out of memory, too many
         // connections), connection exceptions, operator intervention: retry later.
@@ -385,6 +421,68 @@ mod tests {
                 "{sqlstate}"
             );
             assert!(!e.message.contains("secret"), "{sqlstate}");
+        }
+    }
+
+    /// What a caller sees while the primary is lost and another is promoted:
+    /// the old primary read-only, shutting down or gone, no server taking
+    /// writes yet, or the pool's wait running out. Always a 503 that says
+    /// when to come back, never a 500.
+    #[test]
+    fn a_failover_is_a_503_with_retry_after_and_never_a_500() {
+        let failover = [
+            "25006", "57P01", "57P02", "57P03", "08000", "08001", "08003", "08006",
+        ];
+        let mut errors: Vec<ApiError> = failover
+            .iter()
+            .map(|code| {
+                from_sqlstate(
+                    code,
+                    "cannot execute INSERT in a read-only transaction",
+                    None,
+                )
+            })
+            .collect();
+        use deadpool_postgres::{PoolError, TimeoutType};
+        for timeout in [TimeoutType::Wait, TimeoutType::Create, TimeoutType::Recycle] {
+            errors.push(ApiError::from(PoolError::Timeout(timeout)));
+        }
+        errors.push(ApiError::from(PoolError::Closed));
+        for e in errors {
+            assert_eq!(
+                (e.status, e.code),
+                (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+                "{e:?}"
+            );
+            assert!(
+                !e.message.contains("INSERT"),
+                "the server's words stay in the log: {e:?}"
+            );
+            let response = e.into_response();
+            assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(
+                response
+                    .headers()
+                    .get(header::RETRY_AFTER)
+                    .map(|v| v.to_str().unwrap()),
+                Some(RETRY_UNAVAILABLE_SECS.to_string().as_str())
+            );
+        }
+    }
+
+    #[test]
+    fn only_errors_that_lose_the_primary_drop_the_connections() {
+        for code in [
+            "25006", "57P01", "57P02", "57P03", "08000", "08006", "08P01",
+        ] {
+            assert!(loses_primary(code), "{code}");
+        }
+        // Too many connections, out of memory, disk full, a timeout, bad
+        // input, a conflict: the primary is where it was.
+        for code in [
+            "53300", "53200", "53100", "57014", "22023", "23505", "40001", "XX000",
+        ] {
+            assert!(!loses_primary(code), "{code}");
         }
     }
 }
