@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help setup build run stop reset test docs bench-soak bench-embed bench-risk bench-hnsw bench-vectordb bench-vectordb-recall bench-identity bench-risk-quality bench-embed-int8
+.PHONY: help setup build run stop reset run-ha stop-ha reset-ha test docs bench-soak bench-embed bench-risk bench-hnsw bench-vectordb bench-vectordb-recall bench-identity bench-risk-quality bench-embed-int8
 
 help:
 	@echo "make run          set up, build, start PostgreSQL + the sidecar (Ctrl-C to stop)"
@@ -10,6 +10,9 @@ help:
 	@echo "make docs         build docs/ into a browsable book under target/book/ (mdBook)"
 	@echo "make stop         stop the local PostgreSQL cluster"
 	@echo "make reset        delete the local cluster and its data (keys, accounts, records)"
+	@echo "make run-ha       like make run, on three PostgreSQL nodes under Patroni with failover (docs/high-availability.md)"
+	@echo "make stop-ha      stop make run-ha's nodes and etcd"
+	@echo "make reset-ha     delete make run-ha's nodes and their data"
 	@echo "make bench-embed  embedding throughput: in-database vs raw ONNX Runtime"
 	@echo "make bench-embed-int8  the int8 model against the published one: speed and search quality"
 	@echo "make bench-risk   risk assessments per second: in-database and over HTTP (wrk)"
@@ -36,6 +39,18 @@ stop:
 reset:
 	scripts/pg-cluster.sh remove .vigil/pg
 	rm -f .vigil/credentials.env
+
+# High availability (docs/high-availability.md): Patroni and etcd are installed
+# only by these targets (scripts/setup-ha.sh).
+run-ha: build
+	scripts/ha-run.sh
+
+stop-ha:
+	scripts/ha-cluster.sh down .vigil/ha
+
+reset-ha:
+	scripts/ha-cluster.sh remove .vigil/ha
+	rm -f .vigil/credentials-ha.env
 
 test: setup
 	scripts/test.sh

@@ -45,17 +45,22 @@ running() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 # Started (its pid written) and gone since.
 ended() { [ -s "$1" ] && ! running "$1"; }
 
-# Stops the process of PIDFILE (SIGTERM), waiting up to a minute for it to end.
-stop_pid() {
-    local pidfile="$1" pid i
-    running "$pidfile" || return 0
-    pid="$(cat "$pidfile")"
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 600; i++)); do
-        kill -0 "$pid" 2>/dev/null || return 0
-        sleep 0.1
+# Stops the processes of PIDFILEs (SIGTERM to all, then waits up to a minute).
+stop_pids() {
+    local pidfile pids=() pid i
+    for pidfile in "$@"; do
+        running "$pidfile" || continue
+        pid="$(cat "$pidfile")"
+        kill -TERM "$pid" 2>/dev/null || true
+        pids+=("$pid")
     done
-    die "process $pid ($pidfile) did not stop in a minute"
+    for pid in "${pids[@]}"; do
+        for ((i = 0; i < 600; i++)); do
+            kill -0 "$pid" 2>/dev/null || continue 2
+            sleep 0.1
+        done
+        die "process $pid did not stop in a minute"
+    done
 }
 
 # The settings of DIR: those of the environment the first time, kept in DIR/ha.env.
@@ -263,18 +268,20 @@ down() {
     dir="$(realpath -m "$1")"
     [ -d "$dir" ] || return 0
     # Replicas first, so the leader's going does not make one of them promote.
-    local leader; leader="$( (load_settings "$dir" && leader_dir "$dir") 2>/dev/null || true)"
+    local leader replicas=()
+    leader="$( (load_settings "$dir" && leader_dir "$dir") 2>/dev/null || true)"
     for i in 0 1 2; do
-        [ "$dir/${NODES[$i]}" = "$leader" ] || stop_pid "$dir/${NODES[$i]}/patroni.pid"
+        [ "$dir/${NODES[$i]}" = "$leader" ] || replicas+=("$dir/${NODES[$i]}/patroni.pid")
     done
-    [ -z "$leader" ] || stop_pid "$leader/patroni.pid"
+    stop_pids "${replicas[@]}"
+    [ -z "$leader" ] || stop_pids "$leader/patroni.pid"
     # A PostgreSQL left behind (Patroni killed): stop it too.
     for i in 0 1 2; do
         if as_pg test -f "$dir/${NODES[$i]}/data/postmaster.pid" 2>/dev/null; then
             as_pg "$PG_BIN/pg_ctl" -D "$dir/${NODES[$i]}/data" -m fast -w stop >/dev/null 2>&1 || true
         fi
     done
-    stop_pid "$dir/etcd.pid"
+    stop_pids "$dir/etcd.pid"
 }
 
 remove() {

@@ -279,3 +279,41 @@ SQL
     psql_super "$dir" -d vigil -v app_password="$password" -v admin_password="$admin_password" \
         -f "$VIGIL_ROOT/sql/bootstrap.sql" >/dev/null
 }
+
+# Demo credentials for `make run` and `make run-ha` (WHAT, e.g. "make run"):
+# keeps those in CREDS of an earlier run while they are still active, otherwise
+# makes new ones with the admin command (keys are shown once, so CREDS is where
+# they live); makes the demo account and its database `demo` (through PSQL...,
+# a superuser psql command on database vigil); writes CREDS, readable by its
+# owner only, and prints it. Needs VIGIL_ADMIN_DATABASE_URL in the environment.
+demo_credentials() {
+    local what="$1" creds="$2" http_addr="$3" database_url="$4"; shift 4
+    local sidecar="$VIGIL_ROOT/target/release/vigil-sidecar"
+    local account="demo@vigil.local" db="demo" api_key user_key
+    old() { [ -f "$creds" ] && sed -n "s/^$1=//p" "$creds" || true; }
+    active() { [ -n "$1" ] && [ "$("$sidecar" keys status "${1:0:11}" 2>/dev/null)" = active ]; }
+    api_key="$(old VIGIL_API_KEY)"
+    user_key="$(old VIGIL_USER_KEY)"
+    active "$api_key" || api_key="$("$sidecar" keys create --name "demo ($what)")"
+    "$sidecar" accounts create "$account"
+    active "$user_key" || user_key="$("$sidecar" user-keys create "$account" --name "demo ($what)")"
+    # The demo database, made as the account (a superuser may select it directly).
+    printf "SET vigil.account = :'a';\nSELECT FROM vigil.create_database(:'d');\n" |
+        "$@" -q -v a="$account" -v d="$db" >/dev/null
+    (
+        umask 077
+        cat > "$creds" <<CREDS
+# Written by \`$what\`. Source it: set -a; . ${creds#"$VIGIL_ROOT"/}; set +a
+# Manage keys with target/release/vigil-sidecar keys|accounts|user-keys (docs/reference/admin-command.md).
+DATABASE_URL=$database_url
+VIGIL_ADMIN_DATABASE_URL=$VIGIL_ADMIN_DATABASE_URL
+VIGIL_HTTP=http://$http_addr
+VIGIL_API_KEY=$api_key
+VIGIL_USER_KEY=$user_key
+VIGIL_ACCOUNT=$account
+VIGIL_DB=$db
+CREDS
+    )
+    step "credentials (also in $creds)"
+    grep -v '^#' "$creds"
+}
