@@ -120,8 +120,10 @@ pub fn locate(image: &RgbImage, outline: Option<&Quad>) -> Option<Zone> {
     };
     let (long, short) = (long * (1.0 + 2.0 * margin), short * (1.0 + 2.0 * margin));
     let v = (-u.1, u.0);
-    let work_w = (long.min(f64::from(LOCATE_WIDTH))).round().max(16.0);
-    let step = long / work_w;
+    // One working pixel a whole number of upload pixels: a box average
+    // makes it, without resampling a finer copy.
+    let step = (long / f64::from(LOCATE_WIDTH)).ceil().clamp(1.0, 64.0);
+    let work_w = (long / step).round().max(16.0);
     let work_h = (short / step)
         .round()
         .clamp(16.0, f64::from(LOCATE_WIDTH) * 2.0);
@@ -133,23 +135,45 @@ pub fn locate(image: &RgbImage, outline: Option<&Quad>) -> Option<Zone> {
         ex: (u.0 * step, u.1 * step),
         ey: (v.0 * step, v.1 * step),
     };
-    // A box-averaged grey copy about the working copy's scale, to sample from
-    // without aliasing.
-    let factor = (step.floor() as u32).clamp(1, 64);
-    let shrunk = grey_shrunk(image, factor);
+    // A box-averaged grey copy of the region's bounds at about the working
+    // copy's scale, to sample from without aliasing.
+    let factor = step as u32;
+    let (x0, y0, x1, y1) = {
+        let corners = [
+            frame.at(0.0, 0.0),
+            frame.at(work_w, 0.0),
+            frame.at(0.0, work_h),
+            frame.at(work_w, work_h),
+        ];
+        let pad = f64::from(factor) + 2.0;
+        let clip = |v: f64, max: u32| v.clamp(0.0, f64::from(max)) as u32;
+        let xs = corners.map(|c| c.0);
+        let ys = corners.map(|c| c.1);
+        (
+            clip(xs.iter().copied().fold(f64::INFINITY, f64::min) - pad, w),
+            clip(ys.iter().copied().fold(f64::INFINITY, f64::min) - pad, h),
+            clip(
+                xs.iter().copied().fold(f64::NEG_INFINITY, f64::max) + pad,
+                w,
+            ),
+            clip(
+                ys.iter().copied().fold(f64::NEG_INFINITY, f64::max) + pad,
+                h,
+            ),
+        )
+    };
+    if x1 <= x0 || y1 <= y0 {
+        return None;
+    }
+    let shrunk = grey_shrunk(image, factor, (x0, y0, x1, y1));
+    let f = f64::from(factor);
     let small = Frame {
         origin: (
-            (frame.origin.0 + 0.5) / f64::from(factor) - 0.5,
-            (frame.origin.1 + 0.5) / f64::from(factor) - 0.5,
+            (frame.origin.0 - f64::from(x0) + 0.5) / f - 0.5,
+            (frame.origin.1 - f64::from(y0) + 0.5) / f - 0.5,
         ),
-        ex: (
-            frame.ex.0 / f64::from(factor),
-            frame.ex.1 / f64::from(factor),
-        ),
-        ey: (
-            frame.ey.0 / f64::from(factor),
-            frame.ey.1 / f64::from(factor),
-        ),
+        ex: (frame.ex.0 / f, frame.ex.1 / f),
+        ey: (frame.ey.0 / f, frame.ey.1 / f),
     };
     let work = sample_grey(&shrunk, small, work_w as u32, work_h as u32, 1);
     let edges = ink_edges(&work);
@@ -199,41 +223,53 @@ fn region_of(q: &Quad) -> Option<Region> {
     Some((q.centre(), u, long, short))
 }
 
-/// Luminance of `image` shrunk by a whole `factor` (block means).
-fn grey_shrunk(image: &RgbImage, factor: u32) -> GrayImage {
-    let factor = factor.max(1) as usize;
-    let (in_w, in_h) = (image.width() as usize, image.height() as usize);
-    let (w, h) = ((in_w / factor).max(1), (in_h / factor).max(1));
+/// Luminance of the region [x0, x1) x [y0, y1) of `image` (within it)
+/// shrunk by a whole `factor`: block means, partial blocks at the ends
+/// averaged over what they hold.
+fn grey_shrunk(image: &RgbImage, factor: u32, (x0, y0, x1, y1): (u32, u32, u32, u32)) -> GrayImage {
+    let f = factor.max(1) as usize;
+    let (x0, y0) = (x0 as usize, y0 as usize);
+    let x1 = (x1 as usize).min(image.width() as usize);
+    let y1 = (y1 as usize).min(image.height() as usize);
+    if x1 <= x0 || y1 <= y0 {
+        return GrayImage::new(1, 1);
+    }
+    let (w, h) = ((x1 - x0).div_ceil(f), (y1 - y0).div_ceil(f));
+    let stride = image.width() as usize * 3;
     let raw = image.as_raw();
     let mut sums = vec![0u32; w];
     let mut out = Vec::with_capacity(w * h);
     for oy in 0..h {
         sums.fill(0);
-        let mut rows = 0u32;
-        for y in oy * factor..((oy + 1) * factor).min(in_h) {
-            rows += 1;
-            let row = raw.get(y * in_w * 3..(y + 1) * in_w * 3).unwrap_or(&[]);
-            for (x, px) in row.chunks_exact(3).enumerate().take(w * factor) {
-                let l = 77 * u32::from(px[0]) + 150 * u32::from(px[1]) + 29 * u32::from(px[2]);
-                if let Some(s) = sums.get_mut(x / factor) {
-                    *s += l;
+        let rows = (y0 + oy * f..(y0 + (oy + 1) * f).min(y1)).len() as u32;
+        for y in y0 + oy * f..(y0 + (oy + 1) * f).min(y1) {
+            let row = raw
+                .get(y * stride + x0 * 3..y * stride + x1 * 3)
+                .unwrap_or(&[]);
+            for (sum, block) in sums.iter_mut().zip(row.chunks(f * 3)) {
+                for px in block.chunks_exact(3) {
+                    *sum += 77 * u32::from(px[0]) + 150 * u32::from(px[1]) + 29 * u32::from(px[2]);
                 }
             }
         }
-        let cols = factor.min(in_w) as u32;
-        let area = (rows * cols * 256).max(1);
-        out.extend(sums.iter().map(|&s| (s / area).min(255) as u8));
+        for (ox, &sum) in sums.iter().enumerate() {
+            let cols = ((ox + 1) * f).min(x1 - x0) - ox * f;
+            let area = (rows * cols as u32 * 256).max(1);
+            out.push((sum / area).min(255) as u8);
+        }
     }
     GrayImage::from_raw(w as u32, h as u32, out).unwrap_or_else(|| GrayImage::new(1, 1))
 }
 
+#[inline]
 /// Bilinear sample of `image` at (x, y) (pixel centres at whole numbers),
 /// clamped to its edges.
 fn bilinear(image: &GrayImage, x: f64, y: f64) -> f64 {
     let (w, h) = image.dimensions();
     let x = x.clamp(0.0, f64::from(w.saturating_sub(1)));
     let y = y.clamp(0.0, f64::from(h.saturating_sub(1)));
-    let (x0, y0) = (x.floor() as u32, y.floor() as u32);
+    // Non-negative after the clamp: the cast is the floor.
+    let (x0, y0) = (x as u32, y as u32);
     let (x1, y1) = ((x0 + 1).min(w - 1), (y0 + 1).min(h - 1));
     let (fx, fy) = (x - f64::from(x0), y - f64::from(y0));
     let p = |x: u32, y: u32| f64::from(image.get_pixel(x, y).0[0]);
@@ -242,12 +278,14 @@ fn bilinear(image: &GrayImage, x: f64, y: f64) -> f64 {
     top * (1.0 - fy) + bottom * fy
 }
 
+#[inline]
 /// Bilinear luminance of an RGB image at (x, y), clamped to its edges.
 fn bilinear_rgb(image: &RgbImage, x: f64, y: f64) -> f64 {
     let (w, h) = image.dimensions();
     let x = x.clamp(0.0, f64::from(w.saturating_sub(1)));
     let y = y.clamp(0.0, f64::from(h.saturating_sub(1)));
-    let (x0, y0) = (x.floor() as u32, y.floor() as u32);
+    // Non-negative after the clamp: the cast is the floor.
+    let (x0, y0) = (x as u32, y as u32);
     let (x1, y1) = ((x0 + 1).min(w - 1), (y0 + 1).min(h - 1));
     let (fx, fy) = (x - f64::from(x0), y - f64::from(y0));
     let p = |x: u32, y: u32| {
@@ -285,7 +323,8 @@ fn sample_with(
                 sum += sample(sx, sy);
             }
         }
-        Luma([(sum / (kf * kf)).round().clamp(0.0, 255.0) as u8])
+        // Float-to-integer casts saturate: no clamp needed.
+        Luma([(sum / (kf * kf) + 0.5) as u8])
     })
 }
 
@@ -343,10 +382,15 @@ fn skew(edges: &[(u32, u32)], width: u32) -> f64 {
     let offset = mid * max_t + 2.0;
     let rows = edges.iter().map(|e| e.1).max().unwrap_or(0) as usize + 2 * offset as usize + 4;
     let mut profile = vec![0u32; rows];
+    let mut shift = vec![0i64; width as usize];
     let mut peakiness = |t: f64| {
         profile.fill(0);
+        for (x, s) in shift.iter_mut().enumerate() {
+            *s = ((x as f64 - mid) * t - offset).round() as i64;
+        }
         for &(x, y) in edges {
-            if let Some(p) = profile.get_mut(sheared(x, y, t, mid, offset)) {
+            let row = i64::from(y) - shift.get(x as usize).copied().unwrap_or(0);
+            if let Some(p) = usize::try_from(row).ok().and_then(|r| profile.get_mut(r)) {
                 *p += 1;
             }
         }
@@ -567,7 +611,7 @@ fn otsu(pixels: &[u8]) -> u8 {
 }
 
 /// Rows per character height the strip is sampled at before tightening.
-const STRIP_CHAR: f64 = 40.0;
+const STRIP_CHAR: f64 = 28.0;
 
 /// One band cut out level from the upload: the line image at
 /// [`LINE_HEIGHT`] and its characters' height in the upload.
