@@ -7,6 +7,8 @@
 #   $(pg_config --sharedir)/vigil/model/{model.onnx,tokenizer.json} all-MiniLM-L6-v2 int8 (PyPI)
 #   $(pg_config --sharedir)/vigil/model/model-int8.onnx  the same model with int8 matrix
 #       products (scripts/model_int8.py, run in a venv of scripts/model-tools-requirements.txt)
+#   $(pg_config --sharedir)/vigil/model/mrz-rec.onnx  PP-OCRv4 text recognition, reading the
+#       identity check's MRZ (PyPI rapidocr-onnxruntime, Apache-2.0; crates/identity/src/mrz/onnx.rs)
 #   $(pg_config --sharedir)/vigil/geoip/geo-whois-asn-country.mmdb  IP to country (npm), + NRO_LICENSE
 #
 #   docker/fetch-data.sh [DESTDIR]
@@ -73,6 +75,21 @@ if [ ! -r "$model_dir/model-int8.onnx" ] || [ "$(cat "$model_dir/model-int8.rewr
     echo "$rewrite" > "$work/model-int8.rewrite"
     "${INSTALL[@]}" install -m 0644 "$work/model-int8.onnx" "$model_dir/model-int8.onnx"
     "${INSTALL[@]}" install -m 0644 "$work/model-int8.rewrite" "$model_dir/model-int8.rewrite"
+fi
+
+# The MRZ recognition model: ch_PP-OCRv4_rec_infer.onnx out of the rapidocr-onnxruntime
+# wheel (pinned in scripts/model-requirements.txt; the wheel is unpacked, not installed).
+if [ ! -r "$model_dir/mrz-rec.onnx" ]; then
+    step "installing the MRZ recognition model (PP-OCRv4) from PyPI"
+    cache="$VIGIL_STATE/cache/wheels"
+    mkdir -p "$cache"
+    grep '^rapidocr-onnxruntime==' "$VIGIL_ROOT/scripts/model-requirements.txt" > "$work/mrz-requirements.txt"
+    python3 -m pip download --quiet --no-deps --require-hashes --only-binary=:all: \
+        -r "$work/mrz-requirements.txt" -d "$cache"
+    python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract(sys.argv[2], sys.argv[3])' \
+        "$cache"/rapidocr_onnxruntime-1.4.4-*.whl rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx "$work"
+    "${INSTALL[@]}" install -d -m 0755 "$model_dir"
+    "${INSTALL[@]}" install -m 0644 "$work/rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx" "$model_dir/mrz-rec.onnx"
 fi
 
 # @ip-location-db/geo-whois-asn-country-mmdb (data: NRO, CC BY 4.0), pinned by sha256.

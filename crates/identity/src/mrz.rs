@@ -38,7 +38,8 @@
 //! No input panics: every error is an [`MrzError`].
 //!
 //! Reading the zone off an image is in the submodules: [`locate`] finds it
-//! and cuts its lines out, a [`LineRecognizer`] recognises them, [`ctc`] decodes
+//! and cuts its lines out, a [`LineRecognizer`] recognises them ([`onnx`],
+//! feature `ocr-ort`, with PP-OCRv4 through ONNX Runtime), [`ctc`] decodes
 //! them with their known length, and [`read_mrz`] runs the steps and this
 //! parser.
 
@@ -46,6 +47,8 @@ use std::fmt;
 
 pub mod ctc;
 pub mod locate;
+#[cfg(feature = "ocr-ort")]
+pub mod onnx;
 mod read;
 #[cfg(test)]
 pub(crate) mod render;
