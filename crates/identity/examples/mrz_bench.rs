@@ -280,6 +280,13 @@ fn main() {
                 by_share[s].1 += 1;
             } else {
                 wrong_valid += 1;
+                if std::env::var_os("MRZ_SHOW").is_some() {
+                    eprintln!(
+                        "{i}: wrong but valid, {:?}\n  truth {truth:?}\n  read  {:?}",
+                        got.map(|m| &m.corrections),
+                        reading.text
+                    );
+                }
             }
         } else if std::env::var_os("MRZ_SHOW").is_some() {
             eprintln!(

@@ -969,6 +969,23 @@ mod tests {
         for (w, h) in [(1, 1), (15, 400), (4000, 17), (17, 4000)] {
             let _ = locate(&RgbImage::new(w, h), None);
         }
+        // Random quads over random rectangles of random sizes.
+        for _ in 0..40 {
+            let (w, h) = (rng.range(1, 700), rng.range(1, 700));
+            let image = RgbImage::from_fn(w, h, |x, y| {
+                let v = if (x / 7 + y / 3) % 5 == 0 { 20 } else { 220 };
+                image::Rgb([v, v, v])
+            });
+            let mut corner = || {
+                (
+                    f64::from(rng.range(0, 1400)) - 350.0,
+                    f64::from(rng.range(0, 1400)) - 350.0,
+                )
+            };
+            let corners = [corner(), corner(), corner(), corner()];
+            let _ = locate(&image, Some(&quad(corners)));
+            let _ = locate(&image, None);
+        }
         // Degenerate and absurd outlines.
         let page = RgbImage::from_pixel(300, 200, image::Rgb([200, 200, 200]));
         for corners in [

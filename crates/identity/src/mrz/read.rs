@@ -262,6 +262,55 @@ mod tests {
         assert!(matches!(r.mrz, Err(ReadFailure::Recognizer(_))), "{r:?}");
     }
 
+    /// Reads a names line (dark letters, then light fillers) only the right
+    /// way up: the upright TD3 specimen, else fillers.
+    struct UprightOnly;
+
+    impl LineRecognizer for UprightOnly {
+        fn recognize(&self, lines: &[GrayImage]) -> Result<Vec<LineProbabilities>, RecognizeError> {
+            let first = lines.first().ok_or(RecognizeError("no lines".into()))?;
+            let darkness = |from: u32, to: u32| {
+                (from..to)
+                    .flat_map(|x| (0..first.height()).map(move |y| (x, y)))
+                    .map(|(x, y)| 255 - u32::from(first.get_pixel(x, y).0[0]))
+                    .sum::<u32>()
+            };
+            let w = first.width();
+            let upright = darkness(0, w / 3) > darkness(2 * w / 3, w);
+            let specimen: Vec<&str> = crate::mrz::render::TD3_SPECIMEN.lines().collect();
+            Ok(lines
+                .iter()
+                .enumerate()
+                .map(|(i, _)| match (upright, specimen.get(i)) {
+                    (true, Some(line)) => LineProbabilities::certain(line),
+                    _ => LineProbabilities::certain(&"<".repeat(44)),
+                })
+                .collect())
+        }
+    }
+
+    #[test]
+    fn a_zone_in_the_frames_top_half_is_read_the_other_way_up_when_its_checks_fail() {
+        // An upright page high in the frame, no outline: the zone's place
+        // says upside down, the check digits say otherwise.
+        use crate::mrz::render;
+        let font = render::font();
+        let page = render::document(&font, render::Kind::Td3, render::TD3_SPECIMEN, 700, 4);
+        let mut scene = RgbImage::from_pixel(1000, 1400, image::Rgb([120, 120, 125]));
+        render::place(&mut scene, &page, (500.0, 300.0), 700.0, 0.0);
+        let reading = read_mrz(&scene, None, &UprightOnly, TODAY);
+        assert!(reading.is_valid(), "{reading:?}");
+        let zone = reading.zone.expect("zone");
+        assert!(!zone.upside_down && zone.whole_frame);
+        assert_eq!(reading.text, render::TD3_SPECIMEN);
+        // A page upside down in the same place reads as it is found.
+        let mut scene = RgbImage::from_pixel(1000, 1400, image::Rgb([120, 120, 125]));
+        render::place(&mut scene, &page, (500.0, 300.0), 700.0, 180.0);
+        let reading = read_mrz(&scene, None, &UprightOnly, TODAY);
+        assert!(reading.is_valid(), "{reading:?}");
+        assert!(reading.zone.is_some_and(|z| z.upside_down));
+    }
+
     #[test]
     fn nothing_to_read_is_no_zone() {
         let blank = RgbImage::from_pixel(640, 480, image::Rgb([200, 200, 200]));
