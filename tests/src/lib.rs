@@ -38,17 +38,18 @@ pub fn feed_script(mut psql: Command, script: &str) -> (bool, String, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("psql runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .expect("psql reads the script");
+    // psql stops reading at an error (ON_ERROR_STOP): the write then fails
+    // with a broken pipe, and what psql said is the failure to report.
+    let written = child.stdin.take().unwrap().write_all(script.as_bytes());
     let out = child.wait_with_output().expect("psql ends");
+    let mut stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if let Err(e) = &written {
+        stderr.push_str(&format!("\n(psql stopped reading the script: {e})"));
+    }
     (
-        out.status.success(),
+        out.status.success() && written.is_ok(),
         String::from_utf8_lossy(&out.stdout).trim_end().to_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+        stderr,
     )
 }
 

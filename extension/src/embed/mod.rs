@@ -55,7 +55,7 @@ fn embed_batch(texts: Vec<Option<String>>) -> SetOfIterator<'static, Option<Vec<
 
 /// Runs `f` on this backend's embedder, loading it first if needed, and turns any
 /// failure into an ERROR raised after every borrow is released.
-fn with_embedder<R>(f: impl FnOnce(&mut Embedder) -> Result<R, EmbedError>) -> R {
+pub(crate) fn with_embedder<R>(f: impl FnOnce(&mut Embedder) -> Result<R, EmbedError>) -> R {
     let model_dir = settings::model_dir();
     let threads = settings::threads();
     let spinning = settings::spinning();

@@ -361,6 +361,51 @@ fn fuse(
     TableIterator::new(fused)
 }
 
+/// Records' embeddings, one row per (title, content) pair in input order
+/// (number them `WITH ORDINALITY`): `embedding`, of the text
+/// `title || E'\n' || content` (NULL when either is), and `opening`, its
+/// content's first sentence as read within that text
+/// (`vigil_search::opening`), or `embedding` again when the content has no
+/// sentence or it lies past the tokens the model reads: NULL in
+/// `vector_records.opening` means only "not read yet" (vigil.fill_openings).
+#[pg_extern(stable, parallel_safe, name = "_embed_records")]
+fn embed_records(
+    titles: Vec<Option<String>>,
+    contents: Vec<Option<String>>,
+) -> TableIterator<'static, (name!(embedding, Option<Vec<f32>>), name!(opening, Option<Vec<f32>>))> {
+    if titles.len() != contents.len() {
+        crate::pg::invalid_input("contents", "as many contents as titles are needed");
+    }
+    let mut texts = Vec::with_capacity(titles.len());
+    let mut parts = Vec::with_capacity(titles.len());
+    for (title, content) in titles.iter().zip(&contents) {
+        if let (Some(title), Some(content)) = (title, content) {
+            let start = title.len() + 1;
+            parts.push(vigil_search::opening::opening(content).map(|r| r.start + start..r.end + start));
+            texts.push(format!("{title}\n{content}"));
+        }
+    }
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let mut pooled = crate::embed::with_embedder(|e| {
+        e.embed_many_with_parts(&refs, &parts, || {
+            pg_sys::check_for_interrupts!();
+        })
+    })
+    .into_iter();
+    let rows: Vec<_> = titles
+        .iter()
+        .zip(&contents)
+        .map(|pair| match pair {
+            (Some(_), Some(_)) => pooled.next().map_or((None, None), |p| {
+                let opening = p.part.unwrap_or_else(|| p.whole.clone());
+                (Some(p.whole), Some(opening))
+            }),
+            _ => (None, None),
+        })
+        .collect();
+    TableIterator::new(rows)
+}
+
 /// Functions of earlier versions' scripts, kept as symbols only so that
 /// `CREATE EXTENSION vigil VERSION '0.6.0'` (or any later version kept)
 /// still loads with this library (PostgreSQL checks a C function's symbol

@@ -45,11 +45,16 @@ CREATE TABLE vigil.vector_records (
     created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
     embedding  real[] NOT NULL CHECK (cardinality(embedding) = 384),
     terms      tsvector NOT NULL GENERATED ALWAYS AS (vigil.search_terms(title || ' ' || content)) STORED,
+    -- The content's first sentence as read within the record (vigil._embed_records),
+    -- which hybrid search reads the record by too; NULL for records stored
+    -- before 0.11.0 until vigil.fill_openings reads them.
+    opening    real[] CHECK (cardinality(opening) = 384),
     FOREIGN KEY (db, account) REFERENCES vigil.vector_databases (id, account) ON DELETE CASCADE
 );
 -- Embeddings stay in the row (a 1.5 kB array does not compress) so a scan
 -- reads no TOAST; long content moves out instead.
 ALTER TABLE vigil.vector_records ALTER COLUMN embedding SET STORAGE MAIN;
+ALTER TABLE vigil.vector_records ALTER COLUMN opening SET STORAGE MAIN;
 CREATE INDEX vector_records_db ON vigil.vector_records (db, id);
 -- One graph per database (a partitioned vigil_hnsw index, keyed by `db`): a
 -- search of one database walks a graph of its records alone, as good as if
@@ -144,6 +149,15 @@ CREATE FUNCTION vigil._count_terms() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 BEGIN
+    -- An update that changes no record's words or database (vigil.fill_openings
+    -- writing openings) leaves the counts and postings as they are.
+    -- (Nested: the transition tables exist only for their own events.)
+    IF TG_OP = 'UPDATE' THEN
+        IF NOT EXISTS (SELECT FROM old_rows o JOIN new_rows n ON n.id = o.id
+                       WHERE n.terms IS DISTINCT FROM o.terms OR n.db <> o.db) THEN
+            RETURN NULL;
+        END IF;
+    END IF;
     IF TG_OP IN ('DELETE', 'UPDATE') THEN
         -- Two statements: one cannot delete the rows it has just updated.
         UPDATE vector_terms v SET records = v.records - g.n
@@ -404,12 +418,13 @@ BEGIN
                coalesce(nullif(e.r -> 'metadata', 'null'), '{}') AS metadata
         FROM jsonb_array_elements(records) WITH ORDINALITY AS e (r, ord)
     ), vectors AS (
-        SELECT v.ord, v.embedding
-        FROM vigil.embed(ARRAY(SELECT g.title || E'\n' || g.content FROM given g ORDER BY g.ord))
-             WITH ORDINALITY AS v (embedding, ord)
+        SELECT v.ord, v.embedding, v.opening
+        FROM vigil._embed_records(ARRAY(SELECT g.title FROM given g ORDER BY g.ord),
+                                  ARRAY(SELECT g.content FROM given g ORDER BY g.ord))
+             WITH ORDINALITY AS v (embedding, opening, ord)
     ), stored AS (
-        INSERT INTO vector_records AS s (db, account, title, content, metadata, embedding)
-        SELECT db_id, acct, g.title, g.content, g.metadata, v.embedding
+        INSERT INTO vector_records AS s (db, account, title, content, metadata, embedding, opening)
+        SELECT db_id, acct, g.title, g.content, g.metadata, v.embedding, v.opening
         FROM given g JOIN vectors v USING (ord)
         ORDER BY g.ord
         RETURNING s.id, s.title, s.content, s.metadata, s.created_at
@@ -429,11 +444,47 @@ DECLARE
 BEGIN
     PERFORM vigil._check_record('', title, content, metadata);
     RETURN QUERY
-    INSERT INTO vector_records AS s (db, account, title, content, metadata, embedding)
-    VALUES (db_id, vigil.current_account(), store_record.title, store_record.content,
-            coalesce(store_record.metadata, '{}'),
-            vigil.embed(store_record.title || E'\n' || store_record.content))
+    INSERT INTO vector_records AS s (db, account, title, content, metadata, embedding, opening)
+    SELECT db_id, vigil.current_account(), store_record.title, store_record.content,
+           coalesce(store_record.metadata, '{}'), v.embedding, v.opening
+    FROM vigil._embed_records(ARRAY[store_record.title], ARRAY[store_record.content]) v
     RETURNING s.id, s.title, s.content, s.metadata, s.created_at;
+END
+$$;
+
+-- Reads the opening (vector_records.opening) of at most `max_records`
+-- records that lack one, oldest first: those stored before 0.11.0, of the
+-- caller's account (row-level security; a superuser's, every account's).
+-- Returns how many it read; call it until it returns 0, then VACUUM
+-- vigil.vector_records (each record read is a new row version). Until then
+-- hybrid search reads those records by their whole text alone.
+CREATE FUNCTION vigil.fill_openings(max_records integer DEFAULT 1000) RETURNS bigint
+LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+AS $$
+DECLARE
+    filled bigint;
+BEGIN
+    IF max_records IS NULL OR max_records < 1 THEN
+        PERFORM vigil._refuse('max_records', 'max_records must be 1 or more');
+    END IF;
+    WITH locked AS (
+        SELECT r.id, r.title, r.content
+        FROM vector_records r WHERE r.opening IS NULL
+        ORDER BY r.id LIMIT max_records
+        FOR UPDATE OF r SKIP LOCKED
+    ), todo AS (
+        SELECT l.*, row_number() OVER (ORDER BY l.id) AS ord FROM locked l
+    ), vectors AS (
+        SELECT v.ord, v.opening
+        FROM vigil._embed_records(ARRAY(SELECT t.title FROM todo t ORDER BY t.ord),
+                                  ARRAY(SELECT t.content FROM todo t ORDER BY t.ord))
+             WITH ORDINALITY AS v (embedding, opening, ord)
+    )
+    UPDATE vector_records r SET opening = v.opening
+    FROM todo t JOIN vectors v USING (ord)
+    WHERE r.id = t.id;
+    GET DIAGNOSTICS filled = ROW_COUNT;
+    RETURN filled;
 END
 $$;
 
@@ -684,13 +735,18 @@ END
 $$;
 
 -- Keyword (BM25) and vector search fused, best first, ties by id.
--- fusion 'rrf' (the default): Reciprocal Rank Fusion, each branch adding
---   weight / (60 + rank); records holding an identifier of the query (an
---   exact token with a digit or a joiner other than "-": a part number, an
---   e-mail address) form a third branch, at the keyword weight, so an
---   identifier wins over meaning;
--- fusion 'convex': weighted mean of each branch's score divided by its best
---   (similarity below 0 counts 0), absent from a branch counting 0.
+-- The vector branch reads each record by its whole text and by its opening
+-- (its content's first sentence, vector_records.opening), the better of the
+-- two similarities counting: the database's graph gives the 100 (or more)
+-- nearest by whole text, and the best of them re-scored so are the branch.
+-- fusion 'convex' (the default): the weighted mean of each branch's scores
+--   scaled to 0..1 within the branch (min-max; absent from a branch counts
+--   0), records holding an identifier of the query (an exact token with a
+--   digit or a joiner other than "-": a part number, an e-mail address)
+--   adding the keyword weight again, so an identifier wins over meaning;
+-- fusion 'rrf': Reciprocal Rank Fusion, each branch adding
+--   weight / (60 + rank), the identifier records a third branch at the
+--   keyword weight.
 -- Each branch fetches more than `k` (2k, at least 30), so a record ranked
 -- well by both but first by neither is still seen. `query_vector`, when given,
 -- is taken as the query's embedding. vigil._fuse (vigil_search::fusion)
@@ -700,7 +756,7 @@ CREATE FUNCTION vigil.hybrid_search(
     query text,
     k integer,
     db text DEFAULT NULL,
-    fusion text DEFAULT 'rrf',
+    fusion text DEFAULT 'convex',
     vector_weight real DEFAULT 1,
     keyword_weight real DEFAULT 1,
     query_vector real[] DEFAULT NULL
@@ -712,6 +768,7 @@ AS $$
 DECLARE
     db_id bigint := vigil._database(db);
     fetched integer;
+    qv real[];
     identifiers text[];
     vector_ids bigint[];
     similarities real[];
@@ -728,8 +785,11 @@ BEGIN
         PERFORM vigil._refuse('weights', 'vector_weight and keyword_weight must be 0 or more, not both 0');
     END IF;
     fetched := least(greatest(2 * k, 30), 2000);
+    qv := vigil._query_vector(query, query_vector);
     SELECT array_agg(v.id), array_agg(v.similarity) INTO vector_ids, similarities
-    FROM vigil._nearest(db_id, vigil._query_vector(query, query_vector), fetched) v;
+    FROM (SELECT n.id, greatest(n.similarity, (1 - vigil.cosine_distance(r.opening, qv))::real) AS similarity
+          FROM vigil._nearest(db_id, qv, greatest(fetched, 100)) n JOIN vector_records r ON r.id = n.id
+          ORDER BY 2 DESC, 1 LIMIT fetched) v;
     SELECT array_agg(w.id), array_agg(w.score) INTO keyword_ids, scores
     FROM vigil._keyword_ranked(db_id, query, fetched) w;
     -- identifiers: with a digit or a joiner other than "-" (not "open-source")

@@ -80,10 +80,9 @@ pub struct HybridSearch {
     #[schema(default = 10, minimum = 1, maximum = 1000)]
     #[serde(default, deserialize_with = "integer")]
     pub limit: Option<i32>,
-    /// `rrf` (Reciprocal Rank Fusion, k = 60; the default) or `convex` (a
-    /// weighted mean of the normalised scores, better when a few labelled
-    /// queries have tuned the weights).
-    #[schema(value_type = Option<Fusion>, default = "rrf", example = "rrf")]
+    /// `convex` (the default: a weighted mean of each ranking's scores scaled
+    /// to 0..1) or `rrf` (Reciprocal Rank Fusion, k = 60).
+    #[schema(value_type = Option<Fusion>, default = "convex", example = "convex")]
     pub fusion: Option<String>,
     /// Weight of the vector ranking (0 to 1,000,000; default 1).
     #[schema(default = 1.0, minimum = 0, maximum = 1_000_000)]

@@ -94,7 +94,7 @@ pub async fn hybrid_search(
     let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
     // The extension checks the fusion and the weights and names the field;
     // a NUL, which cannot reach it, is refused here.
-    let fusion = body.fusion.unwrap_or_else(|| "rrf".to_owned());
+    let fusion = body.fusion.unwrap_or_else(|| "convex".to_owned());
     refuse_nul(&fusion, "fusion")?;
     let vector_weight = body.vector_weight.unwrap_or(1.0);
     let keyword_weight = body.keyword_weight.unwrap_or(1.0);

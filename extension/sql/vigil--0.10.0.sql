@@ -625,7 +625,7 @@ REVOKE ALL ON vigil.api_key_list, vigil.user_key_list FROM PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/hnsw/mod.rs:64
+-- extension/src/hnsw/mod.rs:65
 -- requires:
 --   keys_schema
 
@@ -676,6 +676,12 @@ CREATE OPERATOR CLASS vigil.l2_ops FOR TYPE real[] USING vigil_hnsw AS
 CREATE OPERATOR CLASS vigil.ip_ops FOR TYPE real[] USING vigil_hnsw AS
     OPERATOR 1 vigil.<#> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
     FUNCTION 1 vigil.negative_inner_product(real[], real[]);
+-- The key of a partitioned index, `USING vigil_hnsw (key, vector)`: one graph
+-- per key value, which a scan for `key = $1` walks alone (src/hnsw/directory.rs).
+CREATE OPERATOR CLASS vigil.int8_ops DEFAULT FOR TYPE bigint USING vigil_hnsw AS
+    OPERATOR 1 pg_catalog.= (bigint, bigint),
+    OPERATOR 1 pg_catalog.= (bigint, integer),
+    OPERATOR 1 pg_catalog.= (bigint, smallint);
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -1096,7 +1102,11 @@ CREATE TABLE vigil.vector_records (
 -- reads no TOAST; long content moves out instead.
 ALTER TABLE vigil.vector_records ALTER COLUMN embedding SET STORAGE MAIN;
 CREATE INDEX vector_records_db ON vigil.vector_records (db, id);
-CREATE INDEX vector_records_embedding ON vigil.vector_records USING vigil_hnsw (embedding vigil.cosine_ops);
+-- One graph per database (a partitioned vigil_hnsw index, keyed by `db`): a
+-- search of one database walks a graph of its records alone, as good as if
+-- it were the only database (docs/hnsw.md, partitioned indexes).
+CREATE INDEX vector_records_embedding ON vigil.vector_records
+    USING vigil_hnsw (db vigil.int8_ops, embedding vigil.cosine_ops);
 
 CREATE TABLE vigil.vector_terms (
     db      bigint NOT NULL REFERENCES vigil.vector_databases (id) ON DELETE CASCADE,
@@ -1546,22 +1556,40 @@ END
 $$;
 
 -- The `k` records of database `db_id` nearest to `query_vector`, with
--- their cosine similarity. A database too small for the graph to pay, or
--- so small a share of all records that a filtered graph scan could run out
--- of steps before finding `k` of them, is scanned exactly instead (a
--- function call the index cannot serve, instead of the operator).
+-- their cosine similarity: from the database's own graph in the
+-- partitioned index (`db = db_id` picks it), whose beam is
+-- vigil._search_ef(k, records) wide; a database too small for a graph to pay is
+-- scanned exactly instead (a function call the index cannot serve, instead
+-- of the operator).
 --
 -- Plans: the exact path is planned on each call (EXECUTE), for its
 -- database's size. The graph path's statement is planned once per
 -- connection (a generic plan: 12 to 15% more hybrid searches a second than
--- planning every call, README), and only the graph can serve it: its
--- filter, `db + 0`, is one the database's b-tree cannot, and with sorts and
--- sequential scans off while it is planned the index is the one plan left.
--- Otherwise a plan made while the table was small could sort the whole
--- table on every call once it is large. JIT is off: sorting switched off
--- costs the exact path's sort a disable_cost, which passes jit_above_cost,
--- and compiling the statement took 75 to 290 ms of a search that runs in
--- 1 (a database of 1,000 records answered 39 searches a second over HTTP).
+-- planning every call, docs/performance.md), and only the graph can serve
+-- it: with sorts and sequential scans off while it is planned the index is
+-- the one plan left. Otherwise a plan made while the table was small could
+-- sort the whole database on every call once it is large. JIT is off:
+-- sorting switched off costs the exact path's sort a disable_cost, which
+-- passes jit_above_cost, and compiling the statement took 75 to 290 ms of
+-- a search that runs in 1 (a database of 1,000 records answered 39
+-- searches a second over HTTP).
+-- The beam of a search for `k` records in a database of `records`: wide
+-- enough for recall@10 of 0.99 against an exact search, which takes a wider
+-- beam as a graph grows (docs/performance.md: 120 reaches 0.994 at 50,000
+-- records and 0.993 at 100,000 real ones, 0.989 on the bench's harder 100,000,
+-- where 400 reaches 0.997; 1,000,000 records 400 for 0.990 and 600 for
+-- 0.993), or `k` when larger; at most 1,000 (the scan goes on past it,
+-- vigil.hnsw_iterative_scan, for a hybrid search's 2,000). Each step up
+-- costs every search of such a database: at 100,000 records 400 takes 1.8 ms
+-- where 120 takes 0.6.
+CREATE FUNCTION vigil._search_ef(k integer, records bigint) RETURNS integer
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+    SELECT least(greatest(k, CASE WHEN records <= 200000 THEN 120
+                                  WHEN records <= 500000 THEN 400
+                                  ELSE 600 END), 1000)
+$$;
+
 CREATE FUNCTION vigil._nearest(db_id bigint, query_vector real[], k integer)
 RETURNS TABLE (id bigint, similarity real)
 LANGUAGE plpgsql STABLE
@@ -1571,12 +1599,9 @@ AS $$
 #variable_conflict use_column
 DECLARE
     in_db bigint;
-    in_all real;
 BEGIN
     SELECT d.records INTO in_db FROM vector_databases d WHERE d.id = db_id;
-    SELECT greatest(c.reltuples, 1) INTO in_all FROM pg_class c WHERE c.oid = 'vigil.vector_records'::regclass;
-    IF in_db <= 2000
-       OR k::real * in_all / greatest(in_db, 1) > current_setting('vigil.hnsw_max_scan_tuples')::real / 4 THEN
+    IF in_db <= 2000 THEN
         RETURN QUERY EXECUTE
             'SELECT r.id, (1 - vigil.cosine_distance(r.embedding, $2))::real
              FROM vigil.vector_records r WHERE r.db = $1
@@ -1584,12 +1609,10 @@ BEGIN
              LIMIT $3'
             USING db_id, query_vector, k;
     ELSE
-        -- ef_search stops at its largest (1,000): the scan goes on past it
-        -- (vigil.hnsw_iterative_scan) for a hybrid search's 2,000.
-        PERFORM set_config('vigil.hnsw_ef_search', least(greatest(k, 40), 1000)::text, true);
+        PERFORM set_config('vigil.hnsw_ef_search', vigil._search_ef(k, in_db)::text, true);
         RETURN QUERY
         SELECT r.id, (1 - (r.embedding <=> query_vector))::real
-        FROM vector_records r WHERE (r.db + 0) = db_id
+        FROM vector_records r WHERE r.db = db_id
         ORDER BY r.embedding <=> query_vector
         LIMIT k;
     END IF;
@@ -1777,7 +1800,7 @@ $$;
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/hnsw/mod.rs:366
+-- extension/src/hnsw/mod.rs:397
 -- vigil::hnsw::hnsw_check
 CREATE  FUNCTION "hnsw_check"(
 	"index" regclass /* pgrx :: PgRelation */
