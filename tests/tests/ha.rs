@@ -2,7 +2,7 @@
 //! (`scripts/ha-cluster.sh`, synchronous replication, short timeouts) and one
 //! sidecar in front of all three (a multi-host `DATABASE_URL` with
 //! `target_session_attrs=read-write`). Four clients post transactions and
-//! store records; the primary's postmaster is killed (SIGKILL); Patroni
+//! store records, a fifth searches; the primary's postmaster is killed (SIGKILL); Patroni
 //! promotes the synchronous standby; the same sidecar finds it alone. While
 //! there is no primary callers get 503 with `Retry-After`, nothing else and
 //! nothing slower than the request timeout. Afterwards every acknowledged
@@ -16,7 +16,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -193,6 +193,8 @@ struct Seen {
     transactions: Mutex<Vec<String>>,
     records: Mutex<Vec<i64>>,
     answers: Mutex<Vec<Answer>>,
+    /// Searches answered.
+    searches: AtomicUsize,
     /// Anything but a 2xx or a 503 with Retry-After.
     unexpected: Mutex<Vec<String>>,
 }
@@ -280,16 +282,13 @@ fn a_killed_primary_fails_over_with_every_acknowledged_write_kept() {
         "gift cards bought in bulk with several cards",
         "shipping to a freight forwarder",
     ];
-    let records: Vec<Value> = texts
-        .iter()
-        .enumerate()
-        .map(|(i, t)| json!({"title": format!("fixed {i}"), "content": t}))
-        .collect();
-    let (status, _) = post(
-        "/storeEmbeddings",
-        json!({"dbName": "fixed", "records": records}),
-    );
-    assert_eq!(status, 201);
+    for (i, text) in texts.iter().enumerate() {
+        let (status, stored) = post(
+            "/storeEmbedding",
+            json!({"dbName": "fixed", "title": format!("fixed {i}"), "content": text}),
+        );
+        assert_eq!(status, 201, "{stored}");
+    }
     let queries = ["money back", "payment refused", "suspicious new customer"];
     let search_http = || -> Vec<Vec<i64>> {
         queries
@@ -328,7 +327,8 @@ fn a_killed_primary_fails_over_with_every_acknowledged_write_kept() {
     let clock = Instant::now();
     let mut killed_at = Duration::ZERO;
     std::thread::scope(|s| {
-        for writer in 0..4 {
+        // Four writers and, beside them, one client searching.
+        for writer in 0..5 {
             let (env, seen, stop, api_key, creds) = (&env, &seen, &stop, &api_key, &creds);
             s.spawn(move || {
                 let client = Client::builder()
@@ -338,7 +338,12 @@ fn a_killed_primary_fails_over_with_every_acknowledged_write_kept() {
                 let mut n = 0;
                 while !stop.load(Ordering::SeqCst) {
                     n += 1;
-                    let (path, request) = if writer % 2 == 0 {
+                    let (path, request) = if writer == 4 {
+                        let mut body = creds.clone();
+                        body["dbName"] = json!("fixed");
+                        body["query"] = json!(["money back", "payment refused", "suspicious new customer"][n % 3]);
+                        ("/queryEmbeddings", client.post(env.url("/queryEmbeddings")).json(&body))
+                    } else if writer % 2 == 0 {
                         let body = json!({"customerEmail": format!("w{writer}-{n}@example.com"), "amount": n});
                         ("/api/transaction", client.post(env.url("/api/transaction")).header("x-api-key", api_key).json(&body))
                     } else {
@@ -363,10 +368,13 @@ fn a_killed_primary_fails_over_with_every_acknowledged_write_kept() {
                     let body: Value = response.json().unwrap_or(Value::Null);
                     let ok = matches!(status, 200 | 201);
                     seen.answers.lock().unwrap().push(Answer { sent, answered, ok });
-                    match status {
-                        200 => seen.transactions.lock().unwrap().push(body["transactionId"].as_str().unwrap().to_owned()),
-                        201 => seen.records.lock().unwrap().push(body["id"].as_i64().unwrap()),
-                        503 if retry => {
+                    match (status, path) {
+                        (200, "/api/transaction") => seen.transactions.lock().unwrap().push(body["transactionId"].as_str().unwrap().to_owned()),
+                        (201, "/storeEmbedding") => seen.records.lock().unwrap().push(body["id"].as_i64().unwrap()),
+                        (200, "/queryEmbeddings") if body.as_array().is_some_and(|a| !a.is_empty()) => {
+                            seen.searches.fetch_add(1, Ordering::SeqCst);
+                        }
+                        (503, _) if retry => {
                             // As a client told to come back would, a little sooner.
                             std::thread::sleep(Duration::from_millis(50));
                         }
@@ -397,6 +405,10 @@ fn a_killed_primary_fails_over_with_every_acknowledged_write_kept() {
         wait_until("writes of both kinds again, same sidecar", PATIENCE, || {
             let (t, r) = counts();
             t >= t0 + 30 && r >= r0 + 15
+        });
+        let s0 = seen.searches.load(Ordering::SeqCst);
+        wait_until("searches again", PATIENCE, || {
+            seen.searches.load(Ordering::SeqCst) >= s0 + 5
         });
         stop.store(true, Ordering::SeqCst);
     });
@@ -533,7 +545,9 @@ fn a_killed_primary_fails_over_with_every_acknowledged_write_kept() {
         .unwrap();
     let list = cluster.run(&["list", cluster.dir.to_str().unwrap()]);
 
-    println!("--- failover under load (4 clients, SIGKILL of the primary's postmaster)");
+    println!(
+        "--- failover under load (4 writing clients and 1 searching, SIGKILL of the primary's postmaster)"
+    );
     println!("cluster up in {:.1} s; now:\n{list}", up.as_secs_f64());
     match (first_error, first_success) {
         (Some(e), Some(s)) => println!(
@@ -547,6 +561,10 @@ fn a_killed_primary_fails_over_with_every_acknowledged_write_kept() {
         "answers: {} ({errors} 503 with Retry-After, none other); slowest {:.2} s",
         answers.len(),
         slowest.as_secs_f64()
+    );
+    println!(
+        "searches answered: {}",
+        seen.searches.load(Ordering::SeqCst)
     );
     println!(
         "transactions: {} acknowledged, {found_transactions} found on the new primary",
