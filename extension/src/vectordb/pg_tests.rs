@@ -441,6 +441,77 @@ mod tests {
         );
     }
 
+    #[pg_test]
+    fn a_record_is_read_by_its_opening_too() {
+        enter("a@example.com");
+        Spi::run("SELECT vigil.create_database('open'); SET vigil.db = 'open'").unwrap();
+        Spi::run(
+            r#"SELECT vigil.store_records('[
+                {"title": "pump-xk", "content": "It moves water out of flooded cellars. The housing is cast iron and the seals last ten years."},
+                {"title": "tagless", "content": "..."}]')"#,
+        )
+        .unwrap();
+        Spi::run(
+            "SELECT vigil.store_record('lamp', 'A lamp for reading at night. It dims by itself.')",
+        )
+        .unwrap();
+        // Each record's opening is its first sentence as read in the record:
+        // near that sentence alone, nearer than the whole record is.
+        let near = |title: &str, what: &str| {
+            text(&format!(
+                "SELECT round((1 - vigil.cosine_distance(r.{what}, vigil.embed(
+                        split_part(r.content, '. ', 1) || '.')))::numeric, 3)::text
+                 FROM vigil.vector_records r WHERE r.title = '{title}'"
+            ))
+            .parse::<f64>()
+            .unwrap()
+        };
+        for title in ["pump-xk", "lamp"] {
+            assert!(near(title, "opening") > near(title, "embedding"), "{title}");
+            assert!(near(title, "opening") > 0.8, "{title}");
+        }
+        // Content without a sentence is read by its whole text.
+        assert_eq!(
+            count("SELECT count(*) FROM vigil.vector_records WHERE title = 'tagless' AND opening = embedding"),
+            1
+        );
+        // A query restating the opening finds the record first by meaning.
+        assert_eq!(
+            text("SELECT title FROM vigil.hybrid_search('drains water from a flooded basement', 1)"),
+            "pump-xk"
+        );
+    }
+
+    #[pg_test]
+    fn fill_openings_reads_records_stored_without_one_and_leaves_words_alone() {
+        enter("a@example.com");
+        // Records as 0.10.0 left them: no opening.
+        fill("old", 30);
+        let terms = || text("SELECT string_agg(term || ':' || records, ',' ORDER BY term) FROM vigil.vector_terms");
+        let (before_terms, before_blocks) = (terms(), count("SELECT count(*) FROM vigil.vector_postings"));
+        assert_eq!(count("SELECT vigil.fill_openings(20)"), 20);
+        assert_eq!(count("SELECT count(*) FROM vigil.vector_records WHERE opening IS NULL"), 10);
+        assert_eq!(count("SELECT vigil.fill_openings()"), 10);
+        assert_eq!(count("SELECT vigil.fill_openings()"), 0);
+        // The openings a store would have written.
+        assert_eq!(
+            count(
+                "SELECT count(*) FROM vigil.vector_records r
+                 WHERE r.opening = (SELECT e.opening FROM vigil._embed_records(ARRAY[r.title], ARRAY[r.content]) e)"
+            ),
+            30
+        );
+        // Writing openings changes no record's words: the keyword index stays.
+        assert_eq!(terms(), before_terms);
+        assert_eq!(count("SELECT count(*) FROM vigil.vector_postings"), before_blocks);
+        assert_index_matches_records();
+    }
+
+    #[pg_test(error = "max_records must be 1 or more")]
+    fn fill_openings_needs_a_positive_count() {
+        Spi::run("SELECT vigil.fill_openings(0)").unwrap();
+    }
+
     #[pg_test(error = "query_vector must be 384 numbers, the embedding of query")]
     fn a_given_query_embedding_must_have_384_numbers() {
         enter("a@example.com");
