@@ -193,6 +193,26 @@ fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
         "true 1 3"
     );
 
+    // 0.11.0: records stored before have no opening until fill_openings
+    // reads them, as a store would have; the keyword index stays as it was.
+    assert_eq!(
+        cluster.psql("SELECT count(*) FILTER (WHERE opening IS NULL) FROM vigil.vector_records"),
+        "3"
+    );
+    let postings = "SELECT string_agg(term || ':' || size, ',' ORDER BY term, first_id) FROM vigil.vector_postings";
+    let postings_before = cluster.psql(postings);
+    assert_eq!(cluster.psql("SELECT vigil.fill_openings(2)"), "2");
+    assert_eq!(cluster.psql("SELECT vigil.fill_openings()"), "1");
+    assert_eq!(cluster.psql("SELECT vigil.fill_openings()"), "0");
+    assert_eq!(
+        cluster.psql(
+            "SELECT count(*) FROM vigil.vector_records r WHERE r.opening = \
+             (SELECT e.opening FROM vigil._embed_records(ARRAY[r.title], ARRAY[r.content]) e)"
+        ),
+        "3"
+    );
+    assert_eq!(cluster.psql(postings), postings_before);
+
     // Keyword search finds records stored before the upgrade, from postings
     // the upgrade built: one per record and term.
     assert_eq!(
