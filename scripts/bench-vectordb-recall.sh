@@ -31,7 +31,9 @@
 # (40 / share, at most 1,000). recall@10 counts ties (a returned record is
 # a hit when its exact distance is at most the 10th exact distance); p50 and
 # p99 are of each search's time in the backend (clock_timestamp).
-# The table is printed and written to .vigil/bench-recall/results.txt.
+# The table is printed and written to .vigil/bench-recall/results.txt, and
+# then hybrid search's MRR@10 on the two labelled sets against its
+# branches and the best plain fusions (BENCH_QUALITY=0 skips it).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -290,3 +292,13 @@ SELECT layout, design, records, round(share::numeric, 4) AS share, round(recall:
 FROM results;
 SQL
 cat "$dir/build.txt" 2>/dev/null | tee -a "$dir/results.txt"
+
+# Hybrid search's quality on the labelled sets, against both branches and
+# the best plain fusions of the exact branches tuned on each set: the
+# e2e test that checks it in `make test` prints the tables (a cluster and a
+# sidecar of its own). BENCH_QUALITY=0 skips it.
+if [ "${BENCH_QUALITY:-1}" != 0 ]; then
+    step "hybrid search MRR@10 on the labelled sets (tests/tests/search_quality.rs)"
+    cargo test --locked --release -p vigil-e2e --test search_quality -- --nocapture 2>&1 |
+        grep -E '^(eval|known)|^\|' | tee -a "$dir/results.txt"
+fi
