@@ -167,6 +167,7 @@ mod tests {
         let metrics = Arc::new(Metrics::new());
         let state = AppState {
             pool: crate::db::pool(&args).unwrap(),
+            reads: Arc::new(crate::reads::Reads::new(None, Arc::clone(&metrics))),
             limits: Arc::new(Limits::new(&args.limits).unwrap()),
             trusted_proxies: Arc::from([]),
             metrics: Arc::clone(&metrics),

@@ -45,6 +45,16 @@ pub struct ServeArgs {
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: String,
 
+    /// PostgreSQL connection URL of hot standbys, as the same role, for the
+    /// reads: `/queryEmbeddings`, `/hybridSearch`, `/getEmbeddings` and the
+    /// query embedders. Several hosts with `target_session_attrs=read-only`
+    /// (and `load_balance_hosts=random` to spread them) take a standby that
+    /// answers. A client's reads go to the primary until the standby has
+    /// replayed its account's last write (docs/high-availability.md, "Reads
+    /// from replicas"); unset, every request goes to `DATABASE_URL`.
+    #[arg(long, env = "VIGIL_READ_DATABASE_URL", hide_env_values = true)]
+    pub read_database_url: Option<String>,
+
     /// Most database connections the requests hold open; 0, the default, is
     /// three per core of this machine (give three times the database
     /// server's count when it runs elsewhere). More only queue in the

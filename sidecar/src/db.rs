@@ -4,10 +4,18 @@
 //! ?target_session_attrs=read-write`, as libpq takes them): a new connection
 //! tries them in order and keeps the first that accepts writes. When the primary
 //! is lost (the connection is closed or broken, the server shuts down, or it is
-//! read-only now: a failover), [`primary_lost`] is called where the error is
+//! read-only now: a failover), [`server_lost`] is called where the error is
 //! mapped (`error`), and every connection made until then is dropped at its next
 //! checkout instead of being used again; new ones find the new primary. Until one
 //! does, requests are answered 503 with `Retry-After` (docs/high-availability.md).
+//!
+//! `VIGIL_READ_DATABASE_URL` may name hot standbys for the searches and the
+//! record listing ([`read_pool`], routed by `reads`). Work on one of their
+//! connections runs inside [`on_replica`], so that an error there loses a
+//! replica ([`Server::Replica`]: the read pools' connections are dropped),
+//! never the primary.
+
+use std::future::Future;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -23,7 +31,16 @@ use crate::config::ServeArgs;
 /// Builds the requests' pool of `--pool-size` connections; connections are
 /// opened lazily, so this fails only on a bad URL.
 pub fn pool(args: &ServeArgs) -> Result<Pool, String> {
-    pool_of(args, args.pool_size(), "")
+    pool_of(&args.database_url, Server::Primary, args, args.pool_size(), "")
+}
+
+/// The pool of `--read-database-url` (hot standbys), as large as the
+/// requests' pool; `None` when no URL is set: every read goes to the primary.
+pub fn read_pool(args: &ServeArgs) -> Result<Option<Pool>, String> {
+    let Some(url) = &args.read_database_url else {
+        return Ok(None);
+    };
+    pool_of(url, Server::Replica, args, args.pool_size(), "").map(Some)
 }
 
 /// The pool of the connections that embed search queries in batches
@@ -33,21 +50,42 @@ pub fn pool(args: &ServeArgs) -> Result<Pool, String> {
 /// searches than one batch shared out over the cores (docs/performance.md,
 /// "Vector database"). The threads sleep rather than spin between
 /// operators, because the searches want those cores too.
+/// With `--read-database-url` the embedders are the replicas' (`vigil.embed`
+/// writes nothing), and those of the primary serve only while no replica
+/// answers: [`read_embedder_pool`].
 pub fn embedder_pool(args: &ServeArgs) -> Result<Pool, String> {
-    let settings = format!(
-        " -c vigil.embed_threads={} -c vigil.embed_spinning=off",
-        args.query_embed_threads.max(1)
-    );
-    pool_of(args, args.query_embedders(), &settings)
+    let url = &args.database_url;
+    pool_of(url, Server::Primary, args, args.query_embedders(), &embedder_settings(args))
 }
 
-/// A pool of `size` connections, with `settings` (`-c name=value ...`) beside
-/// the ones every connection has.
-fn pool_of(args: &ServeArgs, size: usize, settings: &str) -> Result<Pool, String> {
-    let mut pg: tokio_postgres::Config = args
-        .database_url
+/// The query embedders on the replicas of `--read-database-url`, if set.
+pub fn read_embedder_pool(args: &ServeArgs) -> Result<Option<Pool>, String> {
+    let Some(url) = &args.read_database_url else {
+        return Ok(None);
+    };
+    let size = args.query_embedders();
+    pool_of(url, Server::Replica, args, size, &embedder_settings(args)).map(Some)
+}
+
+fn embedder_settings(args: &ServeArgs) -> String {
+    format!(
+        " -c vigil.embed_threads={} -c vigil.embed_spinning=off",
+        args.query_embed_threads.max(1)
+    )
+}
+
+/// A pool of `size` connections to `url`, the primary's or the replicas',
+/// with `settings` (`-c name=value ...`) beside the ones every connection has.
+fn pool_of(
+    url: &str,
+    server: Server,
+    args: &ServeArgs,
+    size: usize,
+    settings: &str,
+) -> Result<Pool, String> {
+    let mut pg: tokio_postgres::Config = url
         .parse()
-        .map_err(|e| format!("DATABASE_URL is not a valid PostgreSQL URL: {e}"))?;
+        .map_err(|e| format!("{} is not a valid PostgreSQL URL: {e}", server.variable()))?;
     // Named in pg_stat_activity, unless the URL names it (several sidecars
     // on one database, told apart).
     if pg.get_application_name().is_none() {
@@ -76,10 +114,10 @@ fn pool_of(args: &ServeArgs, size: usize, settings: &str) -> Result<Pool, String
             recycle: timeout,
         })
         .runtime(Runtime::Tokio1)
-        // A connection made before the primary was lost is not used again.
-        .pre_recycle(deadpool_postgres::Hook::sync_fn(|_, metrics| {
-            if made_before_loss(metrics) {
-                Err(HookError::message("made before the primary was lost"))
+        // A connection made before its server was lost is not used again.
+        .pre_recycle(deadpool_postgres::Hook::sync_fn(move |_, metrics| {
+            if made_before_loss(server, metrics) {
+                Err(HookError::message("made before its server was lost"))
             } else {
                 Ok(())
             }
@@ -116,23 +154,63 @@ fn epoch() -> Instant {
     *EPOCH.get_or_init(Instant::now)
 }
 
-/// Nanoseconds after [`epoch`] at which the primary was last lost; 0: never.
-static LOST_AT: AtomicU64 = AtomicU64::new(0);
+/// The servers a pool connects to: the primary (`DATABASE_URL`), or the
+/// hot standbys of `--read-database-url`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    Primary,
+    Replica,
+}
 
-/// The primary was lost (see the module's documentation): every connection
-/// of every pool made until now is dropped at its next checkout.
-pub fn primary_lost() {
-    let now = u64::try_from(epoch().elapsed().as_nanos())
-        .unwrap_or(u64::MAX)
-        .max(1);
-    if LOST_AT.fetch_max(now, Ordering::Relaxed) == 0 {
-        tracing::warn!("the primary was lost: reconnecting");
+impl Server {
+    fn variable(self) -> &'static str {
+        match self {
+            Server::Primary => "DATABASE_URL",
+            Server::Replica => "VIGIL_READ_DATABASE_URL",
+        }
     }
 }
 
-/// Whether a connection was made before the primary was last lost.
-fn made_before_loss(metrics: &Metrics) -> bool {
-    made_before(metrics.created, LOST_AT.load(Ordering::Relaxed))
+/// Nanoseconds after [`epoch`] at which the primary, and a replica, were
+/// last lost; 0: never.
+static LOST_AT: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+tokio::task_local! {
+    /// Set while work runs on a replica's connection ([`on_replica`]).
+    static ON_REPLICA: ();
+}
+
+/// Runs `work`, which uses a replica's connection: the errors it meets
+/// lose a replica, not the primary ([`server_lost`]).
+pub async fn on_replica<F: Future>(work: F) -> F::Output {
+    ON_REPLICA.scope((), work).await
+}
+
+/// Whether the work running now uses a replica's connection.
+pub fn in_replica() -> bool {
+    ON_REPLICA.try_with(|_| ()).is_ok()
+}
+
+/// The server of the work running now was lost (see the module's
+/// documentation): a replica inside [`on_replica`], else the primary. Every
+/// connection of the pools of that server made until now is dropped at its
+/// next checkout.
+pub fn server_lost() {
+    lost(if in_replica() { Server::Replica } else { Server::Primary });
+}
+
+fn lost(server: Server) {
+    let now = u64::try_from(epoch().elapsed().as_nanos())
+        .unwrap_or(u64::MAX)
+        .max(1);
+    if LOST_AT[server as usize].fetch_max(now, Ordering::Relaxed) == 0 {
+        tracing::warn!(?server, "a database server was lost: reconnecting");
+    }
+}
+
+/// Whether a connection to `server` was made before it was last lost.
+fn made_before_loss(server: Server, metrics: &Metrics) -> bool {
+    made_before(metrics.created, LOST_AT[server as usize].load(Ordering::Relaxed))
 }
 
 fn made_before(created: Instant, lost_at: u64) -> bool {

@@ -168,15 +168,16 @@ impl From<deadpool_postgres::PoolError> for ApiError {
 impl From<tokio_postgres::Error> for ApiError {
     fn from(e: tokio_postgres::Error) -> Self {
         match e.as_db_error() {
+            Some(db) if crate::db::in_replica() => from_replica(db),
             Some(db) => {
                 if loses_primary(db.code().code()) {
-                    crate::db::primary_lost();
+                    crate::db::server_lost();
                 }
                 from_sqlstate(db.code().code(), db.message(), db.column())
             }
             None => {
                 if connection_lost(&e) {
-                    crate::db::primary_lost();
+                    crate::db::server_lost();
                 }
                 tracing::warn!(error = %e, "database connection failed");
                 ApiError::unavailable("the database is unreachable")
@@ -185,12 +186,31 @@ impl From<tokio_postgres::Error> for ApiError {
     }
 }
 
+/// A database error on a hot standby (`reads`): the request's own fault (a
+/// refused input, a database it does not have) as on the primary; anything
+/// else a 503 that sends the read to the primary. A standby refuses writes
+/// (25006, such as `vigil.enter_account` recording a key's use) and cancels
+/// queries that conflict with the WAL it replays (40001): the read is
+/// answered by the primary then, and the replica is not lost for it; it is
+/// when it shuts down or its connection fails.
+fn from_replica(db: &tokio_postgres::error::DbError) -> ApiError {
+    let code = db.code().code();
+    if code.starts_with("22") || code.starts_with("23") || code == "P0002" {
+        return from_sqlstate(code, db.message(), db.column());
+    }
+    if loses_primary(code) && code != "25006" {
+        crate::db::server_lost();
+    }
+    tracing::info!(sqlstate = code, error = db.message(), "a replica could not answer");
+    ApiError::unavailable("a replica could not answer")
+}
+
 /// Whether a database error says that the server of the connection is no
 /// longer the primary, or no longer there: it is read-only now (25006, a
 /// standby since a failover), it ends the connection (57P01 admin shutdown,
 /// 57P02 crash shutdown, 57P03 cannot connect now), or the connection
 /// failed (class 08). Then the pool's connections are all dropped
-/// (`db::primary_lost`) and new ones look for the primary again. Not class 53
+/// (`db::server_lost`) and new ones look for the primary again. Not class 53
 /// (too many connections, out of memory, disk full): reconnecting would not help.
 pub fn loses_primary(code: &str) -> bool {
     matches!(code, "25006" | "57P01" | "57P02" | "57P03") || code.starts_with("08")

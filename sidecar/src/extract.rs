@@ -25,6 +25,7 @@ use std::sync::Arc;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use deadpool_postgres::{Object, Transaction};
+use futures_util::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use tokio::sync::OwnedSemaphorePermit;
@@ -34,6 +35,7 @@ use utoipa::ToSchema;
 
 use crate::auth::client_ip::ClientIp;
 use crate::auth::{self, AccountCredentials, ApiCaller, Limits};
+use crate::db::on_replica;
 use crate::error::ApiError;
 use crate::json::{
     parse, read_body, read_head, read_rest, refuse_nul, require_json, required_text,
@@ -310,6 +312,57 @@ impl Account {
         &self.db_name
     }
 
+    /// The account the credentials name (entered, it is the account the
+    /// request acts for): what `reads` remembers writes by.
+    pub fn name(&self) -> &str {
+        self.credentials.account.as_deref().unwrap_or("")
+    }
+
+    /// Where the reads go.
+    pub fn reads(&self) -> &Arc<crate::reads::Reads> {
+        &self.state.reads
+    }
+
+    /// After the request's write committed on its connection: where the
+    /// primary's WAL stands, for this account's next reads (`reads`).
+    pub async fn wrote(&mut self) {
+        if let Some(db) = &self.db {
+            self.state.reads.wrote(self.name(), db).await;
+        }
+    }
+
+    /// Runs a read, `work` in the account entered: on a standby that has
+    /// replayed the account's writes, else on the primary; a standby's
+    /// failure (`Reads::falls_back`) runs it again on the primary.
+    pub async fn read<T>(
+        &mut self,
+        mut work: impl for<'a> FnMut(Entered<'a>) -> BoxFuture<'a, Result<T, ApiError>>,
+    ) -> Result<T, ApiError> {
+        let reads = Arc::clone(&self.state.reads);
+        if let Some(replica) = reads.connection(self.name()).await {
+            self.db = Some(replica);
+            let answer = on_replica(async {
+                let entered = self.enter().await?;
+                work(entered).await
+            })
+            .await;
+            // The primary's connection, if the read goes there.
+            self.db = None;
+            match answer {
+                Ok(answer) => {
+                    reads.served(crate::reads::Served::Replica);
+                    return Ok(answer);
+                }
+                Err(e) if !reads.falls_back(&e) => return Err(e),
+                Err(_) => {}
+            }
+        } else if reads.replica_pool().is_none() {
+            reads.served(crate::reads::Served::Unreachable);
+        }
+        let entered = self.enter().await?;
+        work(entered).await
+    }
+
     /// Begins the request's transaction and checks the credentials in it
     /// (401/403 otherwise, and the failure counts against the client address).
     pub async fn enter(&mut self) -> Result<Entered<'_>, ApiError> {
@@ -324,6 +377,9 @@ impl Account {
             self.charged,
         )
         .await?;
+        // The rate-limit token is taken: a read that a standby failed
+        // after this is entered again on the primary without another.
+        self.charged = true;
         Ok(Entered {
             tx,
             db_name: &self.db_name,

@@ -18,6 +18,7 @@ mod identity;
 mod json;
 mod metrics;
 mod openapi;
+mod reads;
 mod serve;
 mod state;
 mod transaction;

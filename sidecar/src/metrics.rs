@@ -55,6 +55,23 @@ const POOL_GAUGES: [(&str, &str); 4] = [
     ),
 ];
 
+/// The standbys' pool (`--read-database-url`), as [`POOL_GAUGES`]; 0 when none is set.
+const READ_POOL_GAUGES: [(&str, &str); 4] = [
+    (
+        "vigil_db_read_pool_max_size",
+        "Most connections the pool of the standbys (VIGIL_READ_DATABASE_URL) may hold",
+    ),
+    ("vigil_db_read_pool_size", "Connections to the standbys open now"),
+    (
+        "vigil_db_read_pool_available",
+        "Open connections to the standbys idle now",
+    ),
+    (
+        "vigil_db_read_pool_waiting",
+        "Reads waiting for a connection to a standby now",
+    ),
+];
+
 /// This process's memory, read from `/proc/self/status` at each scrape
 /// (`VmRSS`, `VmHWM`), in `Metrics::memory` order.
 const MEMORY_GAUGES: [(&str, &str, &str); 2] = [
@@ -78,6 +95,10 @@ pub struct Metrics {
     latency: Family<RouteLabel, Histogram, fn() -> Histogram>,
     /// As [`POOL_GAUGES`] names them.
     pool: [Gauge; 4],
+    /// As [`READ_POOL_GAUGES`] names them.
+    read_pool: [Gauge; 4],
+    /// Reads (searches, record listings) by the server that answered and why.
+    reads: Family<ReadLabels, Counter>,
     pool_wait: Histogram,
     rejections: Family<CodeLabel, Counter>,
     assessments: Family<ResultLabel, Counter>,
@@ -140,6 +161,12 @@ struct RouteLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReadLabels {
+    server: &'static str,
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CodeLabel {
     code: &'static str,
 }
@@ -170,6 +197,8 @@ impl Metrics {
             requests: Family::default(),
             latency: Family::new_with_constructor(latency_histogram),
             pool: Default::default(),
+            read_pool: Default::default(),
+            reads: Family::default(),
             pool_wait: Histogram::new(WAIT_BUCKETS),
             rejections: Family::default(),
             assessments: Family::default(),
@@ -229,6 +258,16 @@ impl Metrics {
         for (gauge, (name, help)) in self.pool.iter().zip(POOL_GAUGES) {
             r.register(name, help, gauge.clone());
         }
+        for (gauge, (name, help)) in self.read_pool.iter().zip(READ_POOL_GAUGES) {
+            r.register(name, help, gauge.clone());
+        }
+        r.register(
+            "vigil_db_reads",
+            "Reads (searches, record listings) answered, by server (replica, primary) and why there \
+             (caught_up; behind: the standby had not replayed the account's last write; \
+             unreachable: no standby answers or none is set; replica_failed)",
+            self.reads.clone(),
+        );
         for (gauge, (name, _, help)) in self.memory.iter().zip(MEMORY_GAUGES) {
             r.register(name, help, gauge.clone());
         }
@@ -278,6 +317,11 @@ impl Metrics {
     /// Time spent in `AppState::db` waiting for a connection.
     pub fn pool_waited(&self, wait: Duration) {
         self.pool_wait.observe(wait.as_secs_f64());
+    }
+
+    /// A read answered by a standby or the primary, and why there.
+    pub fn read_served(&self, (server, reason): (&'static str, &'static str)) {
+        self.reads.get_or_create(&ReadLabels { server, reason }).inc();
     }
 
     /// A transaction assessment answered with this `Result` field.
@@ -331,9 +375,13 @@ impl Metrics {
     }
 
     /// The text exposition, with the pool's figures as of now.
-    fn render(&self, pool: Status) -> Result<String, std::fmt::Error> {
-        let figures = [pool.max_size, pool.size, pool.available, pool.waiting];
-        for (gauge, n) in self.pool.iter().zip(figures) {
+    fn render(&self, pool: Status, read_pool: Option<Status>) -> Result<String, std::fmt::Error> {
+        let figures = |pool: Status| [pool.max_size, pool.size, pool.available, pool.waiting];
+        for (gauge, n) in self.pool.iter().zip(figures(pool)) {
+            gauge.set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+        let read = read_pool.map_or([0; 4], figures);
+        for (gauge, n) in self.read_pool.iter().zip(read) {
             gauge.set(i64::try_from(n).unwrap_or(i64::MAX));
         }
         let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -356,6 +404,9 @@ fn kilobytes(status: &str, field: &str) -> i64 {
         .unwrap_or(0)
 }
 
+/// The standbys' pool, when `--read-database-url` is set.
+pub struct ReadPool(pub Option<Pool>);
+
 /// `GET /metrics`: Prometheus text (OpenMetrics) exposition; with
 /// `--metrics-token`, only for scrapes that give it.
 #[utoipa::path(
@@ -373,12 +424,13 @@ fn kilobytes(status: &str, field: &str) -> i64 {
 pub async fn scrape(
     State(metrics): State<Arc<Metrics>>,
     State(pool): State<Pool>,
+    State(ReadPool(read_pool)): State<ReadPool>,
     headers: HeaderMap,
 ) -> axum::response::Response {
     if let Err(refused) = metrics.admit(&headers) {
         return refused.into_response();
     }
-    match metrics.render(pool.status()) {
+    match metrics.render(pool.status(), read_pool.as_ref().map(Pool::status)) {
         Ok(text) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),
         Err(e) => ApiError::internal(&format!("cannot encode the metrics: {e}")).into_response(),
     }
@@ -506,7 +558,8 @@ mod tests {
         m.assessed(Some("Review"));
         m.assessed(Some("anything else"));
         m.pool_waited(Duration::from_micros(50));
-        let text = m.render(pool()).unwrap();
+        m.read_served(("replica", "caught_up"));
+        let text = m.render(pool(), Some(pool())).unwrap();
         for line in [
             r#"vigil_http_requests_total{route="unmatched",method="GET",status="404"} 1"#,
             r#"vigil_http_request_duration_seconds_count{route="unmatched"} 1"#,
@@ -518,6 +571,8 @@ mod tests {
             "vigil_db_pool_available 2",
             "vigil_db_pool_waiting 0",
             "vigil_db_pool_wait_seconds_count 1",
+            "vigil_db_read_pool_size 3",
+            r#"vigil_db_reads_total{server="replica",reason="caught_up"} 1"#,
         ] {
             assert!(text.lines().any(|l| l == line), "no {line} in\n{text}");
         }

@@ -15,15 +15,23 @@ use crate::config::ServeArgs;
 use crate::db;
 use crate::metrics::Metrics;
 use crate::state::AppState;
-use crate::vectordb::search::embed::QueryVectors;
+use crate::reads::Reads;
+use crate::vectordb::search::embed::{Embedders, QueryVectors};
 
 type BoxError = Box<dyn std::error::Error>;
 
 pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
     let metrics = Arc::new(Metrics::new().requiring_token(args.metrics_token.as_deref()));
-    let query_vectors = QueryVectors::start(&args, db::embedder_pool(&args)?, Arc::clone(&metrics));
+    let reads = Arc::new(Reads::new(db::read_pool(&args)?, Arc::clone(&metrics)));
+    let embedders = Embedders {
+        primary: db::embedder_pool(&args)?,
+        replica: db::read_embedder_pool(&args)?,
+        reads: Arc::clone(&reads),
+    };
+    let query_vectors = QueryVectors::start(&args, embedders, Arc::clone(&metrics));
     let state = AppState {
         pool: db::pool(&args)?,
+        reads,
         store_turns: AppState::store_turns_for(args.pool_size()),
         identity_turns: crate::identity::turns(args.identity_memory_mb),
         unauthenticated_body: AppState::unauthenticated_body_for(args.unauthenticated_body_mb),

@@ -15,12 +15,16 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::auth::Limits;
 use crate::error::ApiError;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, ReadPool};
+use crate::reads::Reads;
 use crate::vectordb::search::embed::QueryVectors;
 
 #[derive(Clone)]
 pub struct AppState {
     pub pool: Pool,
+    /// Where the reads run: a hot standby that has replayed the account's
+    /// writes, else the primary (`--read-database-url`).
+    pub reads: Arc<Reads>,
     pub limits: Arc<Limits>,
     pub trusted_proxies: Arc<[IpNet]>,
     pub metrics: Arc<Metrics>,
@@ -86,6 +90,12 @@ impl FromRef<AppState> for Pool {
 impl FromRef<AppState> for Arc<Metrics> {
     fn from_ref(state: &AppState) -> Arc<Metrics> {
         Arc::clone(&state.metrics)
+    }
+}
+
+impl FromRef<AppState> for ReadPool {
+    fn from_ref(state: &AppState) -> ReadPool {
+        ReadPool(state.reads.replica_pool().cloned())
     }
 }
 

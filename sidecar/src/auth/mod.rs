@@ -459,6 +459,13 @@ fn settle_entry(
     let outcome: String = row.try_get(1)?;
     let check = credentials.check(db);
     let attempt = credentials.attempt(&check);
+    if outcome != "ok" && crate::db::in_replica() {
+        // A standby may not have replayed a new key yet: only the
+        // primary's refusal counts (the read goes there: `reads`).
+        return Err(ApiError::unavailable(
+            "a replica refused the credentials; the primary decides",
+        ));
+    }
     if outcome != "ok" {
         limits.recent_accounts.remove(&check, ip);
         return Err(limits.failed(ip, Some(attempt), refusal(&outcome, Credential::UserKey)));

@@ -5,7 +5,10 @@
 //! 22023 naming the field (400), P0002 for an unknown database or record
 //! (404); `error::from_sqlstate` maps them. The two searches, which embed
 //! their query first and may run before the account is entered, are
-//! [`search`]'s.
+//! [`search`]'s. The reads (the searches and `/getEmbeddings`) run on a hot
+//! standby when one is set and has replayed the account's writes
+//! (`Account::read`); after each write the account's position is noted
+//! (`Account::wrote`, `reads`).
 
 mod records;
 mod requests;
@@ -63,19 +66,23 @@ pub async fn create_database(
         body: NoFields {},
     }: AccountJson<NoFields>,
 ) -> Result<(StatusCode, Json<Database>), ApiError> {
-    let entered = account.enter().await?;
-    let statement = entered
-        .tx
-        .prepare_cached(
-            "SELECT account, name, vigil.epoch_ns(created_at), created \
-             FROM vigil.create_database($1)",
-        )
-        .await?;
-    let row = entered
-        .tx
-        .query_one(&statement, &[&entered.db_name])
-        .await?;
-    entered.tx.commit().await?;
+    let row = {
+        let entered = account.enter().await?;
+        let statement = entered
+            .tx
+            .prepare_cached(
+                "SELECT account, name, vigil.epoch_ns(created_at), created \
+                 FROM vigil.create_database($1)",
+            )
+            .await?;
+        let row = entered
+            .tx
+            .query_one(&statement, &[&entered.db_name])
+            .await?;
+        entered.tx.commit().await?;
+        row
+    };
+    account.wrote().await;
     let database = Database {
         account: row.try_get(0)?,
         db_name: row.try_get(1)?,
@@ -144,6 +151,7 @@ pub async fn store_embedding(
         &[&title, &content, &metadata, &db],
     )
     .await?;
+    account.wrote().await;
     Ok((StatusCode::CREATED, Json(Record::from_row(one(&rows)?)?)))
 }
 
@@ -185,6 +193,7 @@ pub async fn store_embeddings(
         &[&records, &db],
     )
     .await?;
+    account.wrote().await;
     Ok((StatusCode::CREATED, Json(all(&rows, Record::from_row)?)))
 }
 
@@ -204,17 +213,22 @@ pub async fn store_embeddings(
 pub async fn get_embeddings(
     AccountJson { mut account, body }: AccountJson<Page>,
 ) -> Result<Json<Vec<ListedRecord>>, ApiError> {
-    let entered = account.enter().await?;
-    let db = entered.db_name;
     let start = body.start.unwrap_or(0);
     let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
-    let rows = call(
-        entered,
-        "SELECT id, title, content, metadata, vigil.epoch_ns(created_at), embedding \
-         FROM vigil.list_records($1::bigint, $2::int, $3)",
-        &[&start, &limit, &db],
-    )
-    .await?;
+    let rows = account
+        .read(move |entered| {
+            Box::pin(async move {
+                let db = entered.db_name;
+                call(
+                    entered,
+                    "SELECT id, title, content, metadata, vigil.epoch_ns(created_at), embedding \
+                     FROM vigil.list_records($1::bigint, $2::int, $3)",
+                    &[&start, &limit, &db],
+                )
+                .await
+            })
+        })
+        .await?;
     Ok(Json(all(&rows, ListedRecord::from_row)?))
 }
 
@@ -244,6 +258,7 @@ pub async fn delete_embedding(
         &[&id, &db],
     )
     .await?;
+    account.wrote().await;
     Ok(Json(Record::from_row(one(&rows)?)?))
 }
 
@@ -274,5 +289,6 @@ pub async fn delete_database(
         &[&db],
     )
     .await?;
+    account.wrote().await;
     Ok(Json(DeletedDatabase::from_row(one(&rows)?)?))
 }

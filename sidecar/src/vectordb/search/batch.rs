@@ -31,7 +31,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use deadpool_postgres::Pool;
 use futures_util::future::{join_all, BoxFuture};
 use tokio::sync::{mpsc, oneshot, Mutex};
 use tokio_postgres::Row;
@@ -82,7 +81,7 @@ struct Answer {
 
 /// The queue of queries to embed, served by `embedders` tasks, each running
 /// one batch at a time.
-pub struct QueryBatcher<E: EmbedTexts = Pool> {
+pub struct QueryBatcher<E: EmbedTexts> {
     queue: mpsc::Sender<Job<E::Connection>>,
 }
 

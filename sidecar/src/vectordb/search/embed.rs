@@ -9,44 +9,54 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use deadpool_postgres::{Pool, Transaction};
+use deadpool_postgres::{Object, Pool, Transaction};
 use tokio_postgres::Row;
 
 use super::batch::{EmbedTexts, Embedding, QueryBatcher, Then};
 use super::cache::QueryCache;
 use crate::config::ServeArgs;
+use crate::db::on_replica;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
+use crate::reads::Reads;
 
 /// The query embeddings of the sidecar: the cache and the batch.
 pub struct QueryVectors {
     cache: QueryCache,
     /// `None` when queries are not batched (`--query-batch 0`).
-    batcher: Option<QueryBatcher>,
+    batcher: Option<QueryBatcher<Embedders>>,
     metrics: Arc<Metrics>,
 }
 
 /// The batch of [`QueryVectors`], when queries are batched.
 pub struct Batch<'a> {
     vectors: &'a QueryVectors,
-    batcher: &'a QueryBatcher,
+    batcher: &'a QueryBatcher<Embedders>,
 }
 
 impl QueryVectors {
     /// Batches queries on the pool `embedders` as `args` say, loading the
     /// model in its connections in the background, and keeps
     /// `--query-cache-entries` of them.
-    pub fn start(args: &ServeArgs, embedders: Pool, metrics: Arc<Metrics>) -> QueryVectors {
+    pub fn start(args: &ServeArgs, embedders: Embedders, metrics: Arc<Metrics>) -> QueryVectors {
         let connections = args.query_embedders();
+        // The model is loaded where the embedders will run: on the standbys
+        // when they are set.
+        let (warmed, replica) = match &embedders.replica {
+            Some(replica) => (replica.clone(), true),
+            None => (embedders.primary.clone(), false),
+        };
         let batcher = QueryBatcher::start(
-            embedders.clone(),
+            embedders,
             args.query_batch,
             connections,
             Arc::clone(&metrics),
         );
         if batcher.is_some() {
             tokio::spawn(async move {
-                if let Err(e) = warm_up(&embedders, connections).await {
+                let warm = warm_up(&warmed, connections);
+                let warmed = if replica { on_replica(warm).await } else { warm.await };
+                if let Err(e) = warmed {
                     tracing::warn!(
                         error = e.message,
                         "the query embedders could not load the model yet"
@@ -59,7 +69,7 @@ impl QueryVectors {
 
     pub fn new(
         cache_entries: usize,
-        batcher: Option<QueryBatcher>,
+        batcher: Option<QueryBatcher<Embedders>>,
         metrics: Arc<Metrics>,
     ) -> QueryVectors {
         QueryVectors {
@@ -140,7 +150,7 @@ impl Batch<'_> {
     pub async fn embed_then(
         &self,
         query: &str,
-        then: Then<deadpool_postgres::Client>,
+        then: Then<EmbedderConnection>,
     ) -> Result<Vec<Row>, ApiError> {
         let (embedding, rows) = self.batcher.search(query, then).await?;
         self.vectors.keep(query, &embedding);
@@ -148,24 +158,65 @@ impl Batch<'_> {
     }
 }
 
+/// The query embedders' pools: the standbys' when they are set
+/// (`vigil.embed` writes nothing), else, and while no standby answers, the
+/// primary's.
+pub struct Embedders {
+    pub primary: Pool,
+    pub replica: Option<Pool>,
+    pub reads: Arc<Reads>,
+}
+
+/// An embedder's connection, and whether it is a standby's (its work then
+/// runs inside `db::on_replica`).
+pub struct EmbedderConnection {
+    pub client: Object,
+    pub replica: bool,
+}
+
 /// The embedders' connections embed a batch's texts in one call.
-impl EmbedTexts for Pool {
-    type Connection = deadpool_postgres::Client;
+impl EmbedTexts for Embedders {
+    type Connection = EmbedderConnection;
 
     async fn connect(&self) -> Result<Self::Connection, ApiError> {
-        Ok(self.get().await?)
+        if let Some(replica) = self.replica.as_ref().filter(|_| !self.reads.resting()) {
+            match on_replica(replica.get()).await {
+                Ok(client) => {
+                    return Ok(EmbedderConnection {
+                        client,
+                        replica: true,
+                    })
+                }
+                Err(e) => {
+                    tracing::info!(error = %e, "no replica answers: embedding on the primary");
+                    self.reads.unreachable();
+                }
+            }
+        }
+        Ok(EmbedderConnection {
+            client: self.primary.get().await?,
+            replica: false,
+        })
     }
 
     async fn embed(db: &Self::Connection, texts: &[String]) -> Result<Vec<Vec<f32>>, ApiError> {
-        let statement = db
-            .prepare_cached(
-                "SELECT e FROM vigil.embed($1::text[]) WITH ORDINALITY AS t(e, n) ORDER BY n",
-            )
-            .await?;
-        let rows = db.query(&statement, &[&texts]).await?;
-        rows.iter()
-            .map(|row| Ok(row.try_get::<_, Vec<f32>>(0)?))
-            .collect()
+        let embed = async {
+            let statement = db
+                .client
+                .prepare_cached(
+                    "SELECT e FROM vigil.embed($1::text[]) WITH ORDINALITY AS t(e, n) ORDER BY n",
+                )
+                .await?;
+            let rows = db.client.query(&statement, &[&texts]).await?;
+            rows.iter()
+                .map(|row| Ok(row.try_get::<_, Vec<f32>>(0)?))
+                .collect()
+        };
+        if db.replica {
+            on_replica(embed).await
+        } else {
+            embed.await
+        }
     }
 }
 

@@ -38,11 +38,14 @@ use tokio_postgres::Row;
 use super::call;
 use super::records::{all, ScoredRecord, SimilarRecord};
 use super::requests::{HybridSearch, HybridSearchRequest, Search, SearchRequest, DEFAULT_LIMIT};
+use crate::db::on_replica;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Account, AccountJson, Admitted};
+use crate::reads::Served;
 use crate::json::{refuse_nul, required_text};
 use crate::openapi::{AuthRefusals, BodyRefusals};
-use embed::{Batch, QueryVectors};
+use batch::Then;
+use embed::{Batch, EmbedderConnection, QueryVectors};
 
 /// The records closest in meaning to `query`, most similar first.
 #[utoipa::path(
@@ -144,7 +147,7 @@ impl Statement {
 /// Runs a search's `statement` for `account`, for `limit` records: admitted
 /// early ([`run_admitted`]), or in the account entered first.
 async fn run(
-    vectors: &QueryVectors,
+    vectors: &Arc<QueryVectors>,
     account: &mut Account,
     query: Option<String>,
     limit: i32,
@@ -161,11 +164,19 @@ async fn run(
             return run_admitted(batch, account, query, limit, search).await;
         }
     }
-    let entered = account.enter().await?;
-    let query = query?;
-    let vector = vectors.for_transaction(&entered.tx, &query).await?;
-    let vector = vector.as_deref();
-    call(entered, statement.sql, &statement.args(&query, &vector)).await
+    let statement = Arc::new(statement);
+    account
+        .read(move |entered| {
+            let (vectors, statement, query) =
+                (Arc::clone(vectors), Arc::clone(&statement), query.clone());
+            Box::pin(async move {
+                let query = query?;
+                let vector = vectors.for_transaction(&entered.tx, &query).await?;
+                let vector = vector.as_deref();
+                call(entered, statement.sql, &statement.args(&query, &vector)).await
+            })
+        })
+        .await
 }
 
 /// Runs a search admitted early: on the embedder's connection right after
@@ -178,23 +189,76 @@ async fn run_admitted(
     limit: i32,
     search: AdmittedSearch,
 ) -> Result<Vec<Row>, ApiError> {
-    let kept = batch.kept(query);
+    let reads = Arc::clone(account.reads());
+    let search = Arc::new(search);
+    let mut kept = batch.kept(query);
     if kept.is_none() && limit <= BATCHED_LIMIT {
-        return batch
-            .embed_then(
-                query,
-                Box::new(move |db, embedding| {
-                    Box::pin(async move { search.run(db, &embedding).await })
-                }),
-            )
-            .await;
+        // On a standby's embedder only once it has replayed the account's
+        // writes; else (or when the standby fails) on the primary below,
+        // with the embedding the batch made.
+        let need = reads.needs(account.name());
+        let embedded = Arc::new(std::sync::Mutex::new(None));
+        let (then_search, then_reads, then_embedded) =
+            (Arc::clone(&search), Arc::clone(&reads), Arc::clone(&embedded));
+        let then: Then<EmbedderConnection> = Box::new(move |db, embedding| {
+            Box::pin(async move {
+                if !db.replica {
+                    return then_search.run(&db.client, &embedding).await;
+                }
+                *then_embedded.lock().unwrap() = Some(Arc::clone(&embedding));
+                on_replica(async {
+                    if then_reads.caught_up(&db.client, need).await? {
+                        then_search.run(&db.client, &embedding).await
+                    } else {
+                        Err(ApiError::unavailable(BEHIND))
+                    }
+                })
+                .await
+            })
+        });
+        match batch.embed_then(query, then).await {
+            Ok(rows) => {
+                if embedded.lock().unwrap().is_some() {
+                    reads.served(Served::Replica);
+                }
+                return Ok(rows);
+            }
+            Err(e) => {
+                let Some(embedding) = embedded.lock().unwrap().take() else {
+                    return Err(e);
+                };
+                if e.message == BEHIND {
+                    reads.served(Served::Behind);
+                } else if !reads.falls_back(&e) {
+                    return Err(e);
+                }
+                let rows = search.run(&account.connection().await?, &embedding).await;
+                return rows;
+            }
+        }
     }
-    let embedding = match kept {
+    let embedding = match kept.take() {
         Some(kept) => kept,
         None => batch.embed(query).await?,
     };
+    if let Some(replica) = reads.connection(account.name()).await {
+        match on_replica(search.run(&replica, &embedding)).await {
+            Ok(rows) => {
+                reads.served(Served::Replica);
+                return Ok(rows);
+            }
+            Err(e) if !reads.falls_back(&e) => return Err(e),
+            Err(_) => {}
+        }
+    } else if reads.replica_pool().is_none() {
+        reads.served(Served::Unreachable);
+    }
     search.run(&account.connection().await?, &embedding).await
 }
+
+/// What a standby's embedder answers a search whose account wrote past
+/// what it has replayed: the search runs on the primary.
+const BEHIND: &str = "the replica has not replayed the account's last write";
 
 /// A search whose account was admitted early, owned, to run wherever its
 /// query's embedding is ready.
