@@ -31,7 +31,13 @@ use crate::config::ServeArgs;
 /// Builds the requests' pool of `--pool-size` connections; connections are
 /// opened lazily, so this fails only on a bad URL.
 pub fn pool(args: &ServeArgs) -> Result<Pool, String> {
-    pool_of(&args.database_url, Server::Primary, args, args.pool_size(), "")
+    pool_of(
+        &args.database_url,
+        Server::Primary,
+        args,
+        args.pool_size(),
+        "",
+    )
 }
 
 /// The pool of `--read-database-url` (hot standbys), as large as the
@@ -55,7 +61,13 @@ pub fn read_pool(args: &ServeArgs) -> Result<Option<Pool>, String> {
 /// answers: [`read_embedder_pool`].
 pub fn embedder_pool(args: &ServeArgs) -> Result<Pool, String> {
     let url = &args.database_url;
-    pool_of(url, Server::Primary, args, args.query_embedders(), &embedder_settings(args))
+    pool_of(
+        url,
+        Server::Primary,
+        args,
+        args.query_embedders(),
+        &embedder_settings(args),
+    )
 }
 
 /// The query embedders on the replicas of `--read-database-url`, if set.
@@ -196,7 +208,11 @@ pub fn in_replica() -> bool {
 /// connection of the pools of that server made until now is dropped at its
 /// next checkout.
 pub fn server_lost() {
-    lost(if in_replica() { Server::Replica } else { Server::Primary });
+    lost(if in_replica() {
+        Server::Replica
+    } else {
+        Server::Primary
+    });
 }
 
 fn lost(server: Server) {
@@ -210,7 +226,10 @@ fn lost(server: Server) {
 
 /// Whether a connection to `server` was made before it was last lost.
 fn made_before_loss(server: Server, metrics: &Metrics) -> bool {
-    made_before(metrics.created, LOST_AT[server as usize].load(Ordering::Relaxed))
+    made_before(
+        metrics.created,
+        LOST_AT[server as usize].load(Ordering::Relaxed),
+    )
 }
 
 fn made_before(created: Instant, lost_at: u64) -> bool {

@@ -201,7 +201,11 @@ fn from_replica(db: &tokio_postgres::error::DbError) -> ApiError {
     if loses_primary(code) && code != "25006" {
         crate::db::server_lost();
     }
-    tracing::info!(sqlstate = code, error = db.message(), "a replica could not answer");
+    tracing::info!(
+        sqlstate = code,
+        error = db.message(),
+        "a replica could not answer"
+    );
     ApiError::unavailable("a replica could not answer")
 }
 

@@ -61,7 +61,10 @@ const READ_POOL_GAUGES: [(&str, &str); 4] = [
         "vigil_db_read_pool_max_size",
         "Most connections the pool of the standbys (VIGIL_READ_DATABASE_URL) may hold",
     ),
-    ("vigil_db_read_pool_size", "Connections to the standbys open now"),
+    (
+        "vigil_db_read_pool_size",
+        "Connections to the standbys open now",
+    ),
     (
         "vigil_db_read_pool_available",
         "Open connections to the standbys idle now",
@@ -321,7 +324,9 @@ impl Metrics {
 
     /// A read answered by a standby or the primary, and why there.
     pub fn read_served(&self, (server, reason): (&'static str, &'static str)) {
-        self.reads.get_or_create(&ReadLabels { server, reason }).inc();
+        self.reads
+            .get_or_create(&ReadLabels { server, reason })
+            .inc();
     }
 
     /// A transaction assessment answered with this `Result` field.

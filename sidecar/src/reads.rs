@@ -230,10 +230,7 @@ impl Written {
         if !self.accounts.contains_key(account) && self.accounts.len() >= ACCOUNTS {
             self.forget_oldest(now);
         }
-        let entry = self
-            .accounts
-            .entry(account.to_owned())
-            .or_insert((0, now));
+        let entry = self.accounts.entry(account.to_owned()).or_insert((0, now));
         *entry = (entry.0.max(lsn), now);
     }
 
@@ -306,13 +303,21 @@ mod tests {
         let now = Instant::now();
         w.wrote("a", 100, now);
         let later = now + KEPT_FOR;
-        assert_eq!(w.needs("a", later), 100, "forgotten, but the floor holds it");
+        assert_eq!(
+            w.needs("a", later),
+            100,
+            "forgotten, but the floor holds it"
+        );
         assert!(w.accounts.is_empty());
         assert_eq!(w.needs("b", later), 100);
         // Full: the account that wrote longest ago makes room.
         let mut w = Written::default();
         for i in 0..ACCOUNTS {
-            w.wrote(&format!("acc{i}"), i as u64 + 1, now + Duration::from_micros(i as u64));
+            w.wrote(
+                &format!("acc{i}"),
+                i as u64 + 1,
+                now + Duration::from_micros(i as u64),
+            );
         }
         w.wrote("new", 1_000_000, now + Duration::from_secs(1));
         assert_eq!(w.accounts.len(), ACCOUNTS);

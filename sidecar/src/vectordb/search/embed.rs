@@ -55,7 +55,11 @@ impl QueryVectors {
         if batcher.is_some() {
             tokio::spawn(async move {
                 let warm = warm_up(&warmed, connections);
-                let warmed = if replica { on_replica(warm).await } else { warm.await };
+                let warmed = if replica {
+                    on_replica(warm).await
+                } else {
+                    warm.await
+                };
                 if let Err(e) = warmed {
                     tracing::warn!(
                         error = e.message,

@@ -41,9 +41,9 @@ use super::requests::{HybridSearch, HybridSearchRequest, Search, SearchRequest, 
 use crate::db::on_replica;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Account, AccountJson, Admitted};
-use crate::reads::Served;
 use crate::json::{refuse_nul, required_text};
 use crate::openapi::{AuthRefusals, BodyRefusals};
+use crate::reads::Served;
 use batch::Then;
 use embed::{Batch, EmbedderConnection, QueryVectors};
 
@@ -198,8 +198,11 @@ async fn run_admitted(
         // with the embedding the batch made.
         let need = reads.needs(account.name());
         let embedded = Arc::new(std::sync::Mutex::new(None));
-        let (then_search, then_reads, then_embedded) =
-            (Arc::clone(&search), Arc::clone(&reads), Arc::clone(&embedded));
+        let (then_search, then_reads, then_embedded) = (
+            Arc::clone(&search),
+            Arc::clone(&reads),
+            Arc::clone(&embedded),
+        );
         let then: Then<EmbedderConnection> = Box::new(move |db, embedding| {
             Box::pin(async move {
                 if !db.replica {
