@@ -13,6 +13,7 @@ use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::sync::{Mutex, OnceLock};
 
 mod cluster;
+pub mod load;
 pub use cluster::{wait_until, Cluster, Writers};
 
 pub fn workspace_root() -> PathBuf {

@@ -5,23 +5,13 @@
 //! without a restart; every transaction and record a client saw
 //! acknowledged is there.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use reqwest::blocking::Client;
-use serde_json::{json, Value};
+use serde_json::json;
+use vigil_e2e::load::{Load, Role, Seen};
 use vigil_e2e::{wait_until, Cluster, SidecarOptions};
-
-/// What the clients saw.
-#[derive(Default)]
-struct Seen {
-    transactions: Mutex<Vec<String>>,
-    records: Mutex<Vec<i64>>,
-    unavailable: AtomicUsize,
-    /// Anything but a 2xx or a 503 with Retry-After.
-    unexpected: Mutex<Vec<String>>,
-}
 
 #[test]
 fn acknowledged_writes_survive_a_crash_and_the_sidecar_recovers_alone() {
@@ -41,70 +31,30 @@ fn acknowledged_writes_survive_a_crash_and_the_sidecar_recovers_alone() {
         ]
         .concat(),
     );
-    let db = json!({"userKey": user_key, "account": "crash@example.com", "dbName": "notes"});
+    let creds = json!({"userKey": user_key, "account": "crash@example.com"});
     let created = Client::new()
         .post(env.url("/createDatabase"))
-        .json(&db)
+        .json(&json!({"userKey": user_key, "account": "crash@example.com", "dbName": "notes"}))
         .send()
         .unwrap();
     assert_eq!(created.status().as_u16(), 201);
 
     let seen = Seen::default();
     let stop = AtomicBool::new(false);
+    let load = Load::new(&env, &api_key, &creds, "written while the server may crash");
     std::thread::scope(|s| {
         for writer in 0..4 {
-            let (env, seen, stop, api_key, db) = (&env, &seen, &stop, &api_key, &db);
-            s.spawn(move || {
-                let client = Client::builder()
-                    .timeout(Duration::from_secs(30))
-                    .build()
-                    .unwrap();
-                let mut n = 0;
-                while !stop.load(Ordering::SeqCst) {
-                    n += 1;
-                    let (path, request) = if writer % 2 == 0 {
-                        let body = json!({"customerEmail": format!("w{writer}-{n}@example.com"), "amount": n});
-                        ("/api/transaction", client.post(env.url("/api/transaction")).header("x-api-key", api_key).json(&body))
-                    } else {
-                        let mut body = db.clone();
-                        body["title"] = json!(format!("writer {writer} note {n}"));
-                        body["content"] = json!("written while the server may crash");
-                        ("/storeEmbedding", client.post(env.url("/storeEmbedding")).json(&body))
-                    };
-                    let response = match request.send() {
-                        Ok(r) => r,
-                        Err(e) => {
-                            seen.unexpected.lock().unwrap().push(format!("{path}: {e}"));
-                            continue;
-                        }
-                    };
-                    let status = response.status().as_u16();
-                    let retry = response.headers().contains_key("retry-after");
-                    let body: Value = response.json().unwrap_or(Value::Null);
-                    match status {
-                        200 => seen.transactions.lock().unwrap().push(body["transactionId"].as_str().unwrap().to_owned()),
-                        201 => seen.records.lock().unwrap().push(body["id"].as_i64().unwrap()),
-                        503 if retry => {
-                            seen.unavailable.fetch_add(1, Ordering::SeqCst);
-                            std::thread::sleep(Duration::from_millis(50));
-                            continue;
-                        }
-                        _ => {
-                            seen.unexpected.lock().unwrap().push(format!("{path}: {status} {body}"));
-                            continue;
-                        }
-                    }
-                }
-            });
+            let role = if writer % 2 == 0 {
+                Role::Assess
+            } else {
+                Role::Store { db: "notes" }
+            };
+            let (load, seen, stop) = (&load, &seen, &stop);
+            s.spawn(move || load.client(writer, role, seen, stop));
         }
         let patience = Duration::from_secs(120);
         // Both kinds acknowledged (a store embeds its record, so it is the slower).
-        let counts = || {
-            (
-                seen.transactions.lock().unwrap().len(),
-                seen.records.lock().unwrap().len(),
-            )
-        };
+        let counts = || seen.counts();
         wait_until("writes of both kinds before the crash", patience, || {
             let (t, r) = counts();
             t >= 20 && r >= 10
