@@ -10,7 +10,9 @@
 #                               `vigil` on the leader as scripts/pg-cluster.sh does
 #                               (same roles, settings, extension); prints
 #                               DATABASE_URL=... and ADMIN_DATABASE_URL=... naming
-#                               the three nodes (target_session_attrs=read-write)
+#                               the three nodes (target_session_attrs=read-write),
+#                               and READ_DATABASE_URL=... for the sidecar's reads
+#                               (target_session_attrs=read-only: a standby)
 #   ha-cluster.sh down DIR      stop the nodes (Patroni stops its PostgreSQL), then etcd
 #   ha-cluster.sh remove DIR    stop everything and delete DIR
 #   ha-cluster.sh list DIR      `patronictl list`: each node's role, state, timeline, lag
@@ -235,6 +237,7 @@ urls() {
     for port in "${pg_ports[@]}"; do hosts+="${hosts:+,}127.0.0.1:$port"; done
     echo "DATABASE_URL=postgres://vigil_app:$(role_password "$dir" app_password)@$hosts/vigil?target_session_attrs=read-write"
     echo "ADMIN_DATABASE_URL=postgres://vigil_admin:$(role_password "$dir" admin_password)@$hosts/vigil?target_session_attrs=read-write"
+    echo "READ_DATABASE_URL=postgres://vigil_app:$(role_password "$dir" app_password)@$hosts/vigil?target_session_attrs=read-only&load_balance_hosts=random"
 }
 
 up() {

@@ -18,6 +18,9 @@ creds="$VIGIL_STATE/credentials-ha.env"
 
 cluster="$("$VIGIL_ROOT/scripts/ha-cluster.sh" up "$dir")"
 database_url="$(sed -n 's/^DATABASE_URL=//p' <<<"$cluster")"
+# Searches and record listings from the standbys (docs/high-availability.md,
+# "Reads from replicas"); set VIGIL_READ_DATABASE_URL empty to keep them on the primary.
+read_url="${VIGIL_READ_DATABASE_URL-$(sed -n 's/^READ_DATABASE_URL=//p' <<<"$cluster")}"
 export VIGIL_ADMIN_DATABASE_URL="$(sed -n 's/^ADMIN_DATABASE_URL=//p' <<<"$cluster")"
 demo_credentials "make run-ha" "$creds" "$http_addr" "$database_url" \
     "$VIGIL_ROOT/scripts/ha-cluster.sh" psql "$dir"
@@ -35,4 +38,5 @@ cat <<HELP
 
 HELP
 # The URL holds the role's password: in the environment, never on the command line.
+if [ -n "$read_url" ]; then export VIGIL_READ_DATABASE_URL="$read_url"; else unset VIGIL_READ_DATABASE_URL; fi
 DATABASE_URL="$database_url" exec "$VIGIL_ROOT/target/release/vigil-sidecar" serve --listen "$http_addr"
