@@ -15,7 +15,9 @@
 //!
 //! [`mrz`] reads the machine-readable zone off the image ([`mrz::read_mrz`]:
 //! locating, recognising with a [`mrz::LineRecognizer`]) and parses and
-//! checks its lines (ICAO 9303); [`analyse`] and [`judge`] do not use it yet.
+//! checks its lines (ICAO 9303). [`analyse_with`] reads it on the
+//! full-resolution image when given a recogniser ([`MrzReader`]), and
+//! [`judge`] turns the reading into the `mrz` check.
 //!
 //! Nothing here claims an identity is verified: a pass means these checks found
 //! nothing, and the answer lists what was not checked.
@@ -67,10 +69,50 @@ pub struct Analysis {
     pub ela: Option<tamper::Ela>,
     /// Perceptual hash of the document's region (its visible part; the frame when none was found).
     pub phash: phash::Hash,
+    /// The machine-readable zone, read or why not.
+    pub mrz: MrzAttempt,
 }
 
-/// Decodes and measures an upload.
+/// How [`analyse_with`] reads the machine-readable zone.
+pub enum MrzReader<'a> {
+    /// Not read: why (no recogniser installed, say), for the answer.
+    Off(String),
+    /// Read with `recognizer`; `today` resolves two-digit years and says
+    /// whether the document has expired.
+    On {
+        recognizer: &'a dyn mrz::LineRecognizer,
+        today: mrz::Date,
+    },
+}
+
+/// The machine-readable zone of an [`Analysis`].
+#[derive(Clone, Debug)]
+#[allow(clippy::large_enum_variant)] // one per analysis, never in a collection
+pub enum MrzAttempt {
+    /// Not attempted, and why.
+    Skipped(String),
+    /// Searched for and, where found, recognised and checked.
+    Read {
+        reading: mrz::MrzReading,
+        today: mrz::Date,
+    },
+}
+
+/// Decodes and measures an upload, without reading the machine-readable zone.
 pub fn analyse(bytes: &[u8], faces: &mut FaceDetector) -> Result<Analysis, DecodeError> {
+    analyse_with(
+        bytes,
+        faces,
+        MrzReader::Off("no text recogniser was given".into()),
+    )
+}
+
+/// Decodes and measures an upload, reading its machine-readable zone with `reader`.
+pub fn analyse_with(
+    bytes: &[u8],
+    faces: &mut FaceDetector,
+    reader: MrzReader,
+) -> Result<Analysis, DecodeError> {
     let decoded = decode::decode(bytes)?;
     let rgb = &decoded.rgb;
     let (width, height) = rgb.dimensions();
@@ -135,6 +177,23 @@ pub fn analyse(bytes: &[u8], faces: &mut FaceDetector) -> Result<Analysis, Decod
         ImageFormat::Jpeg => tamper::ela(rgb, (rx, ry, rw, rh)),
         _ => None,
     };
+    // On the full-resolution image: the zone's characters are small. Both
+    // formats found (ID-1, TD3) can carry a zone (a card on its back), so it
+    // is searched for on every upload, within the outline of a whole
+    // document, else in the whole frame.
+    let mrz = match reader {
+        MrzReader::Off(why) => MrzAttempt::Skipped(why),
+        MrzReader::On { recognizer, today } => {
+            let outline = match &found {
+                document::Found::Document(quad) => Some(quad),
+                _ => None,
+            };
+            MrzAttempt::Read {
+                reading: mrz::read_mrz(rgb, outline, recognizer, today),
+                today,
+            }
+        }
+    };
     Ok(Analysis {
         format: decoded.format_name(),
         bytes: bytes.len(),
@@ -149,6 +208,7 @@ pub fn analyse(bytes: &[u8], faces: &mut FaceDetector) -> Result<Analysis, Decod
         metadata: tamper::metadata(decoded.exif.as_deref()),
         ela,
         phash: phash::hash(&region),
+        mrz,
     })
 }
 

@@ -50,8 +50,9 @@ pub mod locate;
 #[cfg(feature = "ocr-ort")]
 pub mod onnx;
 mod read;
-#[cfg(test)]
-pub(crate) mod render;
+/// Documents drawn with a zone in OCR-B, for tests (feature `synthetic`).
+#[cfg(any(test, feature = "synthetic"))]
+pub mod render;
 
 pub use read::{
     decode_lines, read_mrz, read_zone, LineRecognizer, MrzReading, ReadFailure, RecognizeError,
@@ -131,6 +132,33 @@ impl Date {
         (1..=days)
             .contains(&day)
             .then_some(Date { year, month, day })
+    }
+
+    /// The date `days` after 1970-01-01 (negative: before), as the
+    /// proleptic Gregorian calendar counts (H. Hinnant's `civil_from_days`).
+    pub fn from_unix_days(days: i64) -> Date {
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z.rem_euclid(146_097);
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = (doy - (153 * mp + 2) / 5 + 1) as u8;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
+        let year = yoe + era * 400 + i64::from(month <= 2);
+        Date {
+            year: year as i32,
+            month,
+            day,
+        }
+    }
+
+    /// Today in UTC, by the system clock.
+    pub fn today_utc() -> Date {
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        Date::from_unix_days(secs.div_euclid(86_400))
     }
 }
 

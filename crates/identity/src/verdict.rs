@@ -1,21 +1,23 @@
 //! From measures to an answer: reasons, result, level, score, confidence.
 //!
-//! Five checks, each a function that gives its reasons and its entry under
-//! `checks`: `image_quality`, `document_framing`, `face`, `tampering`,
-//! `duplicates`. [`judge`] joins them in that order, which is the order of the
-//! reasons and of `checks`, adds up the points and picks the [`Level`]; the
-//! result ([`Verdict`]) and the [`Decision`] follow from the level.
+//! Six checks, each a function that gives its reasons and its entry under
+//! `checks`: `image_quality`, `document_framing`, `face`, `mrz`,
+//! `tampering`, `duplicates`. [`judge`] joins them in that order, which is
+//! the order of the reasons and of `checks`, adds up the points and picks the
+//! [`Level`]; the result ([`Verdict`]) and the [`Decision`] follow from the level.
 //!
 //! Two kinds of reason, kept apart as Veriff keeps "resubmission requested"
 //! apart from "declined":
 //!
 //! - **Retake** reasons (quality and framing: `LOW_RESOLUTION`, `BLURRY`,
 //!   `GLARE`, `TOO_DARK`, `TOO_BRIGHT`, `LOW_CONTRAST`, `BLACK_AND_WHITE`,
-//!   `NO_DOCUMENT`, `CUT_OFF`, `DOCUMENT_TOO_SMALL`): the image cannot be
-//!   assessed as it is. Level 7, `Review`, `retryable`, decision `resubmit`.
-//!   The face check then gives no `NO_FACE`: a portrait missed on a picture
-//!   that must be taken again says nothing about the document.
-//! - **Concern** reasons carry points: `DUPLICATE_IMAGE` 75, `NO_FACE` 60,
+//!   `NO_DOCUMENT`, `CUT_OFF`, `DOCUMENT_TOO_SMALL`, and `MRZ_UNREADABLE`):
+//!   the image cannot be assessed as it is. Level 7, `Review`, `retryable`,
+//!   decision `resubmit`. The face check then gives no `NO_FACE`, nor the
+//!   MRZ check `MRZ_CHECK_DIGIT`: a portrait missed or a digit misread on a
+//!   picture that must be taken again says nothing about the document.
+//! - **Concern** reasons carry points: `DUPLICATE_IMAGE` 75,
+//!   `MRZ_CHECK_DIGIT` 75, `NO_FACE` 60, `DOCUMENT_EXPIRED` 60,
 //!   `EDITING_SOFTWARE` 60, `COMPRESSION_INCONSISTENT` 40,
 //!   `NO_CAMERA_METADATA` 10. Tampering signals together count at most 75, so
 //!   they can ask for a person but never fail an image alone. The total (at most
@@ -30,7 +32,8 @@
 use serde_json::{json, Map, Value};
 
 use crate::document::{Found, Framing, Quad, MIN_DOCUMENT_SHARE};
-use crate::{phash, Analysis};
+use crate::mrz::{self, CheckOutcome, Mrz, MrzReading, ReadFailure, Reading};
+use crate::{phash, Analysis, MrzAttempt};
 
 /// Shortest document side, in pixels of the upload, that is readable.
 pub const MIN_DOCUMENT_PIXELS: u32 = 600;
@@ -48,6 +51,11 @@ pub const MAX_ELA_OUTLIER_RATIO: f64 = 10.0;
 /// ELA: below this median error the image is too clean (flat, or saved at
 /// the analysis quality) for the ratio to mean anything.
 pub const MIN_ELA_MEDIAN: f64 = 0.002;
+/// MRZ: the least sure character's probability from which a reading whose
+/// check digit fails counts as clean (`MRZ_CHECK_DIGIT`) rather than a
+/// misreading (`MRZ_UNREADABLE`). A zone read off a sharp image is above
+/// 0.9 at every character; a garbled one has characters near 0.3.
+pub const MIN_MRZ_CONFIDENCE: f32 = 0.6;
 /// Most points the tampering signals add together.
 const TAMPERING_CAP: f64 = 75.0;
 /// Points from which an image fails, retake or not.
@@ -202,6 +210,7 @@ const DOCUMENT: &str = "document";
 const FACE: &str = "face";
 const TAMPERING: &str = "tampering";
 const DUPLICATES: &str = "duplicates";
+const MRZ: &str = "mrz";
 
 fn retake(code: &'static str, check: &'static str, message: impl Into<String>) -> Reason {
     Reason {
@@ -259,13 +268,18 @@ pub fn judge(a: &Analysis, duplicate: Option<&Duplicate>) -> Assessment {
     let quality = image_quality(a);
     let framing = document_framing(a);
     // Every reason these two give asks for a retake.
-    let retake_needed = !(quality.reasons.is_empty() && framing.reasons.is_empty());
+    let image_retake = !(quality.reasons.is_empty() && framing.reasons.is_empty());
+    let zone = mrz_check(a, image_retake);
+    let retake_needed = image_retake || zone.reasons.iter().any(|r| r.points == 0.0);
+    let mrz_read = zone.entry["outcome"] != "not_performed";
+    let mrz_skipped = zone.entry["reason"].as_str().map(str::to_owned);
     let mut reasons = Vec::new();
     let mut checks = Map::new();
     for check in [
         quality,
         framing,
         face(a, retake_needed),
+        zone,
         tampering(a),
         duplicates(a, duplicate),
     ] {
@@ -283,7 +297,9 @@ pub fn judge(a: &Analysis, duplicate: Option<&Duplicate>) -> Assessment {
         retryable: retake_needed || reasons.iter().any(|r| r.code == "NO_FACE"),
         reasons,
         checks,
-        not_performed: not_performed(),
+        not_performed: not_performed((!mrz_read).then(|| {
+            mrz_skipped.unwrap_or_else(|| "the machine-readable zone is not read".into())
+        })),
         image: upload(a),
     }
 }
@@ -438,6 +454,216 @@ fn face(a: &Analysis, retake_needed: bool) -> Check {
             "searchedWidth": crate::face::WORK_WIDTH,
         }),
     )
+}
+
+/// The machine-readable zone: read, its check digits, the expiry date.
+///
+/// - No zone found: on a passport page (TD3), which always carries one,
+///   `MRZ_UNREADABLE`; on a card (ID-1), whose front has none, or where no
+///   document was found, the check is not performed.
+/// - Text that is no zone: `MRZ_UNREADABLE` on a passport page, else not
+///   performed (what looked like a zone on a card's front was other print).
+/// - A zone whose check digits do not all hold (after the correction of
+///   confusable characters): `MRZ_CHECK_DIGIT` when it read cleanly (every
+///   character at least [`MIN_MRZ_CONFIDENCE`], no line repaired, no
+///   ambiguity) on an image that needs no retake, else `MRZ_UNREADABLE` on
+///   a passport page or a clean reading, and not performed on a card (a
+///   front's lines of print read unsurely as a zone).
+/// - An expiry date, its check digit holding, before today: `DOCUMENT_EXPIRED`.
+fn mrz_check(a: &Analysis, image_retake: bool) -> Check {
+    let (reading, today) = match &a.mrz {
+        MrzAttempt::Skipped(why) => return Check::skipped(MRZ, why),
+        MrzAttempt::Read { reading, today } => (reading, *today),
+    };
+    let passport = match &a.document {
+        Found::Document(q) | Found::CutOff(q) => q.format().0 == "TD3",
+        Found::Nothing => false,
+    };
+    let unreadable = |why: &str| {
+        retake(
+            "MRZ_UNREADABLE",
+            MRZ,
+            format!("the machine-readable zone {why}: photograph the whole page, sharp and without glare on the two lines at its bottom"),
+        )
+    };
+    let m = match &reading.mrz {
+        Err(ReadFailure::Recognizer(e)) => {
+            return Check::skipped(MRZ, &format!("the zone's characters could not be recognised ({e})"))
+        }
+        Err(ReadFailure::NoZone) if passport => {
+            return Check::performed(
+                MRZ,
+                vec![unreadable("was not found")],
+                mrz_metrics(reading, None),
+            )
+        }
+        Err(ReadFailure::NoZone) => {
+            return Check::skipped(
+                MRZ,
+                "no machine-readable zone was found (a card's front has none)",
+            )
+        }
+        Err(ReadFailure::Mrz(_)) if passport => {
+            return Check::performed(
+                MRZ,
+                vec![unreadable("could not be read")],
+                mrz_metrics(reading, None),
+            )
+        }
+        Err(ReadFailure::Mrz(e)) => {
+            return Check::skipped(
+                MRZ,
+                &format!("no machine-readable zone could be read (a card's front has none; the text found: {e})"),
+            )
+        }
+        Ok(m) => m,
+    };
+    let clean = m.reading == Reading::Failed
+        && m.repaired_lines.is_empty()
+        && reading.confidence >= MIN_MRZ_CONFIDENCE;
+    if !m.all_checks_valid() && !clean && !passport {
+        // On a card, lines of print taken for a zone and read as one, unsurely.
+        return Check::skipped(
+            MRZ,
+            "no machine-readable zone could be read (a card's front has none; the lines found read unsurely, their check digits failing)",
+        );
+    }
+    let mut reasons = Vec::new();
+    if !m.all_checks_valid() {
+        if clean && !image_retake {
+            let failed: Vec<&str> = m.failed_checks().map(|c| c.as_str()).collect();
+            reasons.push(concern(
+                "MRZ_CHECK_DIGIT",
+                MRZ,
+                75.0,
+                format!(
+                    "the machine-readable zone reads clearly but its check digit fails ({}): a sign of an altered or forged document",
+                    failed.join(", ")
+                ),
+            ));
+        } else {
+            reasons.push(unreadable(
+                "could not be read reliably (a check digit fails)",
+            ));
+        }
+    }
+    let expiry_holds = m
+        .checks
+        .iter()
+        .any(|c| c.checked == mrz::Checked::ExpiryDate && c.outcome == CheckOutcome::Valid);
+    if expiry_holds && m.expired(today) == Some(true) {
+        let expiry = m.expiry_date.date.map_or(String::new(), |d| d.to_string());
+        reasons.push(concern(
+            "DOCUMENT_EXPIRED",
+            MRZ,
+            60.0,
+            format!("the document expired on {expiry}"),
+        ));
+    }
+    Check::performed(MRZ, reasons, mrz_metrics(reading, Some((m, today))))
+}
+
+/// The zone's fields and each check digit's outcome.
+fn mrz_metrics(reading: &MrzReading, parsed: Option<(&Mrz, mrz::Date)>) -> Value {
+    let zone = reading.zone.as_ref().map(|z| {
+        json!({
+            "lines": z.lines,
+            "upsideDown": z.upside_down,
+            "skewDegrees": round(z.skew_degrees, 1),
+            "charHeight": round(z.char_height, 1),
+            "wholeFrame": z.whole_frame,
+        })
+    });
+    let Some((m, today)) = parsed else {
+        return json!({
+            "found": reading.zone.is_some(),
+            "zone": zone,
+            "confidence": round(f64::from(reading.confidence), 3),
+        });
+    };
+    let checks: Map<String, Value> = m
+        .checks
+        .iter()
+        .map(|c| {
+            let outcome = match c.outcome {
+                CheckOutcome::Valid => json!({"valid": true}),
+                CheckOutcome::Invalid { printed, computed } => {
+                    json!({"valid": false, "printed": printed.to_string(), "computed": computed})
+                }
+            };
+            (c.checked.as_str().to_owned(), outcome)
+        })
+        .collect();
+    let date = |d: &mrz::MrzDate| d.date.map(|d| d.to_string());
+    let sex = match m.sex {
+        mrz::Sex::Male => Some("M"),
+        mrz::Sex::Female => Some("F"),
+        mrz::Sex::Unspecified => Some("X"),
+        mrz::Sex::Invalid(_) => None,
+    };
+    let (reading_name, candidates) = match m.reading {
+        Reading::Valid => ("valid", None),
+        Reading::Corrected => ("corrected", None),
+        Reading::Ambiguous { candidates } => ("ambiguous", Some(candidates)),
+        Reading::Failed => ("failed", None),
+    };
+    let corrections: Vec<Value> = m
+        .corrections
+        .iter()
+        .map(|c| {
+            json!({
+                "line": c.line + 1,
+                "column": c.column + 1,
+                "read": c.read.to_string(),
+                "corrected": c.corrected.to_string(),
+                "field": field_name(c.field),
+            })
+        })
+        .collect();
+    json!({
+        "found": true,
+        "format": m.format.as_str(),
+        "documentType": m.document_type,
+        "issuingState": m.issuing_state,
+        "documentNumber": m.document_number,
+        "primaryName": m.primary_name,
+        "secondaryName": m.secondary_name,
+        "nationality": m.nationality,
+        "birthDate": date(&m.birth_date),
+        "expiryDate": date(&m.expiry_date),
+        "expired": m.expired(today),
+        "sex": sex,
+        "optionalData": m.optional_data,
+        "optionalData2": m.optional_data_2,
+        "checkDigits": checks,
+        "allCheckDigitsValid": m.all_checks_valid(),
+        "reading": reading_name,
+        "candidates": candidates,
+        "corrections": corrections,
+        "correctedLines": (m.reading == Reading::Corrected).then_some(&m.lines),
+        "lines": m.lines,
+        "recognised": reading.text,
+        "repairedLines": m.repaired_lines.iter().map(|l| l + 1).collect::<Vec<_>>(),
+        "confidence": round(f64::from(reading.confidence), 3),
+        "zone": zone,
+    })
+}
+
+fn field_name(field: mrz::Field) -> String {
+    use mrz::Field;
+    match field {
+        Field::DocumentType => "documentType".into(),
+        Field::IssuingState => "issuingState".into(),
+        Field::DocumentNumber => "documentNumber".into(),
+        Field::Names => "names".into(),
+        Field::Nationality => "nationality".into(),
+        Field::BirthDate => "birthDate".into(),
+        Field::Sex => "sex".into(),
+        Field::ExpiryDate => "expiryDate".into(),
+        Field::OptionalData => "optionalData".into(),
+        Field::OptionalData2 => "optionalData2".into(),
+        Field::CheckDigit(c) => format!("{}CheckDigit", c.as_str()),
+    }
 }
 
 /// Signs of editing: an editor in the metadata, a region that recompresses
@@ -624,8 +850,9 @@ fn upload(a: &Analysis) -> Value {
     })
 }
 
-/// What these checks do not do, so nobody reads a pass as more than it is.
-fn not_performed() -> Vec<Value> {
+/// What these checks do not do, so nobody reads a pass as more than it is;
+/// `mrz` with why it was not read, unless it was.
+fn not_performed(mrz: Option<String>) -> Vec<Value> {
     [
         (
             "liveness",
@@ -636,14 +863,19 @@ fn not_performed() -> Vec<Value> {
             "issuerDatabase",
             "the document is not looked up with its issuer",
         ),
-        ("mrz", "the machine-readable zone is not read"),
+        ("mrz", ""),
         (
             "securityFeatures",
             "holograms, microprint and UV features are not examined",
         ),
     ]
     .iter()
-    .map(|(check, reason)| json!({"check": check, "reason": reason}))
+    .filter_map(|&(check, reason)| match check {
+        "mrz" => mrz
+            .as_deref()
+            .map(|why| json!({"check": check, "reason": why})),
+        _ => Some(json!({"check": check, "reason": reason})),
+    })
     .collect()
 }
 
@@ -706,7 +938,307 @@ mod tests {
             },
             ela: None,
             phash: [0; 32],
+            mrz: MrzAttempt::Skipped("no recogniser".into()),
         }
+    }
+
+    const TD3: &str =
+        "P<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<\nL898902C36UTO7408122F1204159ZE184226B<<<<<10";
+    /// Before the specimen's expiry (2012-04-15).
+    const BEFORE_EXPIRY: mrz::Date = mrz::Date {
+        year: 2010,
+        month: 1,
+        day: 1,
+    };
+
+    /// The document's outline given the format's proportions.
+    fn with_format(mut a: Analysis, aspect: f64) -> Analysis {
+        if let Found::Document(q) = &mut a.document {
+            q.aspect = aspect;
+        }
+        a
+    }
+
+    fn passport() -> Analysis {
+        with_format(analysis(), 125.0 / 88.0)
+    }
+
+    /// `text` as a recogniser read it, each character at least `confidence` sure.
+    fn read(text: &str, confidence: f32, today: mrz::Date) -> MrzAttempt {
+        let mut a = mrz::read_zone(
+            &mrz::locate::Zone {
+                lines: text
+                    .lines()
+                    .map(|_| image::GrayImage::new(400, mrz::locate::LINE_HEIGHT))
+                    .collect(),
+                upside_down: false,
+                skew_degrees: 0.5,
+                char_height: 24.0,
+            },
+            false,
+            &Scripted(text.lines().map(str::to_owned).collect()),
+            today,
+        );
+        a.confidence = confidence;
+        MrzAttempt::Read { reading: a, today }
+    }
+
+    /// Gives its lines, whatever it is shown.
+    struct Scripted(Vec<String>);
+
+    impl mrz::LineRecognizer for Scripted {
+        fn recognize(
+            &self,
+            lines: &[image::GrayImage],
+        ) -> Result<Vec<mrz::ctc::LineProbabilities>, mrz::RecognizeError> {
+            Ok(self
+                .0
+                .iter()
+                .take(lines.len())
+                .map(|l| mrz::ctc::LineProbabilities::certain(l))
+                .collect())
+        }
+    }
+
+    fn no_zone(today: mrz::Date) -> MrzAttempt {
+        MrzAttempt::Read {
+            reading: MrzReading {
+                zone: None,
+                text: String::new(),
+                confidence: 0.0,
+                mrz: Err(ReadFailure::NoZone),
+            },
+            today,
+        }
+    }
+
+    fn mrz_not_performed(json: &Value) -> Option<&str> {
+        json["notPerformed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["check"] == "mrz")
+            .and_then(|e| e["reason"].as_str())
+    }
+
+    #[test]
+    fn a_zone_read_with_every_check_digit_gives_its_fields_and_leaves_not_performed() {
+        let mut a = passport();
+        a.mrz = read(TD3, 0.98, BEFORE_EXPIRY);
+        let verdict = judge(&a, None);
+        assert_eq!(verdict.codes(), Vec::<&str>::new());
+        assert_eq!(verdict.level, Level::Safe);
+        let json = verdict.to_json("id");
+        let m = &json["checks"]["mrz"];
+        assert_eq!(m["outcome"], "passed", "{m}");
+        let metrics = &m["metrics"];
+        for (key, value) in [
+            ("format", "TD3"),
+            ("documentType", "P"),
+            ("issuingState", "UTO"),
+            ("documentNumber", "L898902C3"),
+            // Sliced, not spelled: upper-case literals here are taken for
+            // reason codes (tests/tests/reference.rs).
+            ("primaryName", &TD3[5..13]),
+            ("secondaryName", "Anna Maria".to_uppercase().as_str()),
+            ("nationality", "UTO"),
+            ("birthDate", "1974-08-12"),
+            ("expiryDate", "2012-04-15"),
+            ("sex", "F"),
+            ("optionalData", "ZE184226B"),
+            ("reading", "valid"),
+        ] {
+            assert_eq!(metrics[key], value, "{key}: {metrics}");
+        }
+        assert_eq!(metrics["expired"], false);
+        assert_eq!(metrics["allCheckDigitsValid"], true);
+        let digits = metrics["checkDigits"].as_object().unwrap();
+        assert_eq!(
+            digits.keys().map(String::as_str).collect::<Vec<_>>(),
+            [
+                "birthDate",
+                "composite",
+                "documentNumber",
+                "expiryDate",
+                "optionalData"
+            ]
+        );
+        assert!(digits.values().all(|d| d["valid"] == true));
+        assert!(metrics["correctedLines"].is_null());
+        assert_eq!(mrz_not_performed(&json), None);
+        // The check sits between the face and tampering.
+        let names: Vec<&String> = json["checks"].as_object().unwrap().keys().collect();
+        assert!(names.contains(&&"mrz".to_string()));
+    }
+
+    #[test]
+    fn an_expired_document_is_a_concern_when_its_expiry_check_digit_holds() {
+        let mut a = passport();
+        a.mrz = read(TD3, 0.98, mrz::Date::new(2026, 11, 27).unwrap());
+        let verdict = judge(&a, None);
+        assert_eq!(verdict.codes(), vec!["DOCUMENT_EXPIRED"]);
+        assert_eq!(verdict.reasons[0].points, 60.0);
+        assert_eq!(verdict.level, Level::Caution);
+        assert!(verdict.reasons[0].message.contains("2012-04-15"));
+        assert_eq!(
+            verdict.to_json("id")["checks"]["mrz"]["metrics"]["expired"],
+            true
+        );
+        // Valid on its expiry day.
+        a.mrz = read(TD3, 0.98, mrz::Date::new(2012, 4, 15).unwrap());
+        assert_eq!(judge(&a, None).codes(), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn a_failing_check_digit_is_a_concern_when_read_cleanly_else_a_retake() {
+        // The birth date altered (740812 to 740813): its check digit and
+        // the composite fail, and no confusable character explains it.
+        let altered = TD3.replace("7408122F", "7408132F");
+        let mut a = passport();
+        a.mrz = read(&altered, 0.97, BEFORE_EXPIRY);
+        let verdict = judge(&a, None);
+        assert_eq!(
+            verdict.codes(),
+            vec!["MRZ_CHECK_DIGIT"],
+            "{:?}",
+            verdict.reasons
+        );
+        assert_eq!(verdict.reasons[0].points, 75.0);
+        assert!(verdict.reasons[0].message.contains("birthDate"));
+        assert_eq!(
+            (verdict.level, verdict.decision),
+            (Level::High, Decision::Review)
+        );
+        let json = verdict.to_json("id");
+        let digits = &json["checks"]["mrz"]["metrics"]["checkDigits"];
+        assert_eq!(digits["birthDate"]["valid"], false);
+        assert_eq!(digits["birthDate"]["printed"], "2");
+        assert_eq!(digits["birthDate"]["computed"], 3);
+        assert_eq!(digits["documentNumber"]["valid"], true);
+        assert_eq!(json["checks"]["mrz"]["outcome"], "failed");
+
+        // The same read unsurely: a misreading, so a retake.
+        a.mrz = read(&altered, 0.3, BEFORE_EXPIRY);
+        let verdict = judge(&a, None);
+        assert_eq!(verdict.codes(), vec!["MRZ_UNREADABLE"]);
+        assert_eq!((verdict.level, verdict.retryable), (Level::Retake, true));
+        // On a card, an unsure reading whose digits fail is print taken
+        // for a zone: not performed; read cleanly, it is a zone.
+        let mut card = analysis();
+        card.mrz = read(&altered, 0.3, BEFORE_EXPIRY);
+        let json = judge(&card, None).to_json("id");
+        assert_eq!(json["reasons"], json!([]), "{json}");
+        assert_eq!(json["checks"]["mrz"]["outcome"], "not_performed");
+        card.mrz = read(&altered, 0.97, BEFORE_EXPIRY);
+        assert_eq!(judge(&card, None).codes(), vec!["MRZ_CHECK_DIGIT"]);
+
+        // Cleanly, but on a blurred photo: a retake, not a forgery.
+        a.mrz = read(&altered, 0.97, BEFORE_EXPIRY);
+        a.quality.sharpness = 10.0;
+        assert_eq!(judge(&a, None).codes(), vec!["BLURRY", "MRZ_UNREADABLE"]);
+    }
+
+    #[test]
+    fn a_confusable_character_is_corrected_when_the_check_digits_allow_one_reading() {
+        // The document number's 0 read as O.
+        let misread = TD3.replace("L898902C3", "L8989O2C3");
+        let mut a = passport();
+        a.mrz = read(&misread, 0.9, BEFORE_EXPIRY);
+        let verdict = judge(&a, None);
+        assert_eq!(verdict.codes(), Vec::<&str>::new());
+        let json = verdict.to_json("id");
+        let metrics = &json["checks"]["mrz"]["metrics"];
+        assert_eq!(metrics["reading"], "corrected", "{metrics}");
+        assert_eq!(metrics["documentNumber"], "L898902C3");
+        assert_eq!(metrics["correctedLines"][1], TD3.lines().nth(1).unwrap());
+        assert_eq!(metrics["recognised"], misread);
+        let correction = &metrics["corrections"][0];
+        assert_eq!(
+            (
+                &correction["line"],
+                &correction["column"],
+                &correction["read"],
+                &correction["corrected"],
+                &correction["field"]
+            ),
+            (
+                &json!(2),
+                &json!(6),
+                &json!("O"),
+                &json!("0"),
+                &json!("documentNumber")
+            )
+        );
+    }
+
+    #[test]
+    fn no_zone_is_a_retake_on_a_passport_page_and_not_performed_on_a_card() {
+        let mut a = passport();
+        a.mrz = no_zone(BEFORE_EXPIRY);
+        let verdict = judge(&a, None);
+        assert_eq!(verdict.codes(), vec!["MRZ_UNREADABLE"]);
+        assert_eq!(verdict.level, Level::Retake);
+        let json = verdict.to_json("id");
+        assert_eq!(json["checks"]["mrz"]["metrics"]["found"], false);
+        assert_eq!(mrz_not_performed(&json), None);
+
+        // A card: its front has no zone.
+        let mut a = analysis();
+        a.mrz = no_zone(BEFORE_EXPIRY);
+        let verdict = judge(&a, None);
+        assert_eq!(verdict.codes(), Vec::<&str>::new());
+        let json = verdict.to_json("id");
+        assert_eq!(json["checks"]["mrz"]["outcome"], "not_performed");
+        assert!(mrz_not_performed(&json).is_some_and(|r| r.contains("front")));
+
+        // Text that is not a zone: the same two ways.
+        let garbled = MrzAttempt::Read {
+            reading: MrzReading {
+                zone: None,
+                text: "P<UTOERIKSSON".into(),
+                confidence: 0.4,
+                mrz: Err(ReadFailure::Mrz(mrz::MrzError::LineCount { found: 1 })),
+            },
+            today: BEFORE_EXPIRY,
+        };
+        a.mrz = garbled.clone();
+        let json = judge(&a, None).to_json("id");
+        assert_eq!(json["reasons"], json!([]));
+        assert!(mrz_not_performed(&json).is_some_and(|r| r.contains("1 lines")));
+        let mut p = passport();
+        p.mrz = garbled;
+        assert_eq!(judge(&p, None).codes(), vec!["MRZ_UNREADABLE"]);
+
+        // Not attempted: not performed, with the reason given.
+        let json = judge(&analysis(), None).to_json("id");
+        assert_eq!(json["checks"]["mrz"]["outcome"], "not_performed");
+        assert_eq!(mrz_not_performed(&json), Some("no recogniser"));
+    }
+
+    #[test]
+    fn a_passport_rendered_in_ocr_b_is_read_through_analyse_with() {
+        use crate::mrz::render;
+        let font = render::font();
+        let page = render::document(&font, render::Kind::Td3, render::TD3_SPECIMEN, 1100, 7);
+        let mut scene = render::desk(1600, 1200, 3);
+        render::place(&mut scene, &page, (800.0, 600.0), 1100.0, 2.0);
+        let bytes = crate::synthetic::jpeg(&scene, 92, Some(crate::synthetic::camera_exif()));
+        let scripted = Scripted(render::TD3_SPECIMEN.lines().map(str::to_owned).collect());
+        let a = crate::analyse_with(
+            &bytes,
+            &mut crate::FaceDetector::new(),
+            crate::MrzReader::On {
+                recognizer: &scripted,
+                today: BEFORE_EXPIRY,
+            },
+        )
+        .expect("decodes");
+        let json = judge(&a, None).to_json("id");
+        let m = &json["checks"]["mrz"];
+        assert_eq!(m["outcome"], "passed", "{m}");
+        assert_eq!(m["metrics"]["documentNumber"], "L898902C3");
+        assert_eq!(m["metrics"]["zone"]["lines"], 2);
+        assert_eq!(m["metrics"]["zone"]["wholeFrame"], false);
     }
 
     #[test]

@@ -46,6 +46,7 @@ impl Kind {
 pub struct Lcg(pub u64);
 
 impl Lcg {
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> u32 {
         self.0 = self
             .0

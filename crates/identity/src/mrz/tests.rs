@@ -480,3 +480,29 @@ fn no_input_panics() {
         "{read_ok} read, {refused} refused"
     );
 }
+
+#[test]
+fn unix_days_count_from_1970_across_leap_years_and_centuries() {
+    assert_eq!(Date::from_unix_days(0), Date::new(1970, 1, 1).unwrap());
+    assert_eq!(Date::from_unix_days(-1), Date::new(1969, 12, 31).unwrap());
+    assert_eq!(
+        Date::from_unix_days(11_016),
+        Date::new(2000, 2, 29).unwrap()
+    );
+    assert_eq!(Date::from_unix_days(11_017), Date::new(2000, 3, 1).unwrap());
+    assert_eq!(
+        Date::from_unix_days(20_419),
+        Date::new(2025, 11, 27).unwrap()
+    );
+    assert_eq!(Date::from_unix_days(47_541), Date::new(2100, 3, 1).unwrap());
+    // Day by day over 400 years, each the day after the one before.
+    let mut previous = Date::from_unix_days(-1);
+    for days in 0..146_097 {
+        let d = Date::from_unix_days(days);
+        assert!(
+            d > previous && Date::new(d.year, d.month, d.day) == Some(d),
+            "{days}: {d}"
+        );
+        previous = d;
+    }
+}
