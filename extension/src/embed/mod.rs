@@ -83,6 +83,18 @@ pub(crate) fn with_embedder<R>(f: impl FnOnce(&mut Embedder) -> Result<R, EmbedE
     result.unwrap_or_else(|failure| failure.raise())
 }
 
+/// Runs `f` on this backend's ONNX Runtime, loading it first if needed: the
+/// one the embeddings use, as a process loads the library once (the MRZ
+/// recogniser runs on it too). A failure to load is returned as a message
+/// naming the setting to fix, not raised.
+pub(crate) fn with_runtime<R>(f: impl FnOnce(&vigil_embed::Runtime) -> R) -> Result<R, String> {
+    RUNTIME.with_borrow_mut(|slot| {
+        load_runtime(slot).map_err(|failure| failure.describe())?;
+        let (_, runtime) = slot.as_ref().expect("runtime loaded above");
+        Ok(f(runtime))
+    })
+}
+
 fn load_runtime(slot: &mut Option<(PathBuf, vigil_embed::Runtime)>) -> Result<(), Failure> {
     let wanted = settings::runtime_path();
     match slot {
@@ -105,6 +117,22 @@ enum Failure {
 }
 
 impl Failure {
+    /// The message of [`Failure::raise`], for a caller that goes on without the runtime.
+    fn describe(&self) -> String {
+        match self {
+            Failure::Embed(e @ EmbedError::Runtime { .. }) => {
+                format!("{e} (setting {})", settings::RUNTIME_PATH_GUC)
+            }
+            Failure::Embed(e) => e.to_string(),
+            Failure::RuntimeChanged { loaded, wanted } => format!(
+                "{} is \"{}\" but this backend already loaded ONNX Runtime from \"{}\"",
+                settings::RUNTIME_PATH_GUC,
+                wanted.display(),
+                loaded.display()
+            ),
+        }
+    }
+
     fn raise(self) -> ! {
         let (code, message, hint) = match self {
             Failure::Embed(e @ EmbedError::Runtime { .. }) => (

@@ -7,29 +7,56 @@
 //! (multi-index hashing, see `vigil_identity::phash`), and records the
 //! assessment in the same transaction. A refused upload records nothing: the
 //! error ends the statement before the insert.
+//!
+//! The machine-readable zone is recognised by PP-OCRv4 (`mrz-rec.onnx` in
+//! `vigil.model_dir`, which set-up installs beside the embedding model) on
+//! the ONNX Runtime the embeddings load: a process loads the library once.
+//! The recogniser is loaded on a backend's first assessment and kept; where
+//! the runtime or the model cannot be loaded, the assessment goes on and its
+//! `mrz` check is not performed, the answer saying why.
 
 #[cfg(any(test, feature = "pg_test"))]
 mod pg_tests;
 
 use std::cell::RefCell;
+use std::path::PathBuf;
 
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
-use vigil_identity::{phash, Analysis, Assessment, DecodeError, Duplicate, FaceDetector};
+use vigil_identity::mrz::onnx::{OrtRecognizer, MODEL_FILE};
+use vigil_identity::mrz::Date;
+use vigil_identity::{
+    phash, Analysis, Assessment, DecodeError, Duplicate, FaceDetector, MrzReader,
+};
 
 use crate::pg::jsonb::Jsonb;
 use crate::pg::{invalid_input, refuse};
 
 static KEEP_IMAGES: GucSetting<bool> = GucSetting::<bool>::new(false);
+static MRZ_THREADS: GucSetting<i32> = GucSetting::<i32>::new(1);
 
 thread_local! {
     /// The face detector, loaded on a backend's first assessment (it parses 1.2 MB of weights).
     static DETECTOR: RefCell<Option<FaceDetector>> = const { RefCell::new(None) };
+    /// The MRZ recogniser, the model file it came from and its threads,
+    /// loaded on a backend's first assessment and again when
+    /// `vigil.model_dir` or `vigil.identity_mrz_threads` change.
+    static RECOGNIZER: RefCell<Option<(PathBuf, usize, OrtRecognizer)>> = const { RefCell::new(None) };
 }
 
-/// `vigil.identity_keep_images`.
+/// `vigil.identity_keep_images`, `vigil.identity_mrz_threads`.
 pub fn register_settings() {
+    GucRegistry::define_int_guc(
+        c"vigil.identity_mrz_threads",
+        c"Threads one backend uses to recognise an identity document's machine-readable zone.",
+        c"1 runs the recogniser on the backend's own thread; more cut an assessment's time when cores are idle, but each backend has its own pool.",
+        &MRZ_THREADS,
+        1,
+        64,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
     GucRegistry::define_bool_guc(
         c"vigil.identity_keep_images",
         c"Keep the bytes of every assessed identity image in vigil.identity_assessments.",
@@ -50,10 +77,12 @@ fn assess_id(image: Option<&[u8]>, api_key_id: default!(Option<i64>, "NULL")) ->
     let Some(bytes) = image else {
         invalid_input("image", "is required (a JPEG, PNG or WebP image)")
     };
-    let analysed = DETECTOR.with(|cell| {
-        let mut cell = cell.borrow_mut();
-        let detector = cell.get_or_insert_with(FaceDetector::new);
-        vigil_identity::analyse(bytes, detector)
+    let analysed = with_recognizer(|reader| {
+        DETECTOR.with(|cell| {
+            let mut cell = cell.borrow_mut();
+            let detector = cell.get_or_insert_with(FaceDetector::new);
+            vigil_identity::analyse_with(bytes, detector, reader)
+        })
     });
     let analysis = match analysed {
         Ok(analysis) => analysis,
@@ -65,6 +94,40 @@ fn assess_id(image: Option<&[u8]>, api_key_id: default!(Option<i64>, "NULL")) ->
     let response = assessment.to_json(&id.to_string());
     record(id, api_key_id, bytes, &analysis, &assessment, &response);
     Jsonb(response)
+}
+
+/// Runs `f` with this backend's MRZ recogniser, loading it first if needed;
+/// without it (no runtime, no model), with why not.
+fn with_recognizer<R>(f: impl FnOnce(MrzReader) -> R) -> R {
+    let model = crate::embed::settings::model_dir().join(MODEL_FILE);
+    let threads = usize::try_from(MRZ_THREADS.get()).unwrap_or(1).max(1);
+    RECOGNIZER.with_borrow_mut(|slot| {
+        if !matches!(slot, Some((loaded, t, _)) if *loaded == model && *t == threads) {
+            *slot = None;
+            let loaded = crate::embed::with_runtime(|runtime| {
+                OrtRecognizer::load(runtime, &model, threads).map_err(|e| {
+                    format!(
+                        "{e} (setting {}; scripts/setup.sh installs it)",
+                        crate::embed::settings::MODEL_DIR_GUC
+                    )
+                })
+            })
+            .and_then(|loaded| loaded);
+            match loaded {
+                Ok(recognizer) => *slot = Some((model, threads, recognizer)),
+                Err(why) => {
+                    return f(MrzReader::Off(format!(
+                        "the text recogniser could not be loaded: {why}"
+                    )))
+                }
+            }
+        }
+        let (_, _, recognizer) = slot.as_ref().expect("recogniser loaded above");
+        f(MrzReader::On {
+            recognizer,
+            today: Date::today_utc(),
+        })
+    })
 }
 
 /// The SQLSTATE of a refused upload; the sidecar maps each to its HTTP status.

@@ -160,4 +160,115 @@ mod tests {
         .unwrap();
         assert_eq!(found, Some(1));
     }
+
+    /// A passport's zone (TD3) with its check digits, expiring `expiry` (YYMMDD).
+    fn td3_zone(number: &str, expiry: &str) -> String {
+        use vigil_identity::mrz::check_digit;
+        let with_digit = |field: &str| {
+            format!(
+                "{field}{}",
+                check_digit(field.as_bytes()).expect("zone characters")
+            )
+        };
+        let number = with_digit(&format!("{number:<<9}"));
+        let birth = with_digit("740812");
+        let expiry = with_digit(expiry);
+        let optional = with_digit("ZE184226B<<<<<");
+        let composite =
+            check_digit(format!("{number}{birth}{expiry}{optional}").as_bytes()).unwrap();
+        format!(
+            "P<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<\n{number}UTO{birth}F{expiry}{optional}{composite}"
+        )
+    }
+
+    /// A photo of a passport's data page on a desk, its zone in OCR-B.
+    fn passport_photo(zone: &str, seed: u64) -> Vec<u8> {
+        use vigil_identity::mrz::render;
+        let font = render::font();
+        let page = render::document(&font, render::Kind::Td3, zone, 1200, seed);
+        let mut scene = render::desk(1700, 1250, seed);
+        render::place(&mut scene, &page, (850.0, 625.0), 1200.0, 1.5);
+        s::jpeg(&scene, 92, Some(s::camera_exif()))
+    }
+
+    #[pg_test]
+    fn a_passport_photo_has_its_zone_read_and_checked() {
+        let zone = td3_zone("C01X00T47", "340415");
+        let a = assess(&passport_photo(&zone, 5));
+        let mrz = &a["checks"]["mrz"];
+        assert_eq!(mrz["outcome"], "passed", "{a}");
+        let m = &mrz["metrics"];
+        for (key, value) in [
+            ("format", "TD3"),
+            ("documentType", "P"),
+            ("issuingState", "UTO"),
+            ("documentNumber", "C01X00T47"),
+            ("primaryName", "ERIKSSON"),
+            ("secondaryName", "ANNA MARIA"),
+            ("nationality", "UTO"),
+            ("birthDate", "1974-08-12"),
+            ("expiryDate", "2034-04-15"),
+            ("sex", "F"),
+        ] {
+            assert_eq!(m[key], value, "{key}: {m}");
+        }
+        assert_eq!(m["allCheckDigitsValid"], true);
+        assert_eq!(m["checkDigits"].as_object().unwrap().len(), 5);
+        assert!(
+            !codes(&a)
+                .iter()
+                .any(|c| c.starts_with("MRZ") || *c == "DOCUMENT_EXPIRED"),
+            "{a}"
+        );
+        // Read, so no longer among what was not performed.
+        let not_performed = a["notPerformed"].to_string();
+        assert!(!not_performed.contains("\"mrz\""), "{not_performed}");
+        assert_eq!(a["checks"]["document"]["metrics"]["nearestFormat"], "TD3");
+
+        // ICAO's specimen expired in 2012.
+        let expired = assess(&passport_photo(&td3_zone("L898902C3", "120415"), 6));
+        assert!(
+            codes(&expired).iter().any(|c| c == "DOCUMENT_EXPIRED"),
+            "{expired}"
+        );
+        assert_eq!(expired["checks"]["mrz"]["metrics"]["expired"], true);
+
+        // A digit of the birth date altered after printing: the zone reads
+        // cleanly, its check digit fails.
+        let altered = zone.replace("7408122F", "7408132F");
+        let forged = assess(&passport_photo(&altered, 7));
+        assert!(
+            codes(&forged).iter().any(|c| c == "MRZ_CHECK_DIGIT"),
+            "{forged}"
+        );
+        assert_eq!(
+            forged["checks"]["mrz"]["metrics"]["checkDigits"]["birthDate"]["valid"],
+            false
+        );
+    }
+
+    #[pg_test]
+    fn without_the_recognition_model_the_zone_is_not_read_and_the_assessment_goes_on() {
+        Spi::run("SET vigil.model_dir = '/nonexistent'").unwrap();
+        let a = assess(&card(9));
+        assert_eq!(a["checks"]["mrz"]["outcome"], "not_performed", "{a}");
+        let why = a["checks"]["mrz"]["reason"].as_str().unwrap();
+        assert!(
+            why.contains("/nonexistent/mrz-rec.onnx") && why.contains("vigil.model_dir"),
+            "{why}"
+        );
+        let listed = a["notPerformed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["check"] == "mrz")
+            .expect("mrz among notPerformed");
+        assert_eq!(listed["reason"], why);
+        assert_eq!(a["Result"], "Passed", "{a}");
+        // The model back: read again (a card's front has no zone).
+        Spi::run("RESET vigil.model_dir").unwrap();
+        let b = assess(&card(10));
+        let why = b["checks"]["mrz"]["reason"].as_str().unwrap_or_default();
+        assert!(why.contains("front"), "{b}");
+    }
 }
