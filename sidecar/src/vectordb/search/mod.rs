@@ -221,9 +221,14 @@ async fn run_admitted(
         });
         match batch.embed_then(query, then).await {
             Ok(rows) => {
-                if embedded.lock().unwrap().is_some() {
-                    reads.served(Served::Replica);
-                }
+                // On a standby's embedder, or on the primary's: none is
+                // set, or none answered.
+                let on_standby = embedded.lock().unwrap().is_some();
+                reads.served(if on_standby {
+                    Served::Replica
+                } else {
+                    Served::Unreachable
+                });
                 return Ok(rows);
             }
             Err(e) => {
