@@ -28,10 +28,12 @@ if [ ! -e "$policy" ]; then
     made_policy=1
 fi
 status=0
-"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq || status=$?
+# Waits for dpkg's lock (another apt-get, such as make test's set-up) rather than failing.
+wait_lock=(-o DPkg::Lock::Timeout=300)
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "${wait_lock[@]}" update -qq || status=$?
 if [ "$status" -eq 0 ]; then
-    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
-        || status=$?
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "${wait_lock[@]}" install -y -qq \
+        --no-install-recommends "${missing[@]}" || status=$?
 fi
 if [ -n "$made_policy" ]; then "${SUDO[@]}" rm -f "$policy"; fi
 [ "$status" -eq 0 ] || die "apt-get could not install ${missing[*]}"
