@@ -32,6 +32,8 @@ cat <<HELP
             psql "\$DATABASE_URL"                     (as the application role, on the primary)
   try:      set -a; . .vigil/credentials-ha.env; set +a
             curl -s -H "x-api-key: \$VIGIL_API_KEY" http://$http_addr/api/key
+  reads:    searches and listings are served by the standbys (VIGIL_READ_DATABASE_URL;
+            metric vigil_db_reads_total says which server answered)
   failover: kill -9 \$(head -1 "\$(scripts/ha-cluster.sh leader .vigil/ha)/data/postmaster.pid")
             (a replica is promoted within seconds; the sidecar follows it)
   stop:     Ctrl-C stops the sidecar; \`make stop-ha\` stops the nodes and etcd.

@@ -11,8 +11,14 @@
 //! start); a `vigil_hnsw` index answers the same searches as before the kill.
 //! Prints the failover time and the counts.
 //!
+//! Reads from replicas: a second cluster, and a sidecar whose
+//! `VIGIL_READ_DATABASE_URL` names its standbys, answers searches and
+//! listings as the primary does, reads each client's writes back, and
+//! keeps the accounts apart (see the test's own comment).
+//!
 //! Skips, saying so, only when Patroni and etcd cannot be installed
-//! (`scripts/setup-ha.sh`).
+//! (`scripts/setup-ha.sh`). The clusters take free ports, never those of
+//! `make run` or `make run-ha`, so the tests run beside both.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
