@@ -195,15 +195,26 @@ impl From<tokio_postgres::Error> for ApiError {
 /// when it shuts down or its connection fails.
 fn from_replica(db: &tokio_postgres::error::DbError) -> ApiError {
     let code = db.code().code();
-    if code.starts_with("22") || code.starts_with("23") || code == "P0002" {
-        return from_sqlstate(code, db.message(), db.column());
-    }
-    if loses_primary(code) && code != "25006" {
+    if loses_replica(code) {
         crate::db::server_lost();
+    }
+    from_replica_sqlstate(code, db.message(), db.column())
+}
+
+/// Whether a database error on a standby's connection loses that standby:
+/// as [`loses_primary`], but for 25006, which every standby answers to a write.
+fn loses_replica(code: &str) -> bool {
+    loses_primary(code) && code != "25006"
+}
+
+/// The HTTP error of a standby's database error (see [`from_replica`]).
+fn from_replica_sqlstate(code: &str, message: &str, column: Option<&str>) -> ApiError {
+    if code.starts_with("22") || code.starts_with("23") || code == "P0002" {
+        return from_sqlstate(code, message, column);
     }
     tracing::info!(
         sqlstate = code,
-        error = db.message(),
+        error = message,
         "a replica could not answer"
     );
     ApiError::unavailable("a replica could not answer")
@@ -508,5 +519,29 @@ mod tests {
         ] {
             assert!(!loses_primary(code), "{code}");
         }
+    }
+
+    #[test]
+    fn a_standby_refusing_a_write_or_cancelled_by_recovery_is_a_503_and_not_lost() {
+        for code in ["25006", "40001", "57P01", "08006", "XX000", "53300"] {
+            let e = from_replica_sqlstate(code, "whatever", None);
+            assert_eq!(
+                (e.status, e.code),
+                (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+                "{code}"
+            );
+        }
+        // The request's own fault is the same on a standby as on the primary.
+        let e = from_replica_sqlstate("22023", "invalid limit: too large", Some("limit"));
+        assert_eq!(
+            (e.status, e.field.as_deref()),
+            (StatusCode::BAD_REQUEST, Some("limit"))
+        );
+        assert_eq!(
+            from_replica_sqlstate("P0002", "no database", None).status,
+            StatusCode::NOT_FOUND
+        );
+        assert!(!loses_replica("25006") && !loses_replica("40001"));
+        assert!(loses_replica("57P01") && loses_replica("08006"));
     }
 }
