@@ -179,10 +179,18 @@ pub fn analyse_with(
     };
     // On the full-resolution image: the zone's characters are small. Both
     // formats found (ID-1, TD3) can carry a zone (a card on its back), so it
-    // is searched for on every upload, within the outline of a whole
-    // document, else in the whole frame.
+    // is searched for on every upload but a card's front, within the
+    // outline of a whole document, else in the whole frame.
+    // A card's front, its portrait found where ID-1 puts it, carries no
+    // zone (TD1 prints it on the back): not searched, which saves the
+    // recognition of print taken for one (most of an assessment's time).
+    let card_front = face_search == face::Searched::PortraitZone
+        && matches!(&found, document::Found::Document(q) if q.format().0 == "ID-1");
     let mrz = match reader {
         MrzReader::Off(why) => MrzAttempt::Skipped(why),
+        MrzReader::On { .. } if card_front => MrzAttempt::Skipped(
+            "a card's front (its portrait found) has no machine-readable zone: send its back to have it read".into(),
+        ),
         MrzReader::On { recognizer, today } => {
             let outline = match &found {
                 document::Found::Document(quad) => Some(quad),

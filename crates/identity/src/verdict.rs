@@ -1242,6 +1242,33 @@ mod tests {
     }
 
     #[test]
+    fn a_cards_front_with_its_portrait_is_not_searched_for_a_zone() {
+        let card = crate::synthetic::card(7);
+        let bytes = crate::synthetic::jpeg(&card, 90, Some(crate::synthetic::camera_exif()));
+        let scripted = Scripted(render_specimen());
+        let a = crate::analyse_with(
+            &bytes,
+            &mut crate::FaceDetector::new(),
+            crate::MrzReader::On {
+                recognizer: &scripted,
+                today: BEFORE_EXPIRY,
+            },
+        )
+        .expect("decodes");
+        assert_eq!(a.face_search, crate::face::Searched::PortraitZone);
+        let json = judge(&a, None).to_json("id");
+        assert_eq!(json["checks"]["mrz"]["outcome"], "not_performed");
+        assert!(mrz_not_performed(&json).is_some_and(|r| r.contains("front")));
+    }
+
+    fn render_specimen() -> Vec<String> {
+        crate::mrz::render::TD3_SPECIMEN
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
     fn levels_follow_the_cut_offs_a_failure_outranking_a_retake_outranking_the_rest() {
         let cases = [
             (0.0, false, 5, "Passed", "accept"),
