@@ -4,7 +4,10 @@
 # sidecar in front (28821):
 #   1. in-process on one thread: decoding alone (the baseline) against the
 #      whole assessment (crates/identity/examples/identity_bench.rs);
-#   2. vigil.assess_id in SQL, one backend (pgbench, BENCH_RUNS transactions);
+#   2. vigil.assess_id in SQL, one backend (pgbench, BENCH_RUNS transactions),
+#      with the MRZ read and without (vigil.model_dir set where no recogniser
+#      is, so the zone is not looked for), on the card and on a photo of a
+#      passport's data page of the same size;
 #   3. POST /assess-id over HTTP, one client (curl, BENCH_RUNS requests);
 #   4. the duplicate lookup among BENCH_HASHES (default 1,000,000) stored
 #      hashes: hits (a stored hash with one bit changed) and misses, against an
@@ -20,15 +23,16 @@ dir="$VIGIL_STATE/bench-identity"
 mkdir -p "$VIGIL_STATE"
 # pg_read_binary_file runs as the server's user: the image sits where it can read it.
 image="$(mktemp /tmp/vigil-bench-identity-XXXXXX.jpg)"
-chmod 644 "$image"
+passport="$(mktemp /tmp/vigil-bench-passport-XXXXXX.jpg)"
+chmod 644 "$image" "$passport"
 
 step "in-process, one thread"
-cargo run --locked --release -q -p vigil-identity --features synthetic --example identity_bench -- "$image" "$runs"
+BENCH_PASSPORT="$passport" cargo run --locked --release -q -p vigil-identity --features synthetic --example identity_bench -- "$image" "$runs"
 
 "$VIGIL_ROOT/scripts/pg-cluster.sh" remove "$dir" >/dev/null 2>&1 || true
 cluster="$("$VIGIL_ROOT/scripts/pg-cluster.sh" up "$dir" "$port")"
 sidecar=""
-trap 'rm -f "$image"; [ -z "$sidecar" ] || kill "$sidecar" 2>/dev/null || true; "$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir"' EXIT
+trap 'rm -f "$image" "$passport"; [ -z "$sidecar" ] || kill "$sidecar" 2>/dev/null || true; "$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir"' EXIT
 psql() { "$VIGIL_ROOT/scripts/pg-cluster.sh" psql "$dir" -X -q -At "$@"; }
 pgbench_latency() { # script file, then pgbench options; prints the average latency in ms
     "$VIGIL_ROOT/scripts/pg-cluster.sh" pgbench "$dir" -n -f "$@" 2>"$dir/pgbench.err" \
@@ -36,12 +40,32 @@ pgbench_latency() { # script file, then pgbench options; prints the average late
 }
 
 step "vigil.assess_id in SQL, one backend, $runs assessments"
-psql -c "CREATE TABLE bench_image AS SELECT pg_read_binary_file('$image') AS bytes"
+psql -c "CREATE TABLE bench_image AS SELECT pg_read_binary_file('$image') AS bytes" \
+     -c "CREATE TABLE bench_passport AS SELECT pg_read_binary_file('$passport') AS bytes"
 cat >"$dir/assess.sql" <<'SQL'
 SELECT vigil.assess_id(bytes) FROM bench_image;
 SQL
+# Without the MRZ: no recogniser where vigil.model_dir points (a check of a
+# file's existence an assessment), so the zone is not looked for.
+cat >"$dir/assess-no-mrz.sql" <<'SQL'
+SET vigil.model_dir = '/nonexistent';
+SELECT vigil.assess_id(bytes) FROM bench_image;
+SQL
+sed 's/bench_image/bench_passport/' "$dir/assess.sql" >"$dir/passport.sql"
+sed 's/bench_image/bench_passport/' "$dir/assess-no-mrz.sql" >"$dir/passport-no-mrz.sql"
+sed 's/^SET .*/SET vigil.identity_mrz_threads = 2;/' "$dir/passport-no-mrz.sql" >"$dir/passport-2-threads.sql"
+mrz="$(psql -c "SELECT vigil.assess_id(bytes)->'checks'->'mrz'->>'outcome' FROM bench_image" \
+            -c "SELECT vigil.assess_id(bytes)->'checks'->'mrz'->'metrics'->>'allCheckDigitsValid' FROM bench_passport")"
 sql_ms="$(pgbench_latency "$dir/assess.sql" -c 1 -t "$runs")"
+sql_no_mrz_ms="$(pgbench_latency "$dir/assess-no-mrz.sql" -c 1 -t "$runs")"
+passport_ms="$(pgbench_latency "$dir/passport.sql" -c 1 -t "$runs")"
+passport_no_mrz_ms="$(pgbench_latency "$dir/passport-no-mrz.sql" -c 1 -t "$runs")"
+passport_2_ms="$(pgbench_latency "$dir/passport-2-threads.sql" -c 1 -t "$runs")"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; }
 echo "  vigil.assess_id: $sql_ms ms per assessment (pgbench average, one client)"
+echo "    without the MRZ read: $sql_no_mrz_ms ms ($(ratio "$sql_ms" "$sql_no_mrz_ms")x with it; the card's mrz check: $(sed -n 1p <<<"$mrz"))"
+echo "  a passport page: $passport_ms ms, without the MRZ read $passport_no_mrz_ms ms ($(ratio "$passport_ms" "$passport_no_mrz_ms")x; every check digit read: $(sed -n 2p <<<"$mrz"))"
+echo "    the recogniser on 2 threads (vigil.identity_mrz_threads): $passport_2_ms ms ($(ratio "$passport_2_ms" "$passport_no_mrz_ms")x without the read)"
 sql2_ms="$(pgbench_latency "$dir/assess.sql" -c 2 -j 2 -t "$runs")"
 echo "  two clients on the 2 cores: $sql2_ms ms average latency, $(awk -v l="$sql2_ms" 'BEGIN{printf "%.1f", 2000/l}') assessments/s"
 

@@ -7,6 +7,10 @@
 //!
 //! The photo is 1732 x 1155 (2 megapixels) unless WIDTHxHEIGHT says
 //! otherwise (a phone's 12 megapixels: 4032x3024).
+//!
+//! With `BENCH_PASSPORT=PATH`, it also writes there a photo of the same size
+//! of a passport's data page on a desk, its zone in OCR-B (ICAO's specimen),
+//! for the SQL steps that time reading the MRZ (this step has no recogniser).
 
 use std::time::Instant;
 
@@ -36,6 +40,23 @@ fn main() {
     };
     let bytes = s::jpeg(&s::card_in(42, scene), 90, Some(s::camera_exif()));
     std::fs::write(&out, &bytes).expect("writing the image");
+    if let Some(path) = std::env::var_os("BENCH_PASSPORT") {
+        use vigil_identity::mrz::render;
+        let font = render::font();
+        let page_width = width * 3 / 4;
+        let page = render::document(
+            &font,
+            render::Kind::Td3,
+            render::TD3_SPECIMEN,
+            page_width,
+            42,
+        );
+        let mut photo = render::desk(width, height, 42);
+        let centre = (width as f32 / 2.0, height as f32 / 2.0);
+        render::place(&mut photo, &page, centre, page_width as f32, 1.5);
+        let passport = s::jpeg(&photo, 90, Some(s::camera_exif()));
+        std::fs::write(path, passport).expect("writing the passport photo");
+    }
     let mut detector = FaceDetector::new();
     let time = |f: &mut dyn FnMut()| {
         f(); // warm-up
