@@ -93,6 +93,19 @@ impl HaCluster {
         cluster
     }
 
+    /// [`HaCluster::start`], once Patroni and etcd are installed; `None`,
+    /// saying that the `test` test is skipped, when they cannot be.
+    fn start_unless_missing(test: &str) -> Option<HaCluster> {
+        if !patroni_installed() {
+            eprintln!(
+                "SKIPPED: Patroni and etcd cannot be installed here (scripts/setup-ha.sh failed); \
+                 the {test} test needs the Debian packages patroni and etcd-server"
+            );
+            return None;
+        }
+        Some(HaCluster::start())
+    }
+
     /// The directories of the three nodes.
     fn nodes(&self) -> Vec<PathBuf> {
         (1..=3).map(|i| self.dir.join(format!("node{i}"))).collect()
@@ -253,15 +266,10 @@ ORDER BY q;";
 
 #[test]
 fn a_killed_primary_fails_over_with_every_acknowledged_write_kept() {
-    if !patroni_installed() {
-        eprintln!(
-            "SKIPPED: Patroni and etcd cannot be installed here (scripts/setup-ha.sh failed); \
-             the failover test needs the Debian packages patroni and etcd-server"
-        );
-        return;
-    }
     let started = Instant::now();
-    let cluster = HaCluster::start();
+    let Some(cluster) = HaCluster::start_unless_missing("failover") else {
+        return;
+    };
     let up = started.elapsed();
     let sidecar_log = cluster.dir.with_extension("sidecar.log");
     let timeout = REQUEST_TIMEOUT_MS.to_string();
@@ -688,15 +696,10 @@ fn reads(base: &str) -> (f64, f64, f64) {
 /// key never sees account A's records through a standby.
 #[test]
 fn replicas_answer_reads_as_the_primary_and_each_client_reads_its_writes() {
-    if !patroni_installed() {
-        eprintln!(
-            "SKIPPED: Patroni and etcd cannot be installed here (scripts/setup-ha.sh failed); \
-             the replica test needs the Debian packages patroni and etcd-server"
-        );
-        return;
-    }
     let started = Instant::now();
-    let cluster = HaCluster::start();
+    let Some(cluster) = HaCluster::start_unless_missing("replica") else {
+        return;
+    };
     let timeout = REQUEST_TIMEOUT_MS.to_string();
     let args = ["--request-timeout-ms", timeout.as_str()];
     let primary_log = cluster.dir.with_extension("primary.log");
