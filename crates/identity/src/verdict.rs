@@ -56,6 +56,9 @@ pub const MIN_ELA_MEDIAN: f64 = 0.002;
 /// misreading (`MRZ_UNREADABLE`). A zone read off a sharp image is above
 /// 0.9 at every character; a garbled one has characters near 0.3.
 pub const MIN_MRZ_CONFIDENCE: f32 = 0.6;
+/// MRZ: the fillers (`<`) a reading unsure or not a zone must show to be
+/// taken for a zone read badly (`MRZ_UNREADABLE`) rather than other print.
+pub const MIN_ZONE_FILLERS: usize = 4;
 /// Most points the tampering signals add together.
 const TAMPERING_CAP: f64 = 75.0;
 /// Points from which an image fails, retake or not.
@@ -461,14 +464,15 @@ fn face(a: &Analysis, retake_needed: bool) -> Check {
 /// - No zone found: on a passport page (TD3), which always carries one,
 ///   `MRZ_UNREADABLE`; on a card (ID-1), whose front has none, or where no
 ///   document was found, the check is not performed.
-/// - Text that is no zone: `MRZ_UNREADABLE` on a passport page, else not
-///   performed (what looked like a zone on a card's front was other print).
+/// - Text that is no zone: `MRZ_UNREADABLE` on a passport page when it shows
+///   at least [`MIN_ZONE_FILLERS`] fillers, else not performed (print taken
+///   for a zone: a card's front, or a card outlined in a page's proportions).
 /// - A zone whose check digits do not all hold (after the correction of
 ///   confusable characters): `MRZ_CHECK_DIGIT` when it read cleanly (every
 ///   character at least [`MIN_MRZ_CONFIDENCE`], no line repaired, no
 ///   ambiguity) on an image that needs no retake, else `MRZ_UNREADABLE` on
-///   a passport page or a clean reading, and not performed on a card (a
-///   front's lines of print read unsurely as a zone).
+///   a clean reading or a passport page's reading with its fillers, and not
+///   performed otherwise (print read unsurely as a zone).
 /// - An expiry date, its check digit holding, before today: `DOCUMENT_EXPIRED`.
 fn mrz_check(a: &Analysis, image_retake: bool) -> Check {
     let (reading, today) = match &a.mrz {
@@ -479,6 +483,10 @@ fn mrz_check(a: &Analysis, image_retake: bool) -> Check {
         Found::Document(q) | Found::CutOff(q) => q.format().0 == "TD3",
         Found::Nothing => false,
     };
+    // Fillers in what was recognised: a zone read badly still shows them
+    // (every format has at least the names' `<<`); print taken for a zone
+    // (a card's outline read as a page's proportions) has none.
+    let looks_like_zone = reading.text.matches('<').count() >= MIN_ZONE_FILLERS;
     let unreadable = |why: &str| {
         retake(
             "MRZ_UNREADABLE",
@@ -503,7 +511,7 @@ fn mrz_check(a: &Analysis, image_retake: bool) -> Check {
                 "no machine-readable zone was found (a card's front has none)",
             )
         }
-        Err(ReadFailure::Mrz(_)) if passport => {
+        Err(ReadFailure::Mrz(_)) if passport && looks_like_zone => {
             return Check::performed(
                 MRZ,
                 vec![unreadable("could not be read")],
@@ -521,7 +529,7 @@ fn mrz_check(a: &Analysis, image_retake: bool) -> Check {
     let clean = m.reading == Reading::Failed
         && m.repaired_lines.is_empty()
         && reading.confidence >= MIN_MRZ_CONFIDENCE;
-    if !m.all_checks_valid() && !clean && !passport {
+    if !m.all_checks_valid() && !clean && !(passport && looks_like_zone) {
         // On a card, lines of print taken for a zone and read as one, unsurely.
         return Check::skipped(
             MRZ,
@@ -1195,7 +1203,7 @@ mod tests {
         let garbled = MrzAttempt::Read {
             reading: MrzReading {
                 zone: None,
-                text: "P<UTOERIKSSON".into(),
+                text: "P<UTOERIKSSON<<ANNA<MARIA<<<".into(),
                 confidence: 0.4,
                 mrz: Err(ReadFailure::Mrz(mrz::MrzError::LineCount { found: 1 })),
             },
@@ -1208,6 +1216,16 @@ mod tests {
         let mut p = passport();
         p.mrz = garbled;
         assert_eq!(judge(&p, None).codes(), vec!["MRZ_UNREADABLE"]);
+        // Print without fillers, read as a zone on what looks like a page
+        // (a card outlined with something beside it): not a zone.
+        p.mrz = read(
+            "10O001010000011110100000001010000030\n10000A010010001000101000000O01010020",
+            0.01,
+            BEFORE_EXPIRY,
+        );
+        let json = judge(&p, None).to_json("id");
+        assert_eq!(json["reasons"], json!([]), "{json}");
+        assert_eq!(json["checks"]["mrz"]["outcome"], "not_performed");
 
         // Not attempted: not performed, with the reason given.
         let json = judge(&analysis(), None).to_json("id");
