@@ -8,6 +8,8 @@ cd "$VIGIL_ROOT"
 step "unit tests of the pure crates and the sidecar"
 export VIGIL_GEOIP_MMDB="$(vigil_geoip_path)"
 cargo test --locked --release -p vigil-auth -p vigil-embed -p vigil-hnsw -p vigil-hnsw-page -p vigil-identity -p vigil-risk -p vigil-risk-sim -p vigil-search -p vigil-sidecar
+# The MRZ read by the real recogniser (PP-OCRv4 on the installed ONNX Runtime), behind a feature.
+cargo test --locked --release -p vigil-identity --features ocr-ort --test mrz_model
 
 step "extension tests in PostgreSQL 15 (cargo pgrx test, in a private copy of the installation)"
 scripts/pgrx-test.sh

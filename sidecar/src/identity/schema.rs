@@ -50,10 +50,13 @@ pub struct IdentityAssessment {
     /// True when a better photo would help (quality, framing, the side without the portrait).
     retryable: bool,
     reasons: Vec<IdentityReason>,
-    /// One entry per check: `imageQuality`, `document`, `face`, `tampering`, `duplicates`.
+    /// One entry per check: `imageQuality`, `document`, `face`, `mrz` (the
+    /// machine-readable zone's fields and each check digit's outcome),
+    /// `tampering`, `duplicates`.
     #[schema(value_type = Object)]
     checks: Map<String, Value>,
-    /// What these checks do not do (liveness, face match, issuer lookup, MRZ, security features).
+    /// What these checks do not do (liveness, face match, issuer lookup,
+    /// security features; the MRZ where it was not read, with why).
     #[serde(rename = "notPerformed")]
     not_performed: Vec<NotPerformed>,
     /// The upload as decoded: `format`, `bytes`, `width`, `height`, `sha256`.
@@ -65,7 +68,8 @@ pub struct IdentityAssessment {
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct IdentityReason {
-    /// `LOW_RESOLUTION`, `BLURRY`, `GLARE`, `DUPLICATE_IMAGE`... (docs/reference/signals.md lists them).
+    /// `LOW_RESOLUTION`, `BLURRY`, `GLARE`, `MRZ_CHECK_DIGIT`, `DOCUMENT_EXPIRED`,
+    /// `DUPLICATE_IMAGE`... (docs/reference/signals.md lists them).
     code: String,
     /// The check that found it.
     check: String,
