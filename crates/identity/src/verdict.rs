@@ -532,7 +532,9 @@ fn mrz_check(a: &Analysis, image_retake: bool) -> Check {
     let clean = m.reading == Reading::Failed
         && m.repaired_lines.is_empty()
         && reading.confidence >= MIN_MRZ_CONFIDENCE;
-    if !m.all_checks_valid() && !clean && !(passport && looks_like_zone) {
+    // A zone: read clearly, or a passport page's reading with its fillers.
+    let a_zone = clean || (passport && looks_like_zone);
+    if !m.all_checks_valid() && !a_zone {
         // On a card, lines of print taken for a zone and read as one, unsurely.
         return Check::skipped(
             MRZ,
