@@ -26,9 +26,10 @@ use std::process::Command;
 use image::RgbImage;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use vigil_embed::load_runtime;
 use vigil_identity::document::{self, Found};
 use vigil_identity::mrz::locate::locate;
-use vigil_identity::mrz::onnx::{load_runtime, OrtRecognizer, MODEL_FILE};
+use vigil_identity::mrz::onnx::{OrtRecognizer, MODEL_FILE};
 use vigil_identity::mrz::{self, read_mrz, Date, LineRecognizer};
 
 #[path = "../src/mrz/render.rs"]

@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
+use vigil_embed::load_runtime;
 use vigil_identity::document::{self, Found};
-use vigil_identity::mrz::onnx::{load_runtime, OrtRecognizer, Runtime, MODEL_FILE};
+use vigil_identity::mrz::onnx::{OrtRecognizer, Runtime, MODEL_FILE};
 use vigil_identity::mrz::{read_mrz, CheckOutcome, Date, Format, Mrz, MrzReading, Sex};
 
 #[path = "../src/mrz/render.rs"]

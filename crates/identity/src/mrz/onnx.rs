@@ -24,7 +24,7 @@ use super::ctc::{ClassMap, LineProbabilities, CLASSES};
 use super::locate::{LINE_HEIGHT, MAX_LINE_WIDTH};
 use super::read::{LineRecognizer, RecognizeError};
 
-/// A loaded ONNX Runtime (one a process).
+/// A loaded ONNX Runtime (one a process: the embeddings' own, `vigil_embed::load_runtime`).
 pub use ort::environment::Environment as Runtime;
 
 /// The model's file name in the model directory set-up installs.
@@ -35,18 +35,12 @@ const DICTIONARY_KEY: &str = "character";
 /// What could not be loaded, and from where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OcrError {
-    Runtime { path: PathBuf, reason: String },
     Model { path: PathBuf, reason: String },
 }
 
 impl std::fmt::Display for OcrError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            OcrError::Runtime { path, reason } => write!(
-                f,
-                "could not load the ONNX Runtime library \"{}\": {reason}",
-                path.display()
-            ),
             OcrError::Model { path, reason } => write!(
                 f,
                 "could not load the MRZ recognition model \"{}\": {reason}",
@@ -57,23 +51,6 @@ impl std::fmt::Display for OcrError {
 }
 
 impl std::error::Error for OcrError {}
-
-/// Loads the ONNX Runtime library at `path` and creates the process's
-/// environment. After a success, later loads reuse the library first loaded.
-pub fn load_runtime(path: &Path) -> Result<Runtime, OcrError> {
-    let fail = |reason: String| OcrError::Runtime {
-        path: path.to_owned(),
-        reason,
-    };
-    if !path.is_file() {
-        return Err(fail("no such file".into()));
-    }
-    ort::init_from(path)
-        .map_err(|e| fail(e.to_string()))?
-        .with_name("vigil-mrz")
-        .build()
-        .map_err(|e| fail(e.to_string()))
-}
 
 /// PP-OCRv4 recognition, its output reduced to the MRZ's classes.
 pub struct OrtRecognizer {
