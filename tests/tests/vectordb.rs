@@ -81,7 +81,11 @@ impl Caller {
         let read_head = |reader: &mut BufReader<std::net::TcpStream>| {
             let mut status = String::new();
             reader.read_line(&mut status).expect("a status line");
-            let code: u16 = status.split(' ').nth(1).and_then(|c| c.parse().ok()).expect("a status");
+            let code: u16 = status
+                .split(' ')
+                .nth(1)
+                .and_then(|c| c.parse().ok())
+                .expect("a status");
             let mut length = None;
             loop {
                 let mut line = String::new();

@@ -218,7 +218,11 @@ impl Embedder {
         let encoded = self.tokenize(texts, &[])?;
         let refs: Vec<&[u32]> = encoded.iter().map(|t| t.ids.as_slice()).collect();
         let parts = vec![None; refs.len()];
-        Ok(self.run(&refs, &parts)?.into_iter().map(|p| p.whole).collect())
+        Ok(self
+            .run(&refs, &parts)?
+            .into_iter()
+            .map(|p| p.whole)
+            .collect())
     }
 
     /// Embeds any number of texts, in calls of at most [`MAX_BATCH`] texts of similar
@@ -433,9 +437,8 @@ struct Tokens {
 /// `bytes`, as one range: special tokens (empty offsets) and tokens past the
 /// truncation are not in it. `None` when none is.
 fn tokens_within(offsets: &[(usize, usize)], bytes: &Range<usize>) -> Option<Range<usize>> {
-    let inside = |&(start, end): &(usize, usize)| {
-        end > start && start >= bytes.start && end <= bytes.end
-    };
+    let inside =
+        |&(start, end): &(usize, usize)| end > start && start >= bytes.start && end <= bytes.end;
     let first = offsets.iter().position(inside)?;
     let last = offsets.iter().rposition(inside)?;
     Some(first..last + 1)
@@ -462,9 +465,14 @@ impl Pooled {
     fn of(states: &[f32], part: Option<Range<usize>>) -> Pooled {
         let tokens = states.len() / DIMENSIONS;
         let ones = vec![1i64; tokens];
-        let part = part.filter(|p| p.end <= tokens && p.start < p.end).map(|p| {
-            mean_pool(&states[p.start * DIMENSIONS..p.end * DIMENSIONS], &ones[p.clone()])
-        });
+        let part = part
+            .filter(|p| p.end <= tokens && p.start < p.end)
+            .map(|p| {
+                mean_pool(
+                    &states[p.start * DIMENSIONS..p.end * DIMENSIONS],
+                    &ones[p.clone()],
+                )
+            });
         Pooled {
             whole: mean_pool(states, &ones),
             part,

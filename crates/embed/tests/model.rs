@@ -189,12 +189,19 @@ fn a_part_is_pooled_from_the_same_call_as_its_text() {
                 It has a plugin framework for custom views.";
     let opening = text.find("It inspects").unwrap()..text.find(" It has").unwrap();
     let texts = [text, "no part here", text];
-    let parts = [Some(opening.clone()), None, Some(text.len() + 5..text.len() + 9)];
+    let parts = [
+        Some(opening.clone()),
+        None,
+        Some(text.len() + 5..text.len() + 9),
+    ];
     let mut e = embedder();
     let pooled = e.embed_many_with_parts(&texts, &parts, || {}).unwrap();
     let wholes = e.embed_many(&texts, || {}).unwrap();
     for (p, w) in pooled.iter().zip(&wholes) {
-        assert!(cosine(&p.whole, w) > 0.9999, "the whole text's embedding moved");
+        assert!(
+            cosine(&p.whole, w) > 0.9999,
+            "the whole text's embedding moved"
+        );
     }
     // The opening read within its text: near the sentence embedded alone,
     // nearer than the whole text is, and not the whole text's vector.
@@ -214,6 +221,8 @@ fn a_part_past_the_truncation_has_no_vector() {
     let long = "word ".repeat(400) + "The end is here.";
     let tail = long.find("The end").unwrap()..long.len();
     let mut e = embedder();
-    let pooled = e.embed_many_with_parts(&[long.as_str()], &[Some(tail)], || {}).unwrap();
+    let pooled = e
+        .embed_many_with_parts(&[long.as_str()], &[Some(tail)], || {})
+        .unwrap();
     assert_eq!(pooled[0].part, None, "the tail was cut at MAX_TOKENS");
 }

@@ -186,7 +186,15 @@ mod tests {
         assert!((got[2].1 - 0.25 * 5.0 / 7.0).abs() < 1e-6 && got[2].0 == 4);
         assert_eq!(got[3], (3, 0.0));
         // A branch of one record, or of equal scores, gives each 1.
-        let got = fuse(&[(1, 0.2)], &[(2, 1.0), (3, 1.0)], &[], Fusion::Convex, 1.0, 1.0, 10);
+        let got = fuse(
+            &[(1, 0.2)],
+            &[(2, 1.0), (3, 1.0)],
+            &[],
+            Fusion::Convex,
+            1.0,
+            1.0,
+            10,
+        );
         assert_eq!(got, [(1, 0.5), (2, 0.5), (3, 0.5)]);
     }
 

@@ -39,7 +39,10 @@ mod tests {
             Some("It inspects widgets.")
         );
         assert_eq!(first("  Is it? Yes.\n"), Some("Is it?"));
-        assert_eq!(first("One sentence without a stop"), Some("One sentence without a stop"));
+        assert_eq!(
+            first("One sentence without a stop"),
+            Some("One sentence without a stop")
+        );
     }
 
     #[test]
@@ -48,7 +51,10 @@ mod tests {
             first("0 A.D. (pronounced \"zero ey-dee\") is a game. It is free."),
             Some("0 A.D. (pronounced \"zero ey-dee\") is a game.")
         );
-        assert_eq!(first("Version 2.5 adds a mode. More."), Some("Version 2.5 adds a mode."));
+        assert_eq!(
+            first("Version 2.5 adds a mode. More."),
+            Some("Version 2.5 adds a mode.")
+        );
     }
 
     #[test]
@@ -62,7 +68,12 @@ mod tests {
 
     #[test]
     fn ranges_are_char_boundaries_in_any_script() {
-        for content in ["Grüße aus Köln. Zweiter Satz.", "日本語の文です。次の文。", "é", "\u{200b}x."] {
+        for content in [
+            "Grüße aus Köln. Zweiter Satz.",
+            "日本語の文です。次の文。",
+            "é",
+            "\u{200b}x.",
+        ] {
             if let Some(r) = opening(content) {
                 assert!(content.is_char_boundary(r.start) && content.is_char_boundary(r.end));
             }

@@ -372,7 +372,13 @@ fn fuse(
 fn embed_records(
     titles: Vec<Option<String>>,
     contents: Vec<Option<String>>,
-) -> TableIterator<'static, (name!(embedding, Option<Vec<f32>>), name!(opening, Option<Vec<f32>>))> {
+) -> TableIterator<
+    'static,
+    (
+        name!(embedding, Option<Vec<f32>>),
+        name!(opening, Option<Vec<f32>>),
+    ),
+> {
     if titles.len() != contents.len() {
         crate::pg::invalid_input("contents", "as many contents as titles are needed");
     }
@@ -381,7 +387,9 @@ fn embed_records(
     for (title, content) in titles.iter().zip(&contents) {
         if let (Some(title), Some(content)) = (title, content) {
             let start = title.len() + 1;
-            parts.push(vigil_search::opening::opening(content).map(|r| r.start + start..r.end + start));
+            parts.push(
+                vigil_search::opening::opening(content).map(|r| r.start + start..r.end + start),
+            );
             texts.push(format!("{title}\n{content}"));
         }
     }

@@ -477,7 +477,9 @@ mod tests {
         );
         // A query restating the opening finds the record first by meaning.
         assert_eq!(
-            text("SELECT title FROM vigil.hybrid_search('drains water from a flooded basement', 1)"),
+            text(
+                "SELECT title FROM vigil.hybrid_search('drains water from a flooded basement', 1)"
+            ),
             "pump-xk"
         );
     }
@@ -487,10 +489,16 @@ mod tests {
         enter("a@example.com");
         // Records as 0.10.0 left them: no opening.
         fill("old", 30);
-        let terms = || text("SELECT string_agg(term || ':' || records, ',' ORDER BY term) FROM vigil.vector_terms");
-        let (before_terms, before_blocks) = (terms(), count("SELECT count(*) FROM vigil.vector_postings"));
+        let terms = || {
+            text("SELECT string_agg(term || ':' || records, ',' ORDER BY term) FROM vigil.vector_terms")
+        };
+        let (before_terms, before_blocks) =
+            (terms(), count("SELECT count(*) FROM vigil.vector_postings"));
         assert_eq!(count("SELECT vigil.fill_openings(20)"), 20);
-        assert_eq!(count("SELECT count(*) FROM vigil.vector_records WHERE opening IS NULL"), 10);
+        assert_eq!(
+            count("SELECT count(*) FROM vigil.vector_records WHERE opening IS NULL"),
+            10
+        );
         assert_eq!(count("SELECT vigil.fill_openings()"), 10);
         assert_eq!(count("SELECT vigil.fill_openings()"), 0);
         // The openings a store would have written.
@@ -503,7 +511,10 @@ mod tests {
         );
         // Writing openings changes no record's words: the keyword index stays.
         assert_eq!(terms(), before_terms);
-        assert_eq!(count("SELECT count(*) FROM vigil.vector_postings"), before_blocks);
+        assert_eq!(
+            count("SELECT count(*) FROM vigil.vector_postings"),
+            before_blocks
+        );
         assert_index_matches_records();
     }
 
