@@ -385,10 +385,10 @@ fn maximal_png() -> Vec<u8> {
 #[test]
 fn maximal_images_at_once_stay_within_the_identity_memory_budget() {
     // A sidecar of its own, whose backends are told apart by their name:
-    // 640 MiB is two assessments' worth.
+    // 768 MiB is two assessments' worth (384 MiB each).
     let url = format!("{}?application_name=identity-budget", shared().database_url);
     let env = shared().with_sidecar(vigil_e2e::SidecarOptions {
-        args: &["--identity-memory-mb", "640"],
+        args: &["--identity-memory-mb", "768"],
         env: &[("DATABASE_URL", &url)],
         ..Default::default()
     });
@@ -443,11 +443,11 @@ fn maximal_images_at_once_stay_within_the_identity_memory_budget() {
         (sampler.join().unwrap(), statuses)
     });
     assert_eq!(statuses, [200; 4]);
-    // The sampler saw the assessments (one alone takes about 290 MB)...
+    // The sampler saw the assessments (one alone takes about 340 MB)...
     assert!(most > 200 * 1024, "the samples saw {} MiB", most / 1024);
     // ...and never more than two at once, and the idle backends beside
-    // them; four at once would take over 1,100 MB.
-    let bound_kb = (640 + 4 * 48) * 1024;
+    // them; four at once would take about 1,400 MB.
+    let bound_kb = (768 + 4 * 48) * 1024;
     assert!(
         most < bound_kb,
         "the sidecar's backends held {} MiB at once",

@@ -29,9 +29,10 @@ pub const MAX_IMAGE_BYTES: usize = 10 * 1024 * 1024;
 pub const MAX_BODY_BYTES: usize = MAX_IMAGE_BYTES + 64 * 1024;
 /// The most memory one assessment takes in its backend: a maximal image
 /// (8000x5000 pixels of 8-bit RGBA, the extension's largest decoded size)
-/// took a backend's peak resident memory from 16 to 305 MB (docs/identity.md, "Input
-/// safety"), with room for the upload's 10 MiB. Sizes the [`turns`].
-pub const ASSESSMENT_PEAK_BYTES: u64 = 320 << 20;
+/// took a backend's peak resident memory from 15 to 357 MB with the MRZ read
+/// (0.11.0; 321 MB without it) (docs/identity.md, "Input safety"), with room
+/// for the upload's 10 MiB. Sizes the [`turns`].
+pub const ASSESSMENT_PEAK_BYTES: u64 = 384 << 20;
 
 /// The turns to assess an image (`AppState::identity_turns`): as many at
 /// once as a budget of `budget_mb` MiB holds of [`ASSESSMENT_PEAK_BYTES`].
