@@ -45,6 +45,21 @@ AS 'MODULE_PATHNAME', 'bm25_top_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
+-- extension/src/vectordb/mod.rs:371
+-- vigil::vectordb::_embed_records
+CREATE  FUNCTION "_embed_records"(
+	"titles" TEXT[], /* Vec < Option < String > > */
+	"contents" TEXT[] /* Vec < Option < String > > */
+) RETURNS TABLE (
+	"embedding" real[],  /* :: std :: option :: Option < Vec < f32 > > */
+	"opening" real[]  /* :: std :: option :: Option < Vec < f32 > > */
+)
+STRICT STABLE PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'embed_records_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
 -- extension/src/vectordb/mod.rs:329
 -- vigil::vectordb::_fuse
 CREATE  FUNCTION "_fuse"(
@@ -106,7 +121,7 @@ AS 'MODULE_PATHNAME', 'new_key_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/identity/mod.rs:94
+-- extension/src/identity/mod.rs:157
 -- vigil::identity::_phash_bands
 CREATE  FUNCTION "_phash_bands"(
 	"hash" bytea /* & [u8] */
@@ -117,7 +132,7 @@ AS 'MODULE_PATHNAME', 'phash_bands_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/identity/mod.rs:87
+-- extension/src/identity/mod.rs:150
 -- vigil::identity::_phash_distance
 CREATE  FUNCTION "_phash_distance"(
 	"a" bytea, /* & [u8] */
@@ -198,7 +213,7 @@ AS 'MODULE_PATHNAME', 'verify_key_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/identity/mod.rs:47
+-- extension/src/identity/mod.rs:74
 -- vigil::identity::assess_id
 CREATE  FUNCTION "assess_id"(
 	"image" bytea, /* Option < & [u8] > */
@@ -211,7 +226,7 @@ AS 'MODULE_PATHNAME', 'assess_id_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:377
+-- extension/src/vectordb/mod.rs:430
 -- vigil::vectordb::retired::bm25_essential_terms
 -- Skipped due to `#[pgrx(sql = false)]`
 /* </end connected objects> */
@@ -254,13 +269,13 @@ AS 'MODULE_PATHNAME', 'bm25_score_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:388
+-- extension/src/vectordb/mod.rs:441
 -- vigil::vectordb::retired::bm25_top_kept
 -- Skipped due to `#[pgrx(sql = false)]`
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:382
+-- extension/src/vectordb/mod.rs:435
 -- vigil::vectordb::retired::bm25_upper_bound
 -- Skipped due to `#[pgrx(sql = false)]`
 /* </end connected objects> */
@@ -625,66 +640,6 @@ REVOKE ALL ON vigil.api_key_list, vigil.user_key_list FROM PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/hnsw/mod.rs:65
--- requires:
---   keys_schema
-
--- vigil_hnsw: distance operators on real[] and the HNSW index access method.
--- The functions are C functions of this module (src/hnsw/ops.rs, mod.rs).
-
--- Exact distances; these also back the operators when no index is used. COST
--- reflects a few hundred multiply-adds, so the planner weighs a sequential scan
--- that computes one per row against the index's few hundred per query.
-CREATE FUNCTION vigil.l2_distance(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_l2_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-CREATE FUNCTION vigil.cosine_distance(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_cosine_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-CREATE FUNCTION vigil.negative_inner_product(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_negative_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-CREATE FUNCTION vigil.inner_product(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-
-COMMENT ON FUNCTION vigil.l2_distance(real[], real[]) IS 'Euclidean distance; the <-> operator';
-COMMENT ON FUNCTION vigil.cosine_distance(real[], real[]) IS '1 - cosine similarity; the <=> operator';
-COMMENT ON FUNCTION vigil.negative_inner_product(real[], real[]) IS '-(a . b); the <#> operator';
-
-CREATE OPERATOR vigil.<-> (
-    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.l2_distance,
-    COMMUTATOR = OPERATOR(vigil.<->)
-);
-CREATE OPERATOR vigil.<=> (
-    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.cosine_distance,
-    COMMUTATOR = OPERATOR(vigil.<=>)
-);
-CREATE OPERATOR vigil.<#> (
-    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.negative_inner_product,
-    COMMUTATOR = OPERATOR(vigil.<#>)
-);
-
-CREATE FUNCTION vigil.vigil_hnsw_handler(internal) RETURNS index_am_handler
-    AS 'MODULE_PATHNAME', 'vigil_hnsw_handler' LANGUAGE c;
-CREATE ACCESS METHOD vigil_hnsw TYPE INDEX HANDLER vigil.vigil_hnsw_handler;
-COMMENT ON ACCESS METHOD vigil_hnsw IS 'HNSW approximate nearest-neighbour index over real[]';
-
--- Support function 1 names the metric the index is built with.
-CREATE OPERATOR CLASS vigil.cosine_ops DEFAULT FOR TYPE real[] USING vigil_hnsw AS
-    OPERATOR 1 vigil.<=> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
-    FUNCTION 1 vigil.cosine_distance(real[], real[]);
-CREATE OPERATOR CLASS vigil.l2_ops FOR TYPE real[] USING vigil_hnsw AS
-    OPERATOR 1 vigil.<-> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
-    FUNCTION 1 vigil.l2_distance(real[], real[]);
-CREATE OPERATOR CLASS vigil.ip_ops FOR TYPE real[] USING vigil_hnsw AS
-    OPERATOR 1 vigil.<#> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
-    FUNCTION 1 vigil.negative_inner_product(real[], real[]);
--- The key of a partitioned index, `USING vigil_hnsw (key, vector)`: one graph
--- per key value, which a scan for `key = $1` walks alone (src/hnsw/directory.rs).
-CREATE OPERATOR CLASS vigil.int8_ops DEFAULT FOR TYPE bigint USING vigil_hnsw AS
-    OPERATOR 1 pg_catalog.= (bigint, bigint),
-    OPERATOR 1 pg_catalog.= (bigint, integer),
-    OPERATOR 1 pg_catalog.= (bigint, smallint);
-/* </end connected objects> */
-
-/* <begin connected objects> */
 -- extension/src/risk/mod.rs:105
 -- requires:
 --   keys_schema
@@ -917,7 +872,7 @@ FROM PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/identity/mod.rs:171
+-- extension/src/identity/mod.rs:234
 -- requires:
 --   risk_schema
 --   phash_bands
@@ -990,13 +945,73 @@ REVOKE EXECUTE ON FUNCTION vigil._identity_duplicate(bytea, integer) FROM PUBLIC
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/identity/mod.rs:177
+-- extension/src/identity/mod.rs:240
 -- requires:
 --   assess_id
 --   identity_schema
 
 -- Security definer: only the application role (sql/bootstrap.sql) and the owner assess.
 REVOKE EXECUTE ON FUNCTION vigil.assess_id(bytea, bigint) FROM PUBLIC;
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- extension/src/hnsw/mod.rs:65
+-- requires:
+--   keys_schema
+
+-- vigil_hnsw: distance operators on real[] and the HNSW index access method.
+-- The functions are C functions of this module (src/hnsw/ops.rs, mod.rs).
+
+-- Exact distances; these also back the operators when no index is used. COST
+-- reflects a few hundred multiply-adds, so the planner weighs a sequential scan
+-- that computes one per row against the index's few hundred per query.
+CREATE FUNCTION vigil.l2_distance(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_l2_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+CREATE FUNCTION vigil.cosine_distance(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_cosine_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+CREATE FUNCTION vigil.negative_inner_product(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_negative_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+CREATE FUNCTION vigil.inner_product(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+
+COMMENT ON FUNCTION vigil.l2_distance(real[], real[]) IS 'Euclidean distance; the <-> operator';
+COMMENT ON FUNCTION vigil.cosine_distance(real[], real[]) IS '1 - cosine similarity; the <=> operator';
+COMMENT ON FUNCTION vigil.negative_inner_product(real[], real[]) IS '-(a . b); the <#> operator';
+
+CREATE OPERATOR vigil.<-> (
+    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.l2_distance,
+    COMMUTATOR = OPERATOR(vigil.<->)
+);
+CREATE OPERATOR vigil.<=> (
+    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.cosine_distance,
+    COMMUTATOR = OPERATOR(vigil.<=>)
+);
+CREATE OPERATOR vigil.<#> (
+    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.negative_inner_product,
+    COMMUTATOR = OPERATOR(vigil.<#>)
+);
+
+CREATE FUNCTION vigil.vigil_hnsw_handler(internal) RETURNS index_am_handler
+    AS 'MODULE_PATHNAME', 'vigil_hnsw_handler' LANGUAGE c;
+CREATE ACCESS METHOD vigil_hnsw TYPE INDEX HANDLER vigil.vigil_hnsw_handler;
+COMMENT ON ACCESS METHOD vigil_hnsw IS 'HNSW approximate nearest-neighbour index over real[]';
+
+-- Support function 1 names the metric the index is built with.
+CREATE OPERATOR CLASS vigil.cosine_ops DEFAULT FOR TYPE real[] USING vigil_hnsw AS
+    OPERATOR 1 vigil.<=> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
+    FUNCTION 1 vigil.cosine_distance(real[], real[]);
+CREATE OPERATOR CLASS vigil.l2_ops FOR TYPE real[] USING vigil_hnsw AS
+    OPERATOR 1 vigil.<-> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
+    FUNCTION 1 vigil.l2_distance(real[], real[]);
+CREATE OPERATOR CLASS vigil.ip_ops FOR TYPE real[] USING vigil_hnsw AS
+    OPERATOR 1 vigil.<#> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
+    FUNCTION 1 vigil.negative_inner_product(real[], real[]);
+-- The key of a partitioned index, `USING vigil_hnsw (key, vector)`: one graph
+-- per key value, which a scan for `key = $1` walks alone (src/hnsw/directory.rs).
+CREATE OPERATOR CLASS vigil.int8_ops DEFAULT FOR TYPE bigint USING vigil_hnsw AS
+    OPERATOR 1 pg_catalog.= (bigint, bigint),
+    OPERATOR 1 pg_catalog.= (bigint, integer),
+    OPERATOR 1 pg_catalog.= (bigint, smallint);
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -1033,7 +1048,7 @@ AS 'MODULE_PATHNAME', 'exact_tokens_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:402
+-- extension/src/vectordb/mod.rs:455
 -- requires:
 --   keys_schema
 --   hnsw_schema
@@ -1096,11 +1111,16 @@ CREATE TABLE vigil.vector_records (
     created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
     embedding  real[] NOT NULL CHECK (cardinality(embedding) = 384),
     terms      tsvector NOT NULL GENERATED ALWAYS AS (vigil.search_terms(title || ' ' || content)) STORED,
+    -- The content's first sentence as read within the record (vigil._embed_records),
+    -- which hybrid search reads the record by too; NULL for records stored
+    -- before 0.11.0 until vigil.fill_openings reads them.
+    opening    real[] CHECK (cardinality(opening) = 384),
     FOREIGN KEY (db, account) REFERENCES vigil.vector_databases (id, account) ON DELETE CASCADE
 );
 -- Embeddings stay in the row (a 1.5 kB array does not compress) so a scan
 -- reads no TOAST; long content moves out instead.
 ALTER TABLE vigil.vector_records ALTER COLUMN embedding SET STORAGE MAIN;
+ALTER TABLE vigil.vector_records ALTER COLUMN opening SET STORAGE MAIN;
 CREATE INDEX vector_records_db ON vigil.vector_records (db, id);
 -- One graph per database (a partitioned vigil_hnsw index, keyed by `db`): a
 -- search of one database walks a graph of its records alone, as good as if
@@ -1195,6 +1215,15 @@ CREATE FUNCTION vigil._count_terms() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 BEGIN
+    -- An update that changes no record's words or database (vigil.fill_openings
+    -- writing openings) leaves the counts and postings as they are.
+    -- (Nested: the transition tables exist only for their own events.)
+    IF TG_OP = 'UPDATE' THEN
+        IF NOT EXISTS (SELECT FROM old_rows o JOIN new_rows n ON n.id = o.id
+                       WHERE n.terms IS DISTINCT FROM o.terms OR n.db <> o.db) THEN
+            RETURN NULL;
+        END IF;
+    END IF;
     IF TG_OP IN ('DELETE', 'UPDATE') THEN
         -- Two statements: one cannot delete the rows it has just updated.
         UPDATE vector_terms v SET records = v.records - g.n
@@ -1455,12 +1484,13 @@ BEGIN
                coalesce(nullif(e.r -> 'metadata', 'null'), '{}') AS metadata
         FROM jsonb_array_elements(records) WITH ORDINALITY AS e (r, ord)
     ), vectors AS (
-        SELECT v.ord, v.embedding
-        FROM vigil.embed(ARRAY(SELECT g.title || E'\n' || g.content FROM given g ORDER BY g.ord))
-             WITH ORDINALITY AS v (embedding, ord)
+        SELECT v.ord, v.embedding, v.opening
+        FROM vigil._embed_records(ARRAY(SELECT g.title FROM given g ORDER BY g.ord),
+                                  ARRAY(SELECT g.content FROM given g ORDER BY g.ord))
+             WITH ORDINALITY AS v (embedding, opening, ord)
     ), stored AS (
-        INSERT INTO vector_records AS s (db, account, title, content, metadata, embedding)
-        SELECT db_id, acct, g.title, g.content, g.metadata, v.embedding
+        INSERT INTO vector_records AS s (db, account, title, content, metadata, embedding, opening)
+        SELECT db_id, acct, g.title, g.content, g.metadata, v.embedding, v.opening
         FROM given g JOIN vectors v USING (ord)
         ORDER BY g.ord
         RETURNING s.id, s.title, s.content, s.metadata, s.created_at
@@ -1480,11 +1510,47 @@ DECLARE
 BEGIN
     PERFORM vigil._check_record('', title, content, metadata);
     RETURN QUERY
-    INSERT INTO vector_records AS s (db, account, title, content, metadata, embedding)
-    VALUES (db_id, vigil.current_account(), store_record.title, store_record.content,
-            coalesce(store_record.metadata, '{}'),
-            vigil.embed(store_record.title || E'\n' || store_record.content))
+    INSERT INTO vector_records AS s (db, account, title, content, metadata, embedding, opening)
+    SELECT db_id, vigil.current_account(), store_record.title, store_record.content,
+           coalesce(store_record.metadata, '{}'), v.embedding, v.opening
+    FROM vigil._embed_records(ARRAY[store_record.title], ARRAY[store_record.content]) v
     RETURNING s.id, s.title, s.content, s.metadata, s.created_at;
+END
+$$;
+
+-- Reads the opening (vector_records.opening) of at most `max_records`
+-- records that lack one, oldest first: those stored before 0.11.0, of the
+-- caller's account (row-level security; a superuser's, every account's).
+-- Returns how many it read; call it until it returns 0, then VACUUM
+-- vigil.vector_records (each record read is a new row version). Until then
+-- hybrid search reads those records by their whole text alone.
+CREATE FUNCTION vigil.fill_openings(max_records integer DEFAULT 1000) RETURNS bigint
+LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+AS $$
+DECLARE
+    filled bigint;
+BEGIN
+    IF max_records IS NULL OR max_records < 1 THEN
+        PERFORM vigil._refuse('max_records', 'max_records must be 1 or more');
+    END IF;
+    WITH locked AS (
+        SELECT r.id, r.title, r.content
+        FROM vector_records r WHERE r.opening IS NULL
+        ORDER BY r.id LIMIT max_records
+        FOR UPDATE OF r SKIP LOCKED
+    ), todo AS (
+        SELECT l.*, row_number() OVER (ORDER BY l.id) AS ord FROM locked l
+    ), vectors AS (
+        SELECT v.ord, v.opening
+        FROM vigil._embed_records(ARRAY(SELECT t.title FROM todo t ORDER BY t.ord),
+                                  ARRAY(SELECT t.content FROM todo t ORDER BY t.ord))
+             WITH ORDINALITY AS v (embedding, opening, ord)
+    )
+    UPDATE vector_records r SET opening = v.opening
+    FROM todo t JOIN vectors v USING (ord)
+    WHERE r.id = t.id;
+    GET DIAGNOSTICS filled = ROW_COUNT;
+    RETURN filled;
 END
 $$;
 
@@ -1575,17 +1641,18 @@ $$;
 -- searches a second over HTTP).
 -- The beam of a search for `k` records in a database of `records`: wide
 -- enough for recall@10 of 0.99 against an exact search, which takes a wider
--- beam as a graph grows (docs/performance.md: 120 reaches 0.994 at 50,000
--- records and 0.993 at 100,000 real ones, 0.989 on the bench's harder 100,000,
--- where 400 reaches 0.997; 1,000,000 records 400 for 0.990 and 600 for
--- 0.993), or `k` when larger; at most 1,000 (the scan goes on past it,
--- vigil.hnsw_iterative_scan, for a hybrid search's 2,000). Each step up
--- costs every search of such a database: at 100,000 records 400 takes 1.8 ms
--- where 120 takes 0.6.
+-- beam as a graph grows (make bench-vectordb-recall, docs/performance.md:
+-- 120 reaches 0.994 at 50,000 records; at 100,000 among 100 other
+-- databases, 400 queries, 120 reaches 0.988, 200 0.990, 300 0.993; at
+-- 1,000,000 records 400 reaches 0.990 and 600 0.993), or `k` when larger;
+-- at most 1,000 (the scan goes on past it, vigil.hnsw_iterative_scan, for a
+-- hybrid search's 2,000). Each step up costs every search of such a
+-- database: at 100,000 records 300 takes 1.3 ms where 120 takes 0.6.
 CREATE FUNCTION vigil._search_ef(k integer, records bigint) RETURNS integer
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
-    SELECT least(greatest(k, CASE WHEN records <= 200000 THEN 120
+    SELECT least(greatest(k, CASE WHEN records <= 50000 THEN 120
+                                  WHEN records <= 200000 THEN 300
                                   WHEN records <= 500000 THEN 400
                                   ELSE 600 END), 1000)
 $$;
@@ -1735,13 +1802,18 @@ END
 $$;
 
 -- Keyword (BM25) and vector search fused, best first, ties by id.
--- fusion 'rrf' (the default): Reciprocal Rank Fusion, each branch adding
---   weight / (60 + rank); records holding an identifier of the query (an
---   exact token with a digit or a joiner other than "-": a part number, an
---   e-mail address) form a third branch, at the keyword weight, so an
---   identifier wins over meaning;
--- fusion 'convex': weighted mean of each branch's score divided by its best
---   (similarity below 0 counts 0), absent from a branch counting 0.
+-- The vector branch reads each record by its whole text and by its opening
+-- (its content's first sentence, vector_records.opening), the better of the
+-- two similarities counting: the database's graph gives the 100 (or more)
+-- nearest by whole text, and the best of them re-scored so are the branch.
+-- fusion 'convex' (the default): the weighted mean of each branch's scores
+--   scaled to 0..1 within the branch (min-max; absent from a branch counts
+--   0), records holding an identifier of the query (an exact token with a
+--   digit or a joiner other than "-": a part number, an e-mail address)
+--   adding the keyword weight again, so an identifier wins over meaning;
+-- fusion 'rrf': Reciprocal Rank Fusion, each branch adding
+--   weight / (60 + rank), the identifier records a third branch at the
+--   keyword weight.
 -- Each branch fetches more than `k` (2k, at least 30), so a record ranked
 -- well by both but first by neither is still seen. `query_vector`, when given,
 -- is taken as the query's embedding. vigil._fuse (vigil_search::fusion)
@@ -1751,7 +1823,7 @@ CREATE FUNCTION vigil.hybrid_search(
     query text,
     k integer,
     db text DEFAULT NULL,
-    fusion text DEFAULT 'rrf',
+    fusion text DEFAULT 'convex',
     vector_weight real DEFAULT 1,
     keyword_weight real DEFAULT 1,
     query_vector real[] DEFAULT NULL
@@ -1763,6 +1835,7 @@ AS $$
 DECLARE
     db_id bigint := vigil._database(db);
     fetched integer;
+    qv real[];
     identifiers text[];
     vector_ids bigint[];
     similarities real[];
@@ -1779,8 +1852,11 @@ BEGIN
         PERFORM vigil._refuse('weights', 'vector_weight and keyword_weight must be 0 or more, not both 0');
     END IF;
     fetched := least(greatest(2 * k, 30), 2000);
+    qv := vigil._query_vector(query, query_vector);
     SELECT array_agg(v.id), array_agg(v.similarity) INTO vector_ids, similarities
-    FROM vigil._nearest(db_id, vigil._query_vector(query, query_vector), fetched) v;
+    FROM (SELECT n.id, greatest(n.similarity, (1 - vigil.cosine_distance(r.opening, qv))::real) AS similarity
+          FROM vigil._nearest(db_id, qv, greatest(fetched, 100)) n JOIN vector_records r ON r.id = n.id
+          ORDER BY 2 DESC, 1 LIMIT fetched) v;
     SELECT array_agg(w.id), array_agg(w.score) INTO keyword_ids, scores
     FROM vigil._keyword_ranked(db_id, query, fetched) w;
     -- identifiers: with a digit or a joiner other than "-" (not "open-source")
