@@ -8,7 +8,8 @@
 #   $(pg_config --sharedir)/vigil/model/model-int8.onnx  the same model with int8 matrix
 #       products (scripts/model_int8.py, run in a venv of scripts/model-tools-requirements.txt)
 #   $(pg_config --sharedir)/vigil/model/mrz-rec.onnx  PP-OCRv4 text recognition, reading the
-#       identity check's MRZ (PyPI rapidocr-onnxruntime, Apache-2.0; crates/identity/src/mrz/onnx.rs)
+#       identity check's MRZ (PyPI rapidocr-onnxruntime, Apache-2.0; crates/identity/src/mrz/onnx.rs),
+#       in fewer operations (scripts/mrz_model.py)
 #   $(pg_config --sharedir)/vigil/geoip/geo-whois-asn-country.mmdb  IP to country (npm), + NRO_LICENSE
 #
 #   docker/fetch-data.sh [DESTDIR]
@@ -57,12 +58,9 @@ if [ ! -r "$runtime" ] || [ ! -r "$model_dir/model.onnx" ] || [ ! -r "$model_dir
     "${INSTALL[@]}" install -m 0644 "$work/tokenizer.json" "$model_dir/tokenizer.json"
 fi
 
-# The int8 rewrite of the model (scripts/model_int8.py says why and how); the
-# extension prefers it where the CPU multiplies int8 exactly (crates/embed).
-# Written again whenever scripts/model_int8.py changes (its hash is kept beside).
-rewrite="$(sha256sum "$VIGIL_ROOT/scripts/model_int8.py" | cut -d' ' -f1)"
-if [ ! -r "$model_dir/model-int8.onnx" ] || [ "$(cat "$model_dir/model-int8.rewrite" 2>/dev/null)" != "$rewrite" ]; then
-    step "writing the model with int8 matrix products (scripts/model_int8.py)"
+# The venv of scripts/model-tools-requirements.txt (the onnx package), which
+# writes the models' rewrites below; made once, in the cache.
+model_tools() {
     tools="$VIGIL_STATE/cache/model-tools"
     if [ ! -e "$tools/installed" ]; then
         rm -rf "$tools"
@@ -71,16 +69,29 @@ if [ ! -r "$model_dir/model-int8.onnx" ] || [ "$(cat "$model_dir/model-int8.rewr
             -r "$VIGIL_ROOT/scripts/model-tools-requirements.txt"
         touch "$tools/installed"
     fi
-    "$tools/bin/python" "$VIGIL_ROOT/scripts/model_int8.py" "$model_dir/model.onnx" "$work/model-int8.onnx"
+    echo "$tools/bin/python"
+}
+
+# The int8 rewrite of the model (scripts/model_int8.py says why and how); the
+# extension prefers it where the CPU multiplies int8 exactly (crates/embed).
+# Written again whenever scripts/model_int8.py changes (its hash is kept beside).
+rewrite="$(sha256sum "$VIGIL_ROOT/scripts/model_int8.py" | cut -d' ' -f1)"
+if [ ! -r "$model_dir/model-int8.onnx" ] || [ "$(cat "$model_dir/model-int8.rewrite" 2>/dev/null)" != "$rewrite" ]; then
+    step "writing the model with int8 matrix products (scripts/model_int8.py)"
+    python="$(model_tools)"
+    "$python" "$VIGIL_ROOT/scripts/model_int8.py" "$model_dir/model.onnx" "$work/model-int8.onnx"
     echo "$rewrite" > "$work/model-int8.rewrite"
     "${INSTALL[@]}" install -m 0644 "$work/model-int8.onnx" "$model_dir/model-int8.onnx"
     "${INSTALL[@]}" install -m 0644 "$work/model-int8.rewrite" "$model_dir/model-int8.rewrite"
 fi
 
 # The MRZ recognition model: ch_PP-OCRv4_rec_infer.onnx out of the rapidocr-onnxruntime
-# wheel (pinned in scripts/model-requirements.txt; the wheel is unpacked, not installed).
-if [ ! -r "$model_dir/mrz-rec.onnx" ]; then
-    step "installing the MRZ recognition model (PP-OCRv4) from PyPI"
+# wheel (pinned in scripts/model-requirements.txt; the wheel is unpacked, not
+# installed), rewritten by scripts/mrz_model.py into the same function in
+# fewer operations (it says how); written again whenever that script changes.
+rewrite="$(sha256sum "$VIGIL_ROOT/scripts/mrz_model.py" | cut -d' ' -f1)"
+if [ ! -r "$model_dir/mrz-rec.onnx" ] || [ "$(cat "$model_dir/mrz-rec.rewrite" 2>/dev/null)" != "$rewrite" ]; then
+    step "installing the MRZ recognition model (PP-OCRv4) from PyPI (scripts/mrz_model.py)"
     cache="$VIGIL_STATE/cache/wheels"
     mkdir -p "$cache"
     grep '^rapidocr-onnxruntime==' "$VIGIL_ROOT/scripts/model-requirements.txt" > "$work/mrz-requirements.txt"
@@ -88,8 +99,13 @@ if [ ! -r "$model_dir/mrz-rec.onnx" ]; then
         -r "$work/mrz-requirements.txt" -d "$cache"
     python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract(sys.argv[2], sys.argv[3])' \
         "$cache"/rapidocr_onnxruntime-1.4.4-*.whl rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx "$work"
+    python="$(model_tools)"
+    "$python" "$VIGIL_ROOT/scripts/mrz_model.py" \
+        "$work/rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx" "$work/mrz-rec.onnx"
+    echo "$rewrite" > "$work/mrz-rec.rewrite"
     "${INSTALL[@]}" install -d -m 0755 "$model_dir"
-    "${INSTALL[@]}" install -m 0644 "$work/rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx" "$model_dir/mrz-rec.onnx"
+    "${INSTALL[@]}" install -m 0644 "$work/mrz-rec.onnx" "$model_dir/mrz-rec.onnx"
+    "${INSTALL[@]}" install -m 0644 "$work/mrz-rec.rewrite" "$model_dir/mrz-rec.rewrite"
 fi
 
 # @ip-location-db/geo-whois-asn-country-mmdb (data: NRO, CC BY 4.0), pinned by sha256.

@@ -27,7 +27,7 @@ import onnx, sys
 m = onnx.load(sys.argv[1])
 open(sys.argv[2], 'w').write(next(p.value for p in m.metadata_props if p.key == 'character'))
 " "$WORK/rec.onnx" "$WORK/rec_chars.txt"
-  "$WORK/venv/bin/python" "$here/mrz_fuse_hardswish.py" "$WORK/rec.onnx" "$WORK/rec_hs.onnx"
+  "$WORK/venv/bin/python" "$here/../../scripts/mrz_model.py" "$WORK/rec.onnx" "$WORK/rec_hs.onnx"
 fi
 
 # 3. The prototype, built apart from the workspace (its own target dir, one job).
