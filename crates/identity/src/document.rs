@@ -36,6 +36,12 @@ pub const WORK_WIDTH: u32 = 320;
 pub const ID1_ASPECT: f64 = 85.60 / 53.98;
 /// ID-3 / TD3 (passport data page): 125 x 88 mm.
 pub const TD3_ASPECT: f64 = 125.0 / 88.0;
+/// Aspect under which an outline nearest ID-1 may still be a passport's data
+/// page: real ones photographed or cropped measured 1.52 and 1.53 (ICAO's
+/// specimen page with its rounded border, an Icelandic passport on a
+/// table: tests/tests/identity_real.rs), nearer ID-1's 1.586 than the
+/// 1.420 of the page's nominal size; cards cropped tight measure 1.58.
+pub const CARD_SURE_ASPECT: f64 = 1.56;
 /// Long side over short side that a document may show, tilt included.
 const ASPECT_RANGE: (f64, f64) = (1.33, 1.85);
 /// Share of the frame under which a region is not considered at all.
@@ -147,6 +153,13 @@ impl Quad {
         } else {
             ("TD3", td3)
         }
+    }
+
+    /// An ID-1 card for sure: nearest ID-1 and at least
+    /// [`CARD_SURE_ASPECT`], so no passport page; under it, only its zone
+    /// (two lines of 44 on a passport page) tells.
+    pub fn surely_a_card(&self) -> bool {
+        self.format().0 == "ID-1" && self.aspect >= CARD_SURE_ASPECT
     }
 
     pub fn centre(&self) -> (f64, f64) {

@@ -128,11 +128,11 @@ pub fn analyse_with(
     let found = document::find(&mid).scaled(scale);
     // The zone is read on a thread of its own beside the checks below (on
     // 2 MP, about 50 ms of recognition beside 60 of the rest), unless the
-    // document is a card, whose front (told by its portrait, below) has no
-    // zone to read.
+    // document is surely a card, whose front (told by its portrait, below)
+    // has no zone to read.
     std::thread::scope(|threads| {
         let early = match (&reader, &found) {
-            (MrzReader::On { .. }, document::Found::Document(quad)) => quad.format().0 != "ID-1",
+            (MrzReader::On { .. }, document::Found::Document(quad)) => !quad.surely_a_card(),
             (MrzReader::On { .. }, _) => true,
             (MrzReader::Off(_), _) => false,
         };
@@ -234,7 +234,7 @@ fn measure(
     // zone (TD1 prints it on the back): not searched, which saves the
     // recognition of print taken for one (most of an assessment's time).
     let card_front = face_search == face::Searched::PortraitZone
-        && matches!(found, document::Found::Document(q) if q.format().0 == "ID-1");
+        && matches!(found, document::Found::Document(q) if q.surely_a_card());
     let mrz = match (reading, reader) {
         (Some(reading), _) => reading.join().unwrap_or_else(|_| {
             MrzAttempt::Skipped("reading the machine-readable zone failed".into())

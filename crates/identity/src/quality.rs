@@ -10,11 +10,26 @@
 //! Glare is a specular highlight: a blob blown out to white inside the
 //! document. White paper is blown out too on a scan, around and between the
 //! printing, but it runs into the region's edge (the page's margin, or the
-//! paper the region's corners take in); so blown-out pixels count only in
-//! blobs that stay clear of the region's edge, unless the region's edge is
-//! itself hardly blown out (a coloured document, where a highlight reaching
-//! its edge is still a highlight), and only in blobs of some size (a
-//! highlight hides a field; the white of an eye in the portrait does not).
+//! paper the region's corners take in), or, inside a document's frame, holds
+//! the printing: the letters and lines on it are holes in the blob, where a
+//! highlight hides what is under it and has next to none. So blown-out
+//! pixels count only in blobs that stay clear of the region's edge, unless
+//! the region's edge is itself hardly blown out (a coloured document, where a
+//! highlight reaching its edge is still a highlight), that are solid (at
+//! most [`MAX_HOLE_SHARE`] of them holes), that fade out into a bright
+//! halo as light does ([`MIN_HALO_LUMA`]), and of some size (a highlight
+//! hides a field; the white of an eye in the portrait does not). Real
+//! pictures taught the holes and the halo: white paper inside a card's or a
+//! page's frame (ICAO's specimen page, a German card's white ground) read as
+//! 5 to 68% glare before, and a portrait's white ground as 2 to 4%
+//! (tests/tests/identity_real.rs).
+//!
+//! Exposure and colour are judged on what a retake could change: a white
+//! document is bright on average, but its printing stays dark, so an image
+//! is overexposed only when its darkest pixels are lifted too
+//! ([`Quality::dark_level`]); a document printed in muted colours has little
+//! chroma on average, but its portrait or emblem has some, where a photocopy
+//! or a grey scan has none anywhere ([`Quality::colour_share`]).
 
 use image::RgbImage;
 
@@ -34,7 +49,18 @@ pub struct Quality {
     pub glare_share: f64,
     /// Mean of max(R, G, B) - min(R, G, B), 0 to 255.
     pub colourfulness: f64,
+    /// Luminance of the darkest 5% (their upper bound): the printing's
+    /// level, which overexposure lifts and white paper does not.
+    pub dark_level: f64,
+    /// Share of pixels in colour (max(R, G, B) - min(R, G, B) at least
+    /// [`COLOUR_SPREAD`]): none on a photocopy or a grey scan, some on any
+    /// document printed in colour, however muted.
+    pub colour_share: f64,
 }
+
+/// Channel spread from which a pixel is in colour: above what JPEG's
+/// chroma noise gives a grey image.
+pub const COLOUR_SPREAD: u8 = 24;
 
 /// Measures `region` (any size).
 pub fn measure(region: &RgbImage) -> Quality {
@@ -55,10 +81,12 @@ pub fn measure(region: &RgbImage) -> Quality {
     let brightness = luma.iter().sum::<f64>() / n;
     let contrast = (luma.iter().map(|l| (l - brightness).powi(2)).sum::<f64>() / n).sqrt();
     let mut chroma = 0.0;
+    let mut coloured = 0usize;
     let blown = image::GrayImage::from_fn(scaled.width(), work_h, |x, y| {
         let [r, g, b] = scaled.get_pixel(x, y).0;
         let spread = r.max(g).max(b) - r.min(g).min(b);
         chroma += f64::from(spread);
+        coloured += usize::from(spread >= COLOUR_SPREAD);
         image::Luma([if r.min(g).min(b) >= 245 && spread <= 12 {
             255
         } else {
@@ -69,9 +97,22 @@ pub fn measure(region: &RgbImage) -> Quality {
         sharpness: laplacian_variance(&luma, WORK_WIDTH as usize, work_h as usize),
         brightness,
         contrast,
-        glare_share: highlights(&blown) as f64 / n,
+        glare_share: highlights(&blown, &luma) as f64 / n,
         colourfulness: chroma / n,
+        dark_level: percentile(&luma, 0.05),
+        colour_share: coloured as f64 / n,
     }
+}
+
+/// The value `share` of `values` lie at or under (0 when empty).
+fn percentile(values: &[f64], share: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    let at = ((sorted.len() as f64 * share) as usize).min(sorted.len().saturating_sub(1));
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let (_, v, _) = sorted.select_nth_unstable_by(at, f64::total_cmp);
+    *v
 }
 
 /// Smallest highlight counted, as a share of the region.
@@ -79,11 +120,14 @@ const MIN_HIGHLIGHT_SHARE: f64 = 0.001;
 /// Share of the region's edge blown out under which the document is not on
 /// (or made of) white paper, so a blob reaching the edge counts too.
 const WHITE_EDGE_SHARE: f64 = 0.1;
+/// Most of a highlight (with its holes filled) that may be holes: the
+/// synthetic highlights have none, white paper holding print 10% and more.
+pub const MAX_HOLE_SHARE: f64 = 0.03;
 
-/// Pixels of `blown` (white where blown out) in highlights: blobs at least
-/// [`MIN_HIGHLIGHT_SHARE`] of the region, clear of its edge unless its edge
-/// is hardly blown out.
-fn highlights(blown: &image::GrayImage) -> usize {
+/// Pixels of `blown` (white where blown out) in highlights: solid blobs at
+/// least [`MIN_HIGHLIGHT_SHARE`] of the region, clear of its edge unless its
+/// edge is hardly blown out.
+fn highlights(blown: &image::GrayImage, luma: &[f64]) -> usize {
     use imageproc::region_labelling::{connected_components, Connectivity};
     let (w, h) = blown.dimensions();
     if w == 0 || h == 0 {
@@ -91,9 +135,10 @@ fn highlights(blown: &image::GrayImage) -> usize {
     }
     let on_edge = |x: u32, y: u32| x == 0 || y == 0 || x + 1 == w || y + 1 == h;
     let labels = connected_components(blown, Connectivity::Eight, image::Luma([0u8]));
+    let holes = holes_by_blob(blown, &labels);
     let (mut edge_pixels, mut edge_blown) = (0usize, 0usize);
-    // Per blob: its size and whether it reaches the edge.
-    let mut blobs: std::collections::HashMap<u32, (usize, bool)> = std::collections::HashMap::new();
+    // Per blob: its size, whether it reaches the edge, and its bounds.
+    let mut blobs: std::collections::HashMap<u32, Blob> = std::collections::HashMap::new();
     for (x, y, label) in labels.enumerate_pixels() {
         let label = label.0[0];
         let edge = on_edge(x, y);
@@ -104,17 +149,115 @@ fn highlights(blown: &image::GrayImage) -> usize {
             continue;
         }
         edge_blown += usize::from(edge);
-        let blob = blobs.entry(label).or_insert((0, false));
-        blob.0 += 1;
-        blob.1 |= edge;
+        let blob = blobs.entry(label).or_insert(Blob {
+            size: 0,
+            reaches_edge: false,
+            bounds: (x, y, x, y),
+        });
+        blob.size += 1;
+        blob.reaches_edge |= edge;
+        let b = &mut blob.bounds;
+        *b = (b.0.min(x), b.1.min(y), b.2.max(x), b.3.max(y));
     }
     let white_edge = edge_blown as f64 >= WHITE_EDGE_SHARE * edge_pixels as f64;
     let min = (MIN_HIGHLIGHT_SHARE * f64::from(w) * f64::from(h)) as usize;
     blobs
-        .values()
-        .filter(|(size, reaches_edge)| *size >= min && !(white_edge && *reaches_edge))
-        .map(|(size, _)| size)
+        .iter()
+        .filter(|(label, blob)| {
+            let holes = holes.get(label).copied().unwrap_or(0);
+            blob.size >= min
+                && !(white_edge && blob.reaches_edge)
+                && (holes as f64) <= MAX_HOLE_SHARE * (blob.size + holes) as f64
+                && halo(&labels, **label, blob.bounds, luma) >= MIN_HALO_LUMA
+        })
+        .map(|(_, blob)| blob.size)
         .sum()
+}
+
+/// A blob of blown-out pixels.
+struct Blob {
+    size: usize,
+    reaches_edge: bool,
+    /// Smallest and largest x and y.
+    bounds: (u32, u32, u32, u32),
+}
+
+/// Width of the ring around a blob whose luminance tells a highlight's halo.
+const HALO_PIXELS: u32 = 3;
+/// Mean luminance of that ring from which the blob fades out as a
+/// highlight does (its light falls off gradually onto the document), where
+/// white print or a portrait's white ground ends sharply at what is beside
+/// it: the synthetic highlights' rings are 235 to 238, the white grounds and
+/// patches of a New York licence 197 to 231 (all but one under 225).
+pub const MIN_HALO_LUMA: f64 = 225.0;
+
+/// Mean luminance of the pixels within [`HALO_PIXELS`] of blob `label` (and
+/// not in it).
+fn halo(
+    labels: &image::ImageBuffer<image::Luma<u32>, Vec<u32>>,
+    label: u32,
+    (x0, y0, x1, y1): (u32, u32, u32, u32),
+    luma: &[f64],
+) -> f64 {
+    let (w, h) = labels.dimensions();
+    let r = HALO_PIXELS;
+    let (mut sum, mut count) = (0.0, 0usize);
+    for y in y0.saturating_sub(r)..(y1 + r + 1).min(h) {
+        for x in x0.saturating_sub(r)..(x1 + r + 1).min(w) {
+            if labels.get_pixel(x, y).0[0] == label {
+                continue;
+            }
+            let near = (y.saturating_sub(r)..(y + r + 1).min(h)).any(|ny| {
+                (x.saturating_sub(r)..(x + r + 1).min(w))
+                    .any(|nx| labels.get_pixel(nx, ny).0[0] == label)
+            });
+            if near {
+                sum += luma[(y * w + x) as usize];
+                count += 1;
+            }
+        }
+    }
+    if count == 0 {
+        255.0
+    } else {
+        sum / count as f64
+    }
+}
+
+/// For each blob of `labels` (blown-out pixels, 8-connected), the pixels of
+/// the holes in it: the 4-connected parts of the rest that stay clear of the
+/// image's edge, each given to the blob beside it.
+fn holes_by_blob(
+    blown: &image::GrayImage,
+    labels: &image::ImageBuffer<image::Luma<u32>, Vec<u32>>,
+) -> std::collections::HashMap<u32, usize> {
+    use imageproc::region_labelling::{connected_components, Connectivity};
+    let (w, h) = blown.dimensions();
+    let rest =
+        image::GrayImage::from_fn(w, h, |x, y| image::Luma([255 - blown.get_pixel(x, y).0[0]]));
+    let parts = connected_components(&rest, Connectivity::Four, image::Luma([0u8]));
+    // Per part: its size, whether it reaches the edge, and a blob beside it.
+    let mut found: std::collections::HashMap<u32, (usize, bool, u32)> =
+        std::collections::HashMap::new();
+    for (x, y, part) in parts.enumerate_pixels() {
+        let part = part.0[0];
+        if part == 0 {
+            continue;
+        }
+        let entry = found.entry(part).or_insert((0, false, 0));
+        entry.0 += 1;
+        entry.1 |= x == 0 || y == 0 || x + 1 == w || y + 1 == h;
+        if entry.2 == 0 && x > 0 {
+            entry.2 = labels.get_pixel(x - 1, y).0[0];
+        }
+    }
+    let mut holes = std::collections::HashMap::new();
+    for (size, reaches_edge, blob) in found.into_values() {
+        if !reaches_edge && blob != 0 {
+            *holes.entry(blob).or_insert(0) += size;
+        }
+    }
+    holes
 }
 
 fn laplacian_variance(luma: &[f64], w: usize, h: usize) -> f64 {
@@ -138,18 +281,25 @@ mod tests {
     use image::{Rgb, RgbImage};
 
     /// A region of `base` with dark "printing" bands reaching its edges and a
-    /// blown-out disc of `radius` at (cx, cy).
-    fn region(base: [u8; 3], cx: u32, cy: u32, radius: u32) -> RgbImage {
+    /// highlight of `radius` at (cx, cy): blown out, fading over as many
+    /// pixels again onto what is under it, as light does; with `sharp`, a
+    /// white disc that ends at once (a portrait's white ground).
+    fn lit(base: [u8; 3], cx: u32, cy: u32, radius: u32, sharp: bool) -> RgbImage {
         RgbImage::from_fn(WORK_WIDTH, 400, |x, y| {
             let (dx, dy) = (f64::from(x) - f64::from(cx), f64::from(y) - f64::from(cy));
-            if dx.hypot(dy) < f64::from(radius) {
-                Rgb([255, 255, 255])
-            } else if y % 40 < 8 {
-                Rgb([30, 30, 40])
+            let under = if y % 40 < 8 { [30, 30, 40] } else { base };
+            let r = f64::from(radius);
+            let t = if sharp {
+                f64::from(u8::from(dx.hypot(dy) < r))
             } else {
-                Rgb(base)
-            }
+                (2.0 - dx.hypot(dy) / r).clamp(0.0, 1.0)
+            };
+            Rgb(under.map(|c| (f64::from(c) * (1.0 - t) + 255.0 * t) as u8))
         })
+    }
+
+    fn region(base: [u8; 3], cx: u32, cy: u32, radius: u32) -> RgbImage {
+        lit(base, cx, cy, radius, false)
     }
 
     #[test]
@@ -164,5 +314,49 @@ mod tests {
         assert_eq!(measure(&region(white, 320, 200, 60)).glare_share, 0.0);
         // Specks (the white of an eye) are no highlight.
         assert_eq!(measure(&region(pastel, 320, 200, 5)).glare_share, 0.0);
+        // A white patch that ends sharply (a portrait's white ground) is print.
+        assert_eq!(measure(&lit(pastel, 320, 200, 60, true)).glare_share, 0.0);
+    }
+
+    /// White paper inside a printed frame (a page's border, a card's
+    /// coloured rim), holding lines of "print": one blob clear of the edge.
+    fn framed_page(highlight: bool) -> RgbImage {
+        RgbImage::from_fn(WORK_WIDTH, 400, |x, y| {
+            let frame = x < 12 || y < 12 || x >= WORK_WIDTH - 12 || y >= 388;
+            let print = y % 24 < 5 && (40..600).contains(&x) && x % 9 < 6;
+            let (dx, dy) = (f64::from(x) - 320.0, f64::from(y) - 200.0);
+            if frame {
+                Rgb([120, 60, 40])
+            } else if highlight && dx.hypot(dy) < 70.0 {
+                Rgb([255, 255, 255])
+            } else if print {
+                Rgb([20, 20, 30])
+            } else {
+                Rgb([252, 252, 250])
+            }
+        })
+    }
+
+    #[test]
+    fn white_paper_holding_print_is_no_highlight() {
+        let page = measure(&framed_page(false));
+        assert_eq!(page.glare_share, 0.0, "{page:?}");
+        // Print is a hole in the paper; a highlight washes it out: still no
+        // highlight apart from the paper, which it joins.
+        assert_eq!(measure(&framed_page(true)).glare_share, 0.0);
+    }
+
+    #[test]
+    fn the_printing_keeps_its_level_and_colour_shows_in_a_few_pixels() {
+        let page = measure(&framed_page(false));
+        assert!(page.dark_level < 40.0, "{page:?}");
+        // The frame is in colour: about 9% of the page.
+        assert!(page.colour_share > 0.05, "{page:?}");
+        let grey = image::imageops::grayscale(&framed_page(false));
+        let grey = RgbImage::from_fn(WORK_WIDTH, 400, |x, y| {
+            let v = grey.get_pixel(x, y).0[0];
+            Rgb([v, v, v])
+        });
+        assert_eq!(measure(&grey).colour_share, 0.0);
     }
 }

@@ -40,12 +40,22 @@ pub const MIN_DOCUMENT_PIXELS: u32 = 600;
 /// Laplacian variance (at 640 px) under which the image is blurred.
 pub const MIN_SHARPNESS: f64 = 60.0;
 pub const MIN_BRIGHTNESS: f64 = 60.0;
+/// Mean luminance above which an image is overexposed when it is washed
+/// out too (contrast under [`MIN_BRIGHT_CONTRAST`]): a white document,
+/// scanned or cropped, is as bright (ICAO's specimen page 230, a New York
+/// licence 221) but its printing keeps its contrast (58 and 59, where the
+/// synthetic card at 2.5 and 3 times its exposure has 42 and 38).
 pub const MAX_BRIGHTNESS: f64 = 215.0;
+pub const MIN_BRIGHT_CONTRAST: f64 = 48.0;
 pub const MIN_CONTRAST: f64 = 20.0;
 /// Share of the document blown out to white that hides what is under it.
 pub const MAX_GLARE_SHARE: f64 = 0.02;
-/// Mean chroma under which the image has no colour (a photocopy or a grey scan).
-pub const MIN_COLOURFULNESS: f64 = 6.0;
+/// Share of pixels in colour under which the image has none (a photocopy or
+/// a grey scan: 0); documents printed in muted colours have 3% and more
+/// (a New York licence 3.4%, ICAO's black-and-white specimen page with its
+/// colour portrait 7.4%), which their mean chroma (6.8 and 4.3) did not
+/// tell from grey.
+pub const MIN_COLOUR_SHARE: f64 = 0.01;
 /// ELA: how far the worst cells may stand out from the median before it is a signal.
 pub const MAX_ELA_OUTLIER_RATIO: f64 = 10.0;
 /// ELA: below this median error the image is too clean (flat, or saved at
@@ -348,7 +358,7 @@ fn image_quality(a: &Analysis) -> Check {
             QUALITY,
             "the image is too dark: take it in better light",
         ));
-    } else if q.brightness > MAX_BRIGHTNESS {
+    } else if q.brightness > MAX_BRIGHTNESS && q.contrast < MIN_BRIGHT_CONTRAST {
         reasons.push(retake(
             "TOO_BRIGHT",
             QUALITY,
@@ -361,7 +371,7 @@ fn image_quality(a: &Analysis) -> Check {
             "the image has too little contrast to read",
         ));
     }
-    if q.colourfulness < MIN_COLOURFULNESS {
+    if q.colour_share < MIN_COLOUR_SHARE {
         reasons.push(retake(
             "BLACK_AND_WHITE",
             QUALITY,
@@ -381,6 +391,8 @@ fn image_quality(a: &Analysis) -> Check {
             "contrast": round(q.contrast, 1),
             "glareShare": round(q.glare_share, 4),
             "colourfulness": round(q.colourfulness, 1),
+            "colourShare": round(q.colour_share, 4),
+            "darkLevel": round(q.dark_level, 1),
             "measuredOn": if on_document { "document" } else { "frame" },
         }),
     )
@@ -428,8 +440,23 @@ fn document_framing(a: &Analysis) -> Check {
     Check::performed(
         DOCUMENT,
         reason.into_iter().collect(),
-        document_metrics(quad, clear),
+        document_metrics(quad, clear, zone_format(a)),
     )
+}
+
+/// The document's format as its zone tells it, read with every check digit
+/// holding: the line length settles what the outline's proportions leave
+/// open (a passport page photographed measures near a card).
+fn zone_format(a: &Analysis) -> Option<&'static str> {
+    let MrzAttempt::Read { reading, .. } = &a.mrz else {
+        return None;
+    };
+    let mrz = reading.mrz.as_ref().ok().filter(|m| m.all_checks_valid())?;
+    Some(match mrz.format {
+        mrz::Format::Td1 => "ID-1",
+        mrz::Format::Td2 | mrz::Format::MrvB => "TD2",
+        mrz::Format::Td3 | mrz::Format::MrvA => "TD3",
+    })
 }
 
 /// A portrait on the document; not asked for when the picture must be taken
@@ -833,13 +860,16 @@ fn outcome(reasons: &[Reason]) -> &'static str {
     }
 }
 
-fn document_metrics(quad: Option<&Quad>, clear: bool) -> Value {
+/// `format`: the zone's when it was read, else the outline's nearest.
+fn document_metrics(quad: Option<&Quad>, clear: bool, zone: Option<&'static str>) -> Value {
     match quad {
         None => json!({"found": false}),
         Some(q) => {
             let (format, deviation) = q.format();
             json!({
                 "found": clear,
+                "format": zone.unwrap_or(format),
+                "formatFrom": if zone.is_some() { "mrz" } else { "outline" },
                 "corners": q.corners.map(|(x, y)| [round(x, 0), round(y, 0)]),
                 "frameShare": round(q.frame_share, 3),
                 "aspectRatio": round(q.aspect, 3),
@@ -934,6 +964,8 @@ mod tests {
                 contrast: 50.0,
                 glare_share: 0.0,
                 colourfulness: 30.0,
+                dark_level: 40.0,
+                colour_share: 0.3,
             },
             document_pixels: 1000,
             faces: Some(vec![Face {

