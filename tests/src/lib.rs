@@ -97,6 +97,23 @@ impl Env {
         format!("{}{}", self.base, path)
     }
 
+    /// `POST /assess-id` with `bytes` as the image, under API key `key`: the
+    /// answer, which must be a 200.
+    pub fn assess_id(&self, key: &str, bytes: Vec<u8>) -> serde_json::Value {
+        use reqwest::blocking::multipart::{Form, Part};
+        let form = Form::new().part("image", Part::bytes(bytes).file_name("upload"));
+        let response = reqwest::blocking::Client::new()
+            .post(self.url("/assess-id"))
+            .header("x-api-key", key)
+            .multipart(form)
+            .send()
+            .expect("request sent");
+        let status = response.status().as_u16();
+        let body = response.text().expect("a body");
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str(&body).expect("JSON")
+    }
+
     /// Runs SQL as the cluster's superuser and returns psql's unaligned output.
     pub fn psql(&self, sql: &str) -> String {
         let out = Command::new(workspace_root().join("scripts/pg-cluster.sh"))

@@ -7,7 +7,6 @@
 //! which are not dumped, are rebuilt by the restore), risk assessments and
 //! duplicate-image lookups see the same past, and new rows get new ids.
 
-use reqwest::blocking::multipart::{Form, Part};
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
 use vigil_e2e::{Cluster, Env, SidecarOptions};
@@ -23,18 +22,6 @@ fn post(env: &Env, path: &str, key: Option<&str>, body: &Value) -> Value {
     let body: Value = response.json().unwrap_or(Value::Null);
     assert!((200..300).contains(&status), "{path}: {status} {body}");
     body
-}
-
-fn assess_image(env: &Env, key: &str, bytes: Vec<u8>) -> Value {
-    let form = Form::new().part("image", Part::bytes(bytes).file_name("id.jpg"));
-    let response = Client::new()
-        .post(env.url("/assess-id"))
-        .header("x-api-key", key)
-        .multipart(form)
-        .send()
-        .expect("request sent");
-    assert_eq!(response.status().as_u16(), 200);
-    response.json().unwrap()
 }
 
 fn whoami(env: &Env, key: &str) -> Value {
@@ -91,7 +78,7 @@ impl Installation {
         env.admin_ok(&["accounts", "create", "acme@example.com"]);
         let user_key = env.admin_ok(&["user-keys", "create", "acme@example.com"]);
         let picture = s::jpeg(&s::card(501), 90, Some(s::camera_exif()));
-        let first_assessment = assess_image(env, &api_key, picture.clone());
+        let first_assessment = env.assess_id(&api_key, picture.clone());
         let this = Installation {
             api_key,
             user_key,
@@ -190,7 +177,7 @@ impl Installation {
     /// The restored installation works on: the picture is a duplicate of
     /// its first assessment, and new rows get ids past the restored ones.
     fn check_new_rows(&self, env: &Env) {
-        let again = assess_image(env, &self.api_key, self.picture.clone());
+        let again = env.assess_id(&self.api_key, self.picture.clone());
         assert_eq!(
             again["checks"]["duplicates"]["metrics"]["duplicateOf"],
             self.first_assessment["assessmentId"],

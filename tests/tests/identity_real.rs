@@ -11,10 +11,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use reqwest::blocking::multipart::{Form, Part};
-use reqwest::blocking::Client;
 use serde_json::Value;
-use vigil_e2e::{shared, workspace_root, Env};
+use vigil_e2e::{shared, workspace_root};
 
 /// One labelled picture (see the TSV's header).
 struct Labelled {
@@ -68,18 +66,6 @@ fn pictures() -> PathBuf {
     dir
 }
 
-fn assess(env: &Env, key: &str, bytes: Vec<u8>) -> Value {
-    let form = Form::new().part("image", Part::bytes(bytes).file_name("upload"));
-    let response = Client::new()
-        .post(env.url("/assess-id"))
-        .header("x-api-key", key)
-        .multipart(form)
-        .send()
-        .expect("request sent");
-    assert_eq!(response.status().as_u16(), 200);
-    response.json().expect("JSON")
-}
-
 /// Reasons that ask for a retake, other than a duplicate of an earlier run's upload.
 fn retakes(a: &Value) -> Vec<String> {
     a["reasons"]
@@ -113,7 +99,7 @@ fn real_documents_are_found_read_and_judged_fairly() {
     println!("|---|---|---|---|---|---|---|");
     for doc in labelled() {
         let bytes = std::fs::read(dir.join(&doc.name)).expect("fetched");
-        let a = assess(env, &key, bytes);
+        let a = env.assess_id(&key, bytes);
         let width = a["image"]["width"].as_u64().unwrap_or(0);
         let document = &a["checks"]["document"]["metrics"];
         let found = document["found"] == true;
