@@ -419,6 +419,29 @@ fn filling(raw_edges: &GrayImage, edges: &GrayImage, scale: f64) -> Option<Quad>
     })
 }
 
+/// The whole `width` x `height` frame as a document filling it, when its
+/// proportions are a document's (TD3's nominal 1.42 to ID-1's 1.59, 3% either
+/// side): for a frame whose machine-readable zone was read with every check
+/// digit holding, where the outline search found nothing (a crop of a
+/// passport page with a margin measures 1.48, between the formats, where
+/// the search takes no crop lest a 3:2 photo of anything printed pass).
+pub fn frame_vouched_by_zone(width: u32, height: u32) -> Option<Quad> {
+    let (long, short) = (
+        f64::from(width.max(height)),
+        f64::from(width.min(height).max(1)),
+    );
+    let aspect = long / short;
+    let range = TD3_ASPECT * (1.0 - FORMAT_TOLERANCE)..=ID1_ASPECT * (1.0 + FORMAT_TOLERANCE);
+    let (w, h) = (f64::from(width), f64::from(height));
+    range.contains(&aspect).then_some(Quad {
+        corners: [(0.0, 0.0), (w, 0.0), (w, h), (0.0, h)],
+        frame_share: 1.0,
+        aspect,
+        rectangularity: 1.0,
+        framing: Framing::Filling,
+    })
+}
+
 /// True for the pixels reached from the frame's four corners without
 /// crossing an edge, by floods of at most `limit` pixels each (a flood that
 /// grows beyond is the document's own surface, and is not kept).
@@ -636,4 +659,23 @@ fn polygon_area(points: &[Point<i32>]) -> f64 {
 
 fn distance(a: Point<i32>, b: Point<i32>) -> f64 {
     (f64::from(a.x - b.x)).hypot(f64::from(a.y - b.y))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_zone_vouches_for_a_frame_of_a_documents_proportions_only() {
+        // A passport page cropped with a margin (1.48), a card (1.59), either upright.
+        for (w, h) in [(500, 338), (856, 540), (540, 856), (1250, 880)] {
+            let quad = frame_vouched_by_zone(w, h).expect("a document's proportions");
+            assert_eq!(quad.framing, Framing::Filling);
+            assert_eq!(quad.corners[2], (f64::from(w), f64::from(h)));
+        }
+        // A 4:3 photo, a 16:9 one, a square: not a page, whatever was read in them.
+        for (w, h) in [(1600, 1200), (1920, 1080), (800, 800)] {
+            assert!(frame_vouched_by_zone(w, h).is_none(), "{w}x{h}");
+        }
+    }
 }
