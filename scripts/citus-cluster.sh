@@ -28,8 +28,15 @@ usage() { sed -n '2,22p' "$0" >&2; exit 2; }
 
 [ -f "$("$PG_CONFIG" --pkglibdir)/citus.so" ] || die "Citus is not installed: run scripts/setup-citus.sh"
 
-# Starts (creating it the first time) the node in DIR/NAME on PORT.
+# Starts (creating it the first time) the node in DIR/NAME on PORT and
+# makes its database (node_setup).
 node_up() {
+    server_up "$@"
+    node_setup "$1" "$1/$2"
+}
+
+# Starts (creating it the first time) the server of the node in DIR/NAME on PORT.
+server_up() {
     local root="$1" name="$2" port="$3" dir
     dir="$root/$name"
     prepare_dir "$dir"
@@ -52,6 +59,12 @@ node_up() {
         as_pg env PGPASSFILE="$root/pgpass" "$PG_BIN/pg_ctl" -D "$dir/data" -o "-p $(as_pg cat "$dir/port")" \
             -l "$dir/server.log" -w start >/dev/null
     fi
+}
+
+# The node's roles, database `vigil`, Citus and vigil in it (created, or
+# updated to the installed version).
+node_setup() {
+    local root="$1" dir="$2"
     # The superuser's password, the same on every node, in the nodes' password file.
     psql_super "$dir" -d postgres -v password="$(role_password "$root" superuser_password)" >/dev/null <<'SQL'
 SELECT format('ALTER ROLE %I PASSWORD %L', current_user, :'password') \gexec
@@ -78,6 +91,12 @@ up() {
     root="$(realpath -m "$1")"
     prepare_dir "$root"
     passfile "$root"
+    # Every existing node's server first: the coordinator's update of vigil
+    # reaches the workers (Citus propagates extension DDL), which must be up.
+    local node
+    for node in $(workers "$root"); do
+        server_up "$root" "$(basename "$node")" "$(as_pg cat "$node/port")"
+    done
     node_up "$root" coordinator "$port"
     coordinator="$root/coordinator"
     port="$(as_pg cat "$coordinator/port")"
@@ -93,14 +112,20 @@ up() {
 }
 
 # Worker number N (default: one more than there are) on the coordinator's port + N.
+# A worker already in the cluster is only started: its schema is the
+# coordinator's to change (Citus refuses DDL on a worker).
 add_worker() {
-    local root="$1" n="${2:-}" base
+    local root="$1" n="${2:-}" base port
     [ -n "$n" ] || n=$(($(workers "$root" | wc -l) + 1))
     base="$(as_pg cat "$root/coordinator/port")"
-    node_up "$root" "worker$n" "$((base + n))"
-    psql_super "$root/coordinator" -d vigil -At \
-        -c "SELECT citus_add_node('127.0.0.1', $(as_pg cat "$root/worker$n/port")) WHERE NOT EXISTS (
-                SELECT FROM pg_dist_node WHERE nodename = '127.0.0.1' AND nodeport = $(as_pg cat "$root/worker$n/port"))" >/dev/null
+    port="$((base + n))"
+    if [ "$(psql_super "$root/coordinator" -d vigil -At -c "SELECT count(*) FROM pg_dist_node
+            WHERE nodename = '127.0.0.1' AND nodeport = $port")" != 0 ]; then
+        server_up "$root" "worker$n" "$port"
+        return
+    fi
+    node_up "$root" "worker$n" "$port"
+    psql_super "$root/coordinator" -d vigil -At -c "SELECT citus_add_node('127.0.0.1', $port)" >/dev/null
 }
 
 down() {
