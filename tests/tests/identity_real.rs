@@ -66,13 +66,13 @@ fn pictures() -> PathBuf {
     dir
 }
 
-/// Reasons that ask for a retake, other than a duplicate of an earlier run's upload.
+/// Reasons that ask for a retake (those of no points), other than a duplicate of an earlier run's upload.
 fn retakes(a: &Value) -> Vec<String> {
     a["reasons"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|r| r["retake"] == true || r["points"] == 0.0)
+        .filter(|r| r["points"] == 0.0)
         .filter_map(|r| r["code"].as_str())
         .filter(|c| !matches!(*c, "DUPLICATE_IMAGE" | "NO_CAMERA_METADATA"))
         .map(str::to_owned)
