@@ -19,6 +19,7 @@
 
 use pgrx::prelude::*;
 
+pub mod cluster;
 pub mod embed;
 pub mod hnsw;
 pub mod identity;

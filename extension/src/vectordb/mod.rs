@@ -233,24 +233,35 @@ thread_local! {
 /// What a database holds of some terms: each term's record count, with a
 /// row per posting block (none when no record holds it). Run inside
 /// `_keyword_ranked`, a security definer that has checked the database is
-/// the account's.
+/// the account's. The account is named so that on a Citus cluster the
+/// statement goes to the one worker holding it.
 const READ_TERMS: &str = "SELECT t.term, t.records, p.postings FROM vigil.vector_terms t \
-                          LEFT JOIN vigil.vector_postings p ON p.db = t.db AND p.term = t.term \
-                          WHERE t.db = $1 AND t.term = ANY ($2)";
+                          LEFT JOIN vigil.vector_postings p \
+                            ON p.db = t.db AND p.term = t.term AND p.account = t.account \
+                          WHERE t.account = $3 AND t.db = $1 AND t.term = ANY ($2)";
 
-/// Reads what database `db_id` holds of `missing` ([`READ_TERMS`]).
-fn read_terms(db_id: i64, missing: &[String]) -> Result<Vec<(String, Term)>, pgrx::spi::Error> {
+/// Reads what database `db_id` of `account` holds of `missing` ([`READ_TERMS`]).
+fn read_terms(
+    db_id: i64,
+    account: &str,
+    missing: &[String],
+) -> Result<Vec<(String, Term)>, pgrx::spi::Error> {
     Spi::connect(|client| {
         READ_TERMS_PLAN.with_borrow_mut(|plan| {
             let statement: &OwnedPreparedStatement = match plan {
                 Some(statement) => statement,
                 None => {
-                    let types =
-                        [PgBuiltInOids::INT8OID, PgBuiltInOids::TEXTARRAYOID].map(|t| t.oid());
+                    let types = [
+                        PgBuiltInOids::INT8OID,
+                        PgBuiltInOids::TEXTARRAYOID,
+                        PgBuiltInOids::TEXTOID,
+                    ]
+                    .map(|t| t.oid());
                     plan.insert(client.prepare(READ_TERMS, &types)?.keep())
                 }
             };
-            let args: [DatumWithOid; 2] = [db_id.into(), missing.to_vec().into()];
+            let args: [DatumWithOid; 3] =
+                [db_id.into(), missing.to_vec().into(), account.into()];
             let mut held: HashMap<String, Term> = HashMap::new();
             for row in client.select(statement, None, &args)? {
                 let (Some(name), Some(records)) = (row.get::<String>(1)?, row.get::<i64>(2)?)
@@ -266,7 +277,7 @@ fn read_terms(db_id: i64, missing: &[String]) -> Result<Vec<(String, Term)>, pgr
     })
 }
 
-/// BM25's top `k` in database `db_id`, which holds `records` records of
+/// BM25's top `k` in database `db_id` of `account`, which holds `records` records of
 /// `average_length` tokens on average, over the query's `lexemes`: each
 /// term's record count (its IDF) and posting blocks come from this
 /// backend's copy of the keyword index when it holds them for the same row
@@ -279,6 +290,7 @@ fn read_terms(db_id: i64, missing: &[String]) -> Result<Vec<(String, Term)>, pgr
 #[pg_extern(stable, strict, name = "_bm25_search_kept")]
 fn bm25_search_kept(
     db_id: i64,
+    account: &str,
     xmin: i64,
     ctid: pg_sys::ItemPointerData,
     lexemes: Vec<String>,
@@ -295,7 +307,7 @@ fn bm25_search_kept(
     let held = POSTINGS
         .with_borrow_mut(|cache| {
             cache.terms(db_id, version, &lexemes, budget, |missing| {
-                read_terms(db_id, missing)
+                read_terms(db_id, account, missing)
             })
         })
         .unwrap_or_else(|e| error!("could not read the keyword index: {e}"));

@@ -238,7 +238,8 @@ mod tests {
         // disable_cost, past jit_above_cost: JIT must be off with them.
         assert_eq!(
             text("SELECT array_to_string(proconfig, ' ') FROM pg_proc WHERE oid = 'vigil._nearest'::regproc"),
-            "search_path=pg_catalog, vigil plan_cache_mode=force_generic_plan enable_sort=off enable_seqscan=off jit=off"
+            "search_path=pg_catalog, vigil plan_cache_mode=force_generic_plan enable_sort=off enable_seqscan=off \
+             jit=off citus.propagate_set_commands=local"
         );
         Spi::run(&format!(
             "INSERT INTO vigil.vector_records (db, account, title, content, embedding)
@@ -353,7 +354,7 @@ mod tests {
         Spi::run("CREATE ROLE vigil_test_kept NOSUPERUSER NOBYPASSRLS").unwrap();
         Spi::run("GRANT USAGE ON SCHEMA vigil TO vigil_test_kept").unwrap();
         Spi::run("SET ROLE vigil_test_kept").unwrap();
-        Spi::run("SELECT * FROM vigil._bm25_search_kept(1, 1, '(0,1)', ARRAY['w1'], 10, 1, 10)")
+        Spi::run("SELECT * FROM vigil._bm25_search_kept(1, 'a@example.com', 1, '(0,1)', ARRAY['w1'], 10, 1, 10)")
             .unwrap();
     }
 

@@ -1,9 +1,15 @@
 -- Vector databases: named per account, holding text records embedded by
 -- vigil.embed and searched by similarity, by BM25 keywords, or both fused.
 --
--- Every function runs as its caller (SECURITY INVOKER), so row-level security
--- decides what it sees: the application role acts for the account that
--- vigil.enter_account set; a superuser in psql sets `vigil.account` itself.
+-- The functions run as their owner (SECURITY DEFINER) and name the account
+-- in every statement: the account vigil.enter_account set for the
+-- application role, or a superuser in psql sets as `vigil.account`. On a
+-- Citus cluster that is what routes a statement to the one server holding
+-- the account, and the owner's connections to the workers read the shards
+-- there (the workers cannot know the coordinator's account setting, so
+-- row-level security, which still guards the tables themselves, would hide
+-- every row). Row-level security is not what confines them, so each
+-- statement's `account = ` is.
 -- Which database a call means, when not passed, comes from `vigil.db`.
 --
 -- Layout:
@@ -16,12 +22,15 @@
 --   vector_postings   the keyword index: per database and lexeme, the
 --                     records holding it, in blocks; kept by the same
 --                     triggers, ranked from without reading a record
+-- Each table carries `account` in every key, so the four can be spread over
+-- a Citus cluster by account, colocated (vigil.distribute, cluster/schema.sql):
+-- whatever one database's search or write touches is then on one server.
 
 CREATE TABLE vigil.vector_databases (
     account      text NOT NULL REFERENCES vigil.accounts (account) ON DELETE CASCADE,
     name         text NOT NULL CHECK (vigil.valid_db_name(name)),
     created_at   timestamptz NOT NULL DEFAULT now(),
-    id           bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+    id           bigint GENERATED ALWAYS AS IDENTITY,
     records      bigint NOT NULL DEFAULT 0,
     total_length bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (account, name),
@@ -36,7 +45,7 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 AS $$ SELECT to_tsvector('pg_catalog.english', text) || array_to_tsvector(vigil.exact_tokens(text)) $$;
 
 CREATE TABLE vigil.vector_records (
-    id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id         bigint GENERATED ALWAYS AS IDENTITY,
     db         bigint NOT NULL,
     account    text NOT NULL,
     title      text NOT NULL,
@@ -49,6 +58,7 @@ CREATE TABLE vigil.vector_records (
     -- which hybrid search reads the record by too; NULL for records stored
     -- before 0.11.0 until vigil.fill_openings reads them.
     opening    real[] CHECK (cardinality(opening) = 384),
+    PRIMARY KEY (id, account),
     FOREIGN KEY (db, account) REFERENCES vigil.vector_databases (id, account) ON DELETE CASCADE
 );
 -- Embeddings stay in the row (a 1.5 kB array does not compress) so a scan
@@ -63,10 +73,12 @@ CREATE INDEX vector_records_embedding ON vigil.vector_records
     USING vigil_hnsw (db vigil.int8_ops, embedding vigil.cosine_ops);
 
 CREATE TABLE vigil.vector_terms (
-    db      bigint NOT NULL REFERENCES vigil.vector_databases (id) ON DELETE CASCADE,
+    db      bigint NOT NULL,
     term    text NOT NULL,
     records bigint NOT NULL,
-    PRIMARY KEY (db, term)
+    account text NOT NULL,
+    PRIMARY KEY (db, term, account),
+    FOREIGN KEY (db, account) REFERENCES vigil.vector_databases (id, account) ON DELETE CASCADE
 );
 
 -- Blocks of up to vigil._postings_block_size() postings (record id, term
@@ -77,13 +89,15 @@ CREATE TABLE vigil.vector_terms (
 -- every matching record, 25.9 ms at p50 and 205 ms at p99 over 100,000
 -- records where a query's words are common (README, search figures).
 CREATE TABLE vigil.vector_postings (
-    db       bigint NOT NULL REFERENCES vigil.vector_databases (id) ON DELETE CASCADE,
+    db       bigint NOT NULL,
     term     text NOT NULL,
     first_id bigint NOT NULL,
     last_id  bigint NOT NULL,
     size     integer NOT NULL,
     postings bytea NOT NULL,
-    PRIMARY KEY (db, term, first_id)
+    account  text NOT NULL,
+    PRIMARY KEY (db, term, first_id, account),
+    FOREIGN KEY (db, account) REFERENCES vigil.vector_databases (id, account) ON DELETE CASCADE
 );
 
 REVOKE ALL ON vigil.vector_databases, vigil.vector_records, vigil.vector_terms, vigil.vector_postings FROM PUBLIC;
@@ -100,19 +114,18 @@ CREATE POLICY own_account ON vigil.vector_records
     USING (account = vigil.current_account())
     WITH CHECK (account = vigil.current_account());
 
--- Term counts reveal words, so they are the account's too: visible through
--- the databases it can see.
+-- Term counts reveal words, so they are the account's too.
 ALTER TABLE vigil.vector_terms ENABLE ROW LEVEL SECURITY;
 ALTER TABLE vigil.vector_terms FORCE ROW LEVEL SECURITY;
 CREATE POLICY own_account ON vigil.vector_terms
-    USING (EXISTS (SELECT FROM vigil.vector_databases d WHERE d.id = db))
-    WITH CHECK (EXISTS (SELECT FROM vigil.vector_databases d WHERE d.id = db));
+    USING (account = vigil.current_account())
+    WITH CHECK (account = vigil.current_account());
 
 ALTER TABLE vigil.vector_postings ENABLE ROW LEVEL SECURITY;
 ALTER TABLE vigil.vector_postings FORCE ROW LEVEL SECURITY;
 CREATE POLICY own_account ON vigil.vector_postings
-    USING (EXISTS (SELECT FROM vigil.vector_databases d WHERE d.id = db))
-    WITH CHECK (EXISTS (SELECT FROM vigil.vector_databases d WHERE d.id = db));
+    USING (account = vigil.current_account())
+    WITH CHECK (account = vigil.current_account());
 
 -- In backups (keys/schema.sql says why): the databases and their records.
 -- vector_terms, vector_postings and the databases' counts are derived from
@@ -135,6 +148,33 @@ SELECT a.account, a.created_at,
 FROM vigil.accounts a;
 REVOKE ALL ON vigil.account_list FROM PUBLIC;
 
+-- The table `wanted` (vector_terms, vector_postings, vector_databases) that a
+-- trigger on `fired_on` writes: the table itself on one server; on a Citus
+-- worker, where the trigger fires on vector_records_<shard id>, the shard of
+-- `wanted` holding the same hash range (colocated shards share their
+-- ranges, also after a split).
+CREATE FUNCTION vigil._colocated(fired_on text, wanted text) RETURNS text
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil
+AS $$
+DECLARE
+    shard bigint := substring(fired_on FROM '^vector_records_([0-9]+)$')::bigint;
+    found bigint;
+BEGIN
+    IF shard IS NULL THEN
+        RETURN format('vigil.%I', wanted);
+    END IF;
+    -- pg_dist_shard exists only where Citus is: read dynamically.
+    EXECUTE 'SELECT s.shardid FROM pg_dist_shard s JOIN pg_dist_shard r ON r.shardminvalue = s.shardminvalue
+             WHERE r.shardid = $1 AND s.logicalrelid = $2::regclass'
+    INTO found USING shard, format('vigil.%I', wanted);
+    IF found IS NULL THEN
+        RAISE EXCEPTION 'no shard of vigil.% beside shard % of vigil.vector_records', wanted, shard
+            USING HINT = 'vigil.distribute() colocates the vector tables';
+    END IF;
+    RETURN format('vigil.%I', wanted || '_' || found);
+END
+$$;
+
 -- Keeps vector_terms, vector_postings and the databases' counts current as
 -- records come, go or change: one statement-level pass over the transition
 -- tables, terms upserted in key order so concurrent writers lock them in
@@ -145,9 +185,18 @@ REVOKE ALL ON vigil.account_list FROM PUBLIC;
 -- SECURITY DEFINER: the writer's own statement already passed row-level
 -- security, and everything here follows from the rows it wrote, so the
 -- application role needs no grant on the index tables.
+-- On a Citus cluster the trigger fires on a shard of vector_records
+-- (vector_records_<shard id>) on the worker holding it, and writes the
+-- shards beside it that hold the same accounts (vigil._colocated): plain
+-- tables of that server, as the transition tables are, which a query
+-- through the distributed tables could not join.
 CREATE FUNCTION vigil._count_terms() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
+DECLARE
+    terms text := vigil._colocated(TG_TABLE_NAME, 'vector_terms');
+    postings text := vigil._colocated(TG_TABLE_NAME, 'vector_postings');
+    dbs text := vigil._colocated(TG_TABLE_NAME, 'vector_databases');
 BEGIN
     -- An update that changes no record's words or database (vigil.fill_openings
     -- writing openings) leaves the counts and postings as they are.
@@ -160,70 +209,81 @@ BEGIN
     END IF;
     IF TG_OP IN ('DELETE', 'UPDATE') THEN
         -- Two statements: one cannot delete the rows it has just updated.
-        UPDATE vector_terms v SET records = v.records - g.n
-        FROM (SELECT o.db, t.term, count(*) AS n
-              FROM old_rows o, unnest(tsvector_to_array(o.terms)) AS t (term)
-              WHERE EXISTS (SELECT FROM vector_databases d WHERE d.id = o.db)
-              GROUP BY o.db, t.term) g
-        WHERE v.db = g.db AND v.term = g.term;
-        DELETE FROM vector_terms v
-        USING (SELECT DISTINCT o.db, t.term
-               FROM old_rows o, unnest(tsvector_to_array(o.terms)) AS t (term)) g
-        WHERE v.db = g.db AND v.term = g.term AND v.records <= 0;
+        EXECUTE format($q$
+            UPDATE %1$s v SET records = v.records - g.n
+            FROM (SELECT o.db, o.account, t.term, count(*) AS n
+                  FROM old_rows o, unnest(tsvector_to_array(o.terms)) AS t (term)
+                  WHERE EXISTS (SELECT FROM %2$s d WHERE d.id = o.db AND d.account = o.account)
+                  GROUP BY o.db, o.account, t.term) g
+            WHERE v.db = g.db AND v.term = g.term AND v.account = g.account$q$, terms, dbs);
+        EXECUTE format($q$
+            DELETE FROM %1$s v
+            USING (SELECT DISTINCT o.db, o.account, t.term
+                   FROM old_rows o, unnest(tsvector_to_array(o.terms)) AS t (term)) g
+            WHERE v.db = g.db AND v.term = g.term AND v.account = g.account AND v.records <= 0$q$, terms);
         -- Their postings, out of the blocks holding them.
-        WITH gone AS (
-            SELECT o.db, u.lexeme AS term, array_agg(o.id) AS ids, min(o.id) AS low, max(o.id) AS high
-            FROM old_rows o, unnest(o.terms) AS u
-            WHERE EXISTS (SELECT FROM vector_databases d WHERE d.id = o.db)
-            GROUP BY o.db, u.lexeme
-        ), hit AS (
-            DELETE FROM vector_postings p USING gone g
-            WHERE p.db = g.db AND p.term = g.term AND p.first_id <= g.high AND p.last_id >= g.low
-              AND vigil._postings_holds_any(p.postings, g.ids)
-            RETURNING p.db, p.term, p.postings, g.ids
-        )
-        INSERT INTO vector_postings (db, term, first_id, last_id, size, postings)
-        SELECT h.db, h.term, b.first_id, b.last_id, b.size, b.postings
-        FROM hit h, vigil._postings_remove(h.postings, h.ids) AS b;
-        UPDATE vector_databases d
-        SET records = d.records - s.n, total_length = d.total_length - s.length
-        FROM (SELECT o.db, count(*) AS n, sum(vigil.bm25_length(o.terms)) AS length
-              FROM old_rows o GROUP BY o.db) s
-        WHERE d.id = s.db;
+        EXECUTE format($q$
+            WITH gone AS (
+                SELECT o.db, o.account, u.lexeme AS term, array_agg(o.id) AS ids,
+                       min(o.id) AS low, max(o.id) AS high
+                FROM old_rows o, unnest(o.terms) AS u
+                WHERE EXISTS (SELECT FROM %2$s d WHERE d.id = o.db AND d.account = o.account)
+                GROUP BY o.db, o.account, u.lexeme
+            ), hit AS (
+                DELETE FROM %1$s p USING gone g
+                WHERE p.db = g.db AND p.term = g.term AND p.account = g.account
+                  AND p.first_id <= g.high AND p.last_id >= g.low
+                  AND vigil._postings_holds_any(p.postings, g.ids)
+                RETURNING p.db, p.account, p.term, p.postings, g.ids
+            )
+            INSERT INTO %1$s (db, account, term, first_id, last_id, size, postings)
+            SELECT h.db, h.account, h.term, b.first_id, b.last_id, b.size, b.postings
+            FROM hit h, vigil._postings_remove(h.postings, h.ids) AS b$q$, postings, dbs);
+        EXECUTE format($q$
+            UPDATE %1$s d
+            SET records = d.records - s.n, total_length = d.total_length - s.length
+            FROM (SELECT o.db, o.account, count(*) AS n, sum(vigil.bm25_length(o.terms)) AS length
+                  FROM old_rows o GROUP BY o.db, o.account) s
+            WHERE d.id = s.db AND d.account = s.account$q$, dbs);
     END IF;
     IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        INSERT INTO vector_terms AS v (db, term, records)
-        SELECT n.db, t.term, count(*)
-        FROM new_rows n, unnest(tsvector_to_array(n.terms)) AS t (term)
-        GROUP BY n.db, t.term
-        ORDER BY n.db, t.term
-        ON CONFLICT (db, term) DO UPDATE SET records = v.records + excluded.records;
+        EXECUTE format($q$
+            INSERT INTO %1$s AS v (db, account, term, records)
+            SELECT n.db, n.account, t.term, count(*)
+            FROM new_rows n, unnest(tsvector_to_array(n.terms)) AS t (term)
+            GROUP BY n.db, n.account, t.term
+            ORDER BY n.db, t.term, n.account
+            ON CONFLICT (db, term, account) DO UPDATE SET records = v.records + excluded.records$q$, terms);
         -- Their postings, merged into each term's newest block while it has
         -- room, then into new blocks.
-        WITH added AS (
-            SELECT n.db, u.lexeme AS term,
-                   array_agg(n.id ORDER BY n.id) AS ids,
-                   array_agg(greatest(cardinality(u.positions), 1) ORDER BY n.id) AS tfs,
-                   array_agg(n.length ORDER BY n.id) AS lengths
-            FROM (SELECT r.id, r.db, r.terms, vigil.bm25_length(r.terms) AS length FROM new_rows r) n,
-                 unnest(n.terms) AS u
-            GROUP BY n.db, u.lexeme
-        ), tails AS (
-            DELETE FROM vector_postings p USING added a
-            WHERE p.db = a.db AND p.term = a.term AND p.size < vigil._postings_block_size()
-              AND p.first_id = (SELECT max(q.first_id) FROM vector_postings q
-                                WHERE q.db = a.db AND q.term = a.term)
-            RETURNING p.db, p.term, p.postings
-        )
-        INSERT INTO vector_postings (db, term, first_id, last_id, size, postings)
-        SELECT a.db, a.term, b.first_id, b.last_id, b.size, b.postings
-        FROM added a LEFT JOIN tails t ON t.db = a.db AND t.term = a.term,
-             vigil._postings_append(t.postings, a.ids, a.tfs, a.lengths) AS b;
-        UPDATE vector_databases d
-        SET records = d.records + s.n, total_length = d.total_length + s.length
-        FROM (SELECT n.db, count(*) AS n, sum(vigil.bm25_length(n.terms)) AS length
-              FROM new_rows n GROUP BY n.db) s
-        WHERE d.id = s.db;
+        EXECUTE format($q$
+            WITH added AS (
+                SELECT n.db, n.account, u.lexeme AS term,
+                       array_agg(n.id ORDER BY n.id) AS ids,
+                       array_agg(greatest(cardinality(u.positions), 1) ORDER BY n.id) AS tfs,
+                       array_agg(n.length ORDER BY n.id) AS lengths
+                FROM (SELECT r.id, r.db, r.account, r.terms, vigil.bm25_length(r.terms) AS length
+                      FROM new_rows r) n,
+                     unnest(n.terms) AS u
+                GROUP BY n.db, n.account, u.lexeme
+            ), tails AS (
+                DELETE FROM %1$s p USING added a
+                WHERE p.db = a.db AND p.term = a.term AND p.account = a.account
+                  AND p.size < vigil._postings_block_size()
+                  AND p.first_id = (SELECT max(q.first_id) FROM %1$s q
+                                    WHERE q.db = a.db AND q.term = a.term AND q.account = a.account)
+                RETURNING p.db, p.account, p.term, p.postings
+            )
+            INSERT INTO %1$s (db, account, term, first_id, last_id, size, postings)
+            SELECT a.db, a.account, a.term, b.first_id, b.last_id, b.size, b.postings
+            FROM added a LEFT JOIN tails t ON t.db = a.db AND t.term = a.term AND t.account = a.account,
+                 vigil._postings_append(t.postings, a.ids, a.tfs, a.lengths) AS b$q$, postings);
+        EXECUTE format($q$
+            UPDATE %1$s d
+            SET records = d.records + s.n, total_length = d.total_length + s.length
+            FROM (SELECT n.db, n.account, count(*) AS n, sum(vigil.bm25_length(n.terms)) AS length
+                  FROM new_rows n GROUP BY n.db, n.account) s
+            WHERE d.id = s.db AND d.account = s.account$q$, dbs);
     END IF;
     RETURN NULL;
 END
@@ -288,7 +348,7 @@ $$;
 -- already existed (creating is idempotent).
 CREATE FUNCTION vigil.create_database(db text)
 RETURNS TABLE (account text, name text, created_at timestamptz, created boolean)
-LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 BEGIN
     account := vigil._require_account();
@@ -312,7 +372,7 @@ $$;
 -- The id of the current account's database `db` (NULL: the setting
 -- vigil.db); 22023 naming dbName when none is given, P0002 when unknown.
 CREATE FUNCTION vigil._database(db text) RETURNS bigint
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 DECLARE
     acct text := vigil._require_account();
@@ -335,11 +395,14 @@ $$;
 -- Deletes the database `db` with all its records; P0002 when unknown.
 CREATE FUNCTION vigil.drop_database(db text DEFAULT NULL)
 RETURNS TABLE (name text, records bigint)
-LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
+DECLARE
+    acct text := vigil.current_account();
+    db_id bigint := vigil._database(db);
 BEGIN
     RETURN QUERY
-    DELETE FROM vector_databases d WHERE d.id = vigil._database(db)
+    DELETE FROM vector_databases d WHERE d.account = acct AND d.id = db_id
     RETURNING d.name, d.records;
     -- Another transaction dropped it after _database found it (two drops at once).
     IF NOT FOUND THEN
@@ -381,7 +444,7 @@ CREATE TYPE vigil.vector_record AS (id bigint, title text, content text, metadat
 -- as its title and content. Returns them in the order given.
 CREATE FUNCTION vigil.store_records(records jsonb, db text DEFAULT NULL)
 RETURNS TABLE (id bigint, title text, content text, metadata jsonb, created_at timestamptz)
-LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -436,7 +499,7 @@ $$;
 -- Stores one record (see vigil.store_records).
 CREATE FUNCTION vigil.store_record(title text, content text, metadata jsonb DEFAULT '{}', db text DEFAULT NULL)
 RETURNS SETOF vigil.vector_record
-LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -518,10 +581,11 @@ $$;
 -- from position `start` (0 is the first), with their embeddings.
 CREATE FUNCTION vigil.list_records(start bigint DEFAULT 0, lim integer DEFAULT 10, db text DEFAULT NULL)
 RETURNS TABLE (id bigint, title text, content text, metadata jsonb, created_at timestamptz, embedding real[])
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 #variable_conflict use_column
 DECLARE
+    acct text := vigil.current_account();
     db_id bigint := vigil._database(db);
 BEGIN
     PERFORM vigil._check_limit(lim);
@@ -530,7 +594,7 @@ BEGIN
     END IF;
     RETURN QUERY
     SELECT r.id, r.title, r.content, r.metadata, r.created_at, r.embedding
-    FROM vector_records r WHERE r.db = db_id
+    FROM vector_records r WHERE r.account = acct AND r.db = db_id
     ORDER BY r.id OFFSET start LIMIT lim;
 END
 $$;
@@ -539,14 +603,16 @@ $$;
 -- the database has no such record.
 CREATE FUNCTION vigil.delete_record(id bigint, db text DEFAULT NULL)
 RETURNS SETOF vigil.vector_record
-LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 #variable_conflict use_column
 DECLARE
+    acct text := vigil.current_account();
     db_id bigint := vigil._database(db);
 BEGIN
     RETURN QUERY
-    DELETE FROM vector_records r WHERE r.db = db_id AND r.id = delete_record.id
+    DELETE FROM vector_records r
+    WHERE r.account = acct AND r.db = db_id AND r.id = delete_record.id
     RETURNING r.id, r.title, r.content, r.metadata, r.created_at;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no record % in database %', delete_record.id, coalesce(db, current_setting('vigil.db', true))
@@ -597,29 +663,34 @@ $$;
 
 CREATE FUNCTION vigil._nearest(db_id bigint, query_vector real[], k integer, openings boolean DEFAULT false)
 RETURNS TABLE (id bigint, similarity real)
-LANGUAGE plpgsql STABLE
+LANGUAGE plpgsql VOLATILE -- it SETs the beam (a statement no STABLE function may run)
 SET search_path = pg_catalog, vigil SET plan_cache_mode = force_generic_plan
 SET enable_sort = off SET enable_seqscan = off SET jit = off
+SET citus.propagate_set_commands = 'local'
 AS $$
 #variable_conflict use_column
 DECLARE
+    acct text := vigil.current_account();
     in_db bigint;
 BEGIN
-    SELECT d.records INTO in_db FROM vector_databases d WHERE d.id = db_id;
+    SELECT d.records INTO in_db FROM vector_databases d WHERE d.account = acct AND d.id = db_id;
     IF in_db <= 2000 THEN
         RETURN QUERY EXECUTE
             'SELECT r.id, greatest(1 - vigil.cosine_distance(r.embedding, $2),
                                   CASE WHEN $4 THEN 1 - vigil.cosine_distance(r.opening, $2) END)::real
-             FROM vigil.vector_records r WHERE r.db = $1
+             FROM vigil.vector_records r WHERE r.account = $5 AND r.db = $1
              ORDER BY vigil.cosine_distance(r.embedding, $2), r.id
              LIMIT $3'
-            USING db_id, query_vector, k, openings;
+            USING db_id, query_vector, k, openings, acct;
     ELSE
-        PERFORM set_config('vigil.hnsw_ef_search', vigil._search_ef(k, in_db)::text, true);
+        -- A statement, not set_config: on a cluster, Citus passes SET LOCAL
+        -- on to the worker that runs the search (in a transaction block,
+        -- as the sidecar's are).
+        EXECUTE format('SET LOCAL vigil.hnsw_ef_search = %s', vigil._search_ef(k, in_db));
         RETURN QUERY
         SELECT r.id, greatest(1 - (r.embedding <=> query_vector),
                               CASE WHEN openings THEN 1 - vigil.cosine_distance(r.opening, query_vector) END)::real
-        FROM vector_records r WHERE r.db = db_id
+        FROM vector_records r WHERE r.account = acct AND r.db = db_id
         ORDER BY r.embedding <=> query_vector
         LIMIT k;
     END IF;
@@ -648,6 +719,7 @@ LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 #variable_conflict use_column
 DECLARE
+    acct text := vigil.current_account();
     n bigint;
     average real;
     version_xmin bigint;
@@ -655,19 +727,19 @@ DECLARE
 BEGIN
     SELECT d.records, d.total_length::real / greatest(d.records, 1), d.xmin::text::bigint, d.ctid
     INTO n, average, version_xmin, version_ctid
-    FROM vector_databases d WHERE d.id = db_id AND d.account = vigil.current_account();
+    FROM vector_databases d WHERE d.account = acct AND d.id = db_id;
     IF NOT FOUND THEN
         RETURN;
     END IF;
-    RETURN QUERY SELECT * FROM vigil._bm25_search_kept(db_id, version_xmin, version_ctid,
-        tsvector_to_array(vigil.search_terms(query)), n, average, k);
+    RETURN QUERY SELECT * FROM vigil._bm25_search_kept(db_id, acct, version_xmin,
+        version_ctid, tsvector_to_array(vigil.search_terms(query)), n, average, k);
 END
 $$;
 
 -- The terms a backend keeps are those of the accounts whose searches read
 -- them, and pooled connections change accounts: only _keyword_ranked,
 -- running as the owner after its account check, reads them.
-REVOKE EXECUTE ON FUNCTION vigil._bm25_search_kept(bigint, bigint, tid, text[], bigint, real, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION vigil._bm25_search_kept(bigint, text, bigint, tid, text[], bigint, real, integer) FROM PUBLIC;
 
 -- A tsquery matching any of `lexemes`, taken as they are (not stemmed again).
 CREATE FUNCTION vigil._any_term(lexemes text[]) RETURNS tsquery
@@ -709,17 +781,26 @@ $$;
 CREATE FUNCTION vigil.query_embeddings(query text, db text DEFAULT NULL, k integer DEFAULT 10,
                                        query_vector real[] DEFAULT NULL)
 RETURNS TABLE (id bigint, title text, content text, metadata jsonb, created_at timestamptz, similarity real)
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil SET plan_cache_mode = force_generic_plan
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, vigil SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
+    acct text := vigil.current_account();
     db_id bigint := vigil._database(db);
+    ids bigint[];
+    similarities real[];
 BEGIN
     PERFORM vigil._check_search(query, k);
+    -- The nearest first, then their rows: on a cluster a statement that
+    -- reads the records must not call a function that reads them too.
+    SELECT array_agg(x.id), array_agg(x.similarity) INTO ids, similarities
+    FROM vigil._nearest(db_id, vigil._query_vector(query, query_vector), k) x;
     RETURN QUERY
     SELECT r.id, r.title, r.content, r.metadata, r.created_at, x.similarity
-    FROM vigil._nearest(db_id, vigil._query_vector(query, query_vector), k) x
+    FROM unnest(ids, similarities) AS x (id, similarity)
     JOIN vector_records r ON r.id = x.id
+    WHERE r.account = acct
     ORDER BY x.similarity DESC, r.id;
 END
 $$;
@@ -727,16 +808,23 @@ $$;
 -- The records ranked highest by BM25 for `query` (any of its words), with `score`.
 CREATE FUNCTION vigil.keyword_search(query text, k integer DEFAULT 10, db text DEFAULT NULL)
 RETURNS TABLE (id bigint, title text, content text, metadata jsonb, created_at timestamptz, score real)
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil SET plan_cache_mode = force_generic_plan
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, vigil SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
+    acct text := vigil.current_account();
     db_id bigint := vigil._database(db);
+    ids bigint[];
+    scores real[];
 BEGIN
     PERFORM vigil._check_search(query, k);
+    SELECT array_agg(x.id), array_agg(x.score) INTO ids, scores
+    FROM vigil._keyword_ranked(db_id, query, k) x;
     RETURN QUERY
     SELECT r.id, r.title, r.content, r.metadata, r.created_at, x.score
-    FROM vigil._keyword_ranked(db_id, query, k) x JOIN vector_records r ON r.id = x.id
+    FROM unnest(ids, scores) AS x (id, score) JOIN vector_records r ON r.id = x.id
+    WHERE r.account = acct
     ORDER BY x.score DESC, r.id;
 END
 $$;
@@ -769,10 +857,12 @@ CREATE FUNCTION vigil.hybrid_search(
     query_vector real[] DEFAULT NULL
 )
 RETURNS TABLE (id bigint, title text, content text, metadata jsonb, created_at timestamptz, score real)
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil SET plan_cache_mode = force_generic_plan
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, vigil SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
+    acct text := vigil.current_account();
     db_id bigint := vigil._database(db);
     fetched integer;
     qv real[];
@@ -802,13 +892,15 @@ BEGIN
     identifiers := ARRAY(SELECT t FROM unnest(vigil.exact_tokens(query)) AS t WHERE t ~ '[0-9@_/:#+.]');
     IF cardinality(identifiers) > 0 AND keyword_ids IS NOT NULL THEN
         SELECT array_agg(r.id) INTO identified
-        FROM vector_records r WHERE r.id = ANY (keyword_ids) AND r.terms @@ vigil._any_term(identifiers);
+        FROM vector_records r
+        WHERE r.account = acct AND r.id = ANY (keyword_ids) AND r.terms @@ vigil._any_term(identifiers);
     END IF;
     RETURN QUERY
     SELECT r.id, r.title, r.content, r.metadata, r.created_at, f.score::real
     FROM vigil._fuse(vector_ids, similarities, keyword_ids, scores, identified, k, fusion,
                      vector_weight, keyword_weight) f
     JOIN vector_records r ON r.id = f.id
+    WHERE r.account = acct
     ORDER BY f.score DESC, r.id;
 END
 $$;

@@ -640,6 +640,66 @@ REVOKE ALL ON vigil.api_key_list, vigil.user_key_list FROM PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
+-- extension/src/hnsw/mod.rs:65
+-- requires:
+--   keys_schema
+
+-- vigil_hnsw: distance operators on real[] and the HNSW index access method.
+-- The functions are C functions of this module (src/hnsw/ops.rs, mod.rs).
+
+-- Exact distances; these also back the operators when no index is used. COST
+-- reflects a few hundred multiply-adds, so the planner weighs a sequential scan
+-- that computes one per row against the index's few hundred per query.
+CREATE FUNCTION vigil.l2_distance(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_l2_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+CREATE FUNCTION vigil.cosine_distance(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_cosine_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+CREATE FUNCTION vigil.negative_inner_product(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_negative_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+CREATE FUNCTION vigil.inner_product(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+
+COMMENT ON FUNCTION vigil.l2_distance(real[], real[]) IS 'Euclidean distance; the <-> operator';
+COMMENT ON FUNCTION vigil.cosine_distance(real[], real[]) IS '1 - cosine similarity; the <=> operator';
+COMMENT ON FUNCTION vigil.negative_inner_product(real[], real[]) IS '-(a . b); the <#> operator';
+
+CREATE OPERATOR vigil.<-> (
+    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.l2_distance,
+    COMMUTATOR = OPERATOR(vigil.<->)
+);
+CREATE OPERATOR vigil.<=> (
+    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.cosine_distance,
+    COMMUTATOR = OPERATOR(vigil.<=>)
+);
+CREATE OPERATOR vigil.<#> (
+    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.negative_inner_product,
+    COMMUTATOR = OPERATOR(vigil.<#>)
+);
+
+CREATE FUNCTION vigil.vigil_hnsw_handler(internal) RETURNS index_am_handler
+    AS 'MODULE_PATHNAME', 'vigil_hnsw_handler' LANGUAGE c;
+CREATE ACCESS METHOD vigil_hnsw TYPE INDEX HANDLER vigil.vigil_hnsw_handler;
+COMMENT ON ACCESS METHOD vigil_hnsw IS 'HNSW approximate nearest-neighbour index over real[]';
+
+-- Support function 1 names the metric the index is built with.
+CREATE OPERATOR CLASS vigil.cosine_ops DEFAULT FOR TYPE real[] USING vigil_hnsw AS
+    OPERATOR 1 vigil.<=> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
+    FUNCTION 1 vigil.cosine_distance(real[], real[]);
+CREATE OPERATOR CLASS vigil.l2_ops FOR TYPE real[] USING vigil_hnsw AS
+    OPERATOR 1 vigil.<-> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
+    FUNCTION 1 vigil.l2_distance(real[], real[]);
+CREATE OPERATOR CLASS vigil.ip_ops FOR TYPE real[] USING vigil_hnsw AS
+    OPERATOR 1 vigil.<#> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
+    FUNCTION 1 vigil.negative_inner_product(real[], real[]);
+-- The key of a partitioned index, `USING vigil_hnsw (key, vector)`: one graph
+-- per key value, which a scan for `key = $1` walks alone (src/hnsw/directory.rs).
+CREATE OPERATOR CLASS vigil.int8_ops DEFAULT FOR TYPE bigint USING vigil_hnsw AS
+    OPERATOR 1 pg_catalog.= (bigint, bigint),
+    OPERATOR 1 pg_catalog.= (bigint, integer),
+    OPERATOR 1 pg_catalog.= (bigint, smallint);
+/* </end connected objects> */
+
+/* <begin connected objects> */
 -- extension/src/risk/mod.rs:105
 -- requires:
 --   keys_schema
@@ -952,66 +1012,6 @@ REVOKE EXECUTE ON FUNCTION vigil._identity_duplicate(bytea, integer) FROM PUBLIC
 
 -- Security definer: only the application role (sql/bootstrap.sql) and the owner assess.
 REVOKE EXECUTE ON FUNCTION vigil.assess_id(bytea, bigint) FROM PUBLIC;
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- extension/src/hnsw/mod.rs:65
--- requires:
---   keys_schema
-
--- vigil_hnsw: distance operators on real[] and the HNSW index access method.
--- The functions are C functions of this module (src/hnsw/ops.rs, mod.rs).
-
--- Exact distances; these also back the operators when no index is used. COST
--- reflects a few hundred multiply-adds, so the planner weighs a sequential scan
--- that computes one per row against the index's few hundred per query.
-CREATE FUNCTION vigil.l2_distance(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_l2_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-CREATE FUNCTION vigil.cosine_distance(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_cosine_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-CREATE FUNCTION vigil.negative_inner_product(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_negative_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-CREATE FUNCTION vigil.inner_product(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-
-COMMENT ON FUNCTION vigil.l2_distance(real[], real[]) IS 'Euclidean distance; the <-> operator';
-COMMENT ON FUNCTION vigil.cosine_distance(real[], real[]) IS '1 - cosine similarity; the <=> operator';
-COMMENT ON FUNCTION vigil.negative_inner_product(real[], real[]) IS '-(a . b); the <#> operator';
-
-CREATE OPERATOR vigil.<-> (
-    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.l2_distance,
-    COMMUTATOR = OPERATOR(vigil.<->)
-);
-CREATE OPERATOR vigil.<=> (
-    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.cosine_distance,
-    COMMUTATOR = OPERATOR(vigil.<=>)
-);
-CREATE OPERATOR vigil.<#> (
-    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.negative_inner_product,
-    COMMUTATOR = OPERATOR(vigil.<#>)
-);
-
-CREATE FUNCTION vigil.vigil_hnsw_handler(internal) RETURNS index_am_handler
-    AS 'MODULE_PATHNAME', 'vigil_hnsw_handler' LANGUAGE c;
-CREATE ACCESS METHOD vigil_hnsw TYPE INDEX HANDLER vigil.vigil_hnsw_handler;
-COMMENT ON ACCESS METHOD vigil_hnsw IS 'HNSW approximate nearest-neighbour index over real[]';
-
--- Support function 1 names the metric the index is built with.
-CREATE OPERATOR CLASS vigil.cosine_ops DEFAULT FOR TYPE real[] USING vigil_hnsw AS
-    OPERATOR 1 vigil.<=> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
-    FUNCTION 1 vigil.cosine_distance(real[], real[]);
-CREATE OPERATOR CLASS vigil.l2_ops FOR TYPE real[] USING vigil_hnsw AS
-    OPERATOR 1 vigil.<-> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
-    FUNCTION 1 vigil.l2_distance(real[], real[]);
-CREATE OPERATOR CLASS vigil.ip_ops FOR TYPE real[] USING vigil_hnsw AS
-    OPERATOR 1 vigil.<#> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
-    FUNCTION 1 vigil.negative_inner_product(real[], real[]);
--- The key of a partitioned index, `USING vigil_hnsw (key, vector)`: one graph
--- per key value, which a scan for `key = $1` walks alone (src/hnsw/directory.rs).
-CREATE OPERATOR CLASS vigil.int8_ops DEFAULT FOR TYPE bigint USING vigil_hnsw AS
-    OPERATOR 1 pg_catalog.= (bigint, bigint),
-    OPERATOR 1 pg_catalog.= (bigint, integer),
-    OPERATOR 1 pg_catalog.= (bigint, smallint);
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -1622,7 +1622,11 @@ END
 $$;
 
 -- The `k` records of database `db_id` nearest to `query_vector`, with
--- their cosine similarity: from the database's own graph in the
+-- their cosine similarity, or with `openings` the better of it and their
+-- opening's (hybrid search's vector branch): read from the row the search
+-- fetches anyway, where a join back to the table for the opening cost 0.45
+-- of the 3.5 ms a hybrid search takes at 100,000 records with 4 clients on
+-- 2 cores (docs/performance.md). From the database's own graph in the
 -- partitioned index (`db = db_id` picks it), whose beam is
 -- vigil._search_ef(k, records) wide; a database too small for a graph to pay is
 -- scanned exactly instead (a function call the index cannot serve, instead
@@ -1657,7 +1661,7 @@ AS $$
                                   ELSE 600 END), 1000)
 $$;
 
-CREATE FUNCTION vigil._nearest(db_id bigint, query_vector real[], k integer)
+CREATE FUNCTION vigil._nearest(db_id bigint, query_vector real[], k integer, openings boolean DEFAULT false)
 RETURNS TABLE (id bigint, similarity real)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, vigil SET plan_cache_mode = force_generic_plan
@@ -1670,15 +1674,17 @@ BEGIN
     SELECT d.records INTO in_db FROM vector_databases d WHERE d.id = db_id;
     IF in_db <= 2000 THEN
         RETURN QUERY EXECUTE
-            'SELECT r.id, (1 - vigil.cosine_distance(r.embedding, $2))::real
+            'SELECT r.id, greatest(1 - vigil.cosine_distance(r.embedding, $2),
+                                  CASE WHEN $4 THEN 1 - vigil.cosine_distance(r.opening, $2) END)::real
              FROM vigil.vector_records r WHERE r.db = $1
              ORDER BY vigil.cosine_distance(r.embedding, $2), r.id
              LIMIT $3'
-            USING db_id, query_vector, k;
+            USING db_id, query_vector, k, openings;
     ELSE
         PERFORM set_config('vigil.hnsw_ef_search', vigil._search_ef(k, in_db)::text, true);
         RETURN QUERY
-        SELECT r.id, (1 - (r.embedding <=> query_vector))::real
+        SELECT r.id, greatest(1 - (r.embedding <=> query_vector),
+                              CASE WHEN openings THEN 1 - vigil.cosine_distance(r.opening, query_vector) END)::real
         FROM vector_records r WHERE r.db = db_id
         ORDER BY r.embedding <=> query_vector
         LIMIT k;
@@ -1854,8 +1860,7 @@ BEGIN
     fetched := least(greatest(2 * k, 30), 2000);
     qv := vigil._query_vector(query, query_vector);
     SELECT array_agg(v.id), array_agg(v.similarity) INTO vector_ids, similarities
-    FROM (SELECT n.id, greatest(n.similarity, (1 - vigil.cosine_distance(r.opening, qv))::real) AS similarity
-          FROM vigil._nearest(db_id, qv, greatest(fetched, 100)) n JOIN vector_records r ON r.id = n.id
+    FROM (SELECT n.id, n.similarity FROM vigil._nearest(db_id, qv, greatest(fetched, 100), true) n
           ORDER BY 2 DESC, 1 LIMIT fetched) v;
     SELECT array_agg(w.id), array_agg(w.score) INTO keyword_ids, scores
     FROM vigil._keyword_ranked(db_id, query, fetched) w;

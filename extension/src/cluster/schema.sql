@@ -1,0 +1,124 @@
+-- Scaling out (docs/scaling-out.md): on a Citus coordinator with workers,
+-- vigil.distribute() moves an installation's vector databases onto the
+-- workers, keeping every row:
+--   accounts, user_keys          reference tables: a copy on every server,
+--                                so a database's row can refer to its account
+--   vector_databases, _records,  distributed by account, colocated: one
+--   _terms, _postings            account's databases, records and keyword
+--                                index on one worker, so each search and
+--                                write of a database runs there
+--   everything else              on the coordinator: API keys, and the risk
+--                                and identity tables, whose history signals
+--                                read across every customer
+-- Citus is a separate extension (AGPL-3.0) the user installs; none of this
+-- runs without it, and vigil works unchanged where it is absent.
+
+CREATE FUNCTION vigil.distribute(shard_count integer DEFAULT 32)
+RETURNS TABLE (relation regclass, kind text, rows_kept bigint)
+LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+AS $$
+DECLARE
+    shared CONSTANT text[] := ARRAY['vigil.accounts', 'vigil.user_keys'];
+    spread CONSTANT text[] := ARRAY['vigil.vector_databases', 'vigil.vector_records',
+                                    'vigil.vector_terms', 'vigil.vector_postings'];
+    -- Workers made their own empty copies when vigil was created there;
+    -- Citus makes its own in their place. Views over them go first.
+    on_workers CONSTANT text := $w$
+        DO $do$
+        DECLARE
+            t text;
+            n bigint;
+        BEGIN
+            IF to_regclass('vigil.vector_records') IS NULL
+               OR NOT EXISTS (SELECT FROM pg_depend WHERE classid = 'pg_class'::regclass
+                              AND objid = 'vigil.vector_records'::regclass AND deptype = 'e') THEN
+                RETURN;  -- done before, or made by Citus
+            END IF;
+            FOREACH t IN ARRAY ARRAY['vigil.accounts', 'vigil.user_keys', 'vigil.vector_databases',
+                                     'vigil.vector_records', 'vigil.vector_terms', 'vigil.vector_postings'] LOOP
+                EXECUTE format('SELECT count(*) FROM %s', t) INTO n;
+                IF n > 0 THEN
+                    RAISE EXCEPTION 'this worker''s own % holds % rows: a worker must be a new server', t, n;
+                END IF;
+            END LOOP;
+            ALTER EXTENSION vigil DROP VIEW vigil.account_list;
+            ALTER EXTENSION vigil DROP VIEW vigil.user_key_list;
+            DROP VIEW vigil.account_list, vigil.user_key_list;
+            FOREACH t IN ARRAY ARRAY['vigil.vector_postings', 'vigil.vector_terms', 'vigil.vector_records',
+                                     'vigil.vector_databases', 'vigil.user_keys', 'vigil.accounts'] LOOP
+                EXECUTE format('ALTER EXTENSION vigil DROP TABLE %s', t);
+                EXECUTE format('DROP TABLE %s', t);
+            END LOOP;
+        END
+        $do$
+    $w$;
+    t text;
+    failed text;
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') THEN
+        RAISE EXCEPTION 'vigil.distribute() needs Citus in this database'
+            USING HINT = 'CREATE EXTENSION citus on every server, add the workers (citus_add_node), then call it again: docs/scaling-out.md';
+    END IF;
+    IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+        RAISE EXCEPTION 'vigil.distribute() must be run by a superuser' USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF shard_count IS NULL OR shard_count NOT BETWEEN 1 AND 64000 THEN
+        PERFORM vigil._refuse('shard_count', 'shard_count must be 1 to 64000');
+    END IF;
+    -- Citus's functions are called by EXECUTE: they exist only where it is.
+    EXECUTE 'SELECT NOT citus_is_coordinator()' INTO STRICT failed;
+    IF failed::boolean THEN
+        RAISE EXCEPTION 'vigil.distribute() runs on the coordinator';
+    END IF;
+    EXECUTE $q$SELECT count(*) = 0 FROM pg_dist_node
+               WHERE noderole = 'primary' AND isactive AND shouldhaveshards$q$ INTO STRICT failed;
+    IF failed::boolean THEN
+        RAISE EXCEPTION 'this coordinator has no workers'
+            USING HINT = 'add them first: SELECT citus_add_node(host, port)';
+    END IF;
+    EXECUTE 'SELECT to_regclass(''vigil.vector_records'') IN (SELECT logicalrelid FROM pg_dist_partition)'
+        INTO STRICT failed;
+    IF NOT failed::boolean THEN
+        EXECUTE 'SELECT string_agg(format(''%s:%s: %s'', nodename, nodeport, result), ''; '')
+                 FROM run_command_on_workers($1) WHERE NOT success'
+            INTO failed USING on_workers;
+        IF failed IS NOT NULL THEN
+            RAISE EXCEPTION 'could not make room on the workers: %', failed;
+        END IF;
+        -- Users' tables from now on, not the extension's: Citus distributes
+        -- only those, and creates them on the workers itself.
+        ALTER EXTENSION vigil DROP VIEW vigil.account_list;
+        ALTER EXTENSION vigil DROP VIEW vigil.user_key_list;
+        FOREACH t IN ARRAY shared || spread LOOP
+            EXECUTE format('ALTER EXTENSION vigil DROP TABLE %s', t);
+        END LOOP;
+        ALTER EXTENSION vigil DROP SEQUENCE vigil.user_keys_id_seq;
+        ALTER EXTENSION vigil DROP SEQUENCE vigil.vector_databases_id_seq;
+        ALTER EXTENSION vigil DROP SEQUENCE vigil.vector_records_id_seq;
+        -- The rows are copied as they are: the counts and the keyword index
+        -- travel with them, so the triggers that would count them again
+        -- stay off while they are copied.
+        ALTER TABLE vigil.vector_records DISABLE TRIGGER USER;
+        ALTER TABLE vigil.vector_databases DISABLE TRIGGER USER;
+        SET LOCAL citus.enable_unsafe_triggers = on;
+        SET LOCAL citus.multi_shard_modify_mode = 'sequential';
+        EXECUTE format('SET LOCAL citus.shard_count = %s', shard_count);
+        FOREACH t IN ARRAY shared LOOP
+            EXECUTE 'SELECT create_reference_table($1)' USING t;
+        END LOOP;
+        EXECUTE 'SELECT create_distributed_table($1, ''account'')' USING spread[1];
+        FOREACH t IN ARRAY spread[2:] LOOP
+            EXECUTE 'SELECT create_distributed_table($1, ''account'', colocate_with => $2)' USING t, spread[1];
+        END LOOP;
+        ALTER TABLE vigil.vector_records ENABLE TRIGGER USER;
+        ALTER TABLE vigil.vector_databases ENABLE TRIGGER USER;
+    END IF;
+    FOREACH t IN ARRAY shared || spread LOOP
+        relation := t::regclass;
+        kind := CASE WHEN t = ANY (shared) THEN 'reference' ELSE 'distributed by account' END;
+        EXECUTE format('SELECT count(*) FROM %s', t) INTO rows_kept;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION vigil.distribute(integer) FROM PUBLIC;
