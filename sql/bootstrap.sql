@@ -65,3 +65,11 @@ GRANT EXECUTE ON FUNCTION
 TO vigil_admin;
 GRANT SELECT ON vigil.blocklist TO vigil_admin;
 GRANT SELECT ON vigil.api_key_list, vigil.user_key_list, vigil.account_list TO vigil_admin;
+-- The account list reads through a function running as its owner (from 0.13.0).
+DO $$
+BEGIN
+    IF to_regprocedure('vigil._account_list()') IS NOT NULL THEN
+        GRANT EXECUTE ON FUNCTION vigil._account_list() TO vigil_admin;
+    END IF;
+END
+$$;

@@ -526,6 +526,25 @@ BEGIN
 END
 $$;
 
+-- The account list, through a function running as its owner.
+CREATE OR REPLACE FUNCTION vigil._account_list()
+RETURNS TABLE (account text, created_at timestamptz, active_user_keys bigint, databases text[])
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, vigil
+AS $$
+    WITH keys AS MATERIALIZED (
+        SELECT u.account, count(*) AS n FROM user_keys u
+        WHERE vigil._key_status(u.revoked_at, u.expires_at) = 'active'
+        GROUP BY u.account
+    ), dbs AS MATERIALIZED (
+        SELECT d.account, array_agg(d.name ORDER BY d.name) AS names FROM vector_databases d
+        GROUP BY d.account
+    )
+    SELECT a.account, a.created_at, coalesce(k.n, 0), coalesce(d.names, '{}')
+    FROM accounts a LEFT JOIN keys k ON k.account = a.account LEFT JOIN dbs d ON d.account = a.account
+$$;
+REVOKE EXECUTE ON FUNCTION vigil._account_list() FROM PUBLIC;
+CREATE OR REPLACE VIEW vigil.account_list AS SELECT * FROM vigil._account_list();
+
 -- Scaling out (cluster/schema.sql).
 CREATE FUNCTION vigil.distribute(shard_count integer DEFAULT 32)
 RETURNS TABLE (relation regclass, kind text, rows_kept bigint)
@@ -545,7 +564,7 @@ DECLARE
         BEGIN
             IF to_regclass('vigil.vector_records') IS NULL
                OR NOT EXISTS (SELECT FROM pg_depend WHERE classid = 'pg_class'::regclass
-                              AND objid = 'vigil.vector_records'::regclass AND deptype = 'e') THEN
+                              AND objid = to_regclass('vigil.vector_records') AND deptype = 'e') THEN
                 RETURN;  -- done before, or made by Citus
             END IF;
             FOREACH t IN ARRAY ARRAY['vigil.accounts', 'vigil.user_keys', 'vigil.vector_databases',
@@ -555,9 +574,11 @@ DECLARE
                     RAISE EXCEPTION 'this worker''s own % holds % rows: a worker must be a new server', t, n;
                 END IF;
             END LOOP;
-            ALTER EXTENSION vigil DROP VIEW vigil.account_list;
             ALTER EXTENSION vigil DROP VIEW vigil.user_key_list;
-            DROP VIEW vigil.account_list, vigil.user_key_list;
+            DROP VIEW vigil.user_key_list;
+            ALTER EXTENSION vigil DROP SEQUENCE vigil.user_keys_id_seq;
+            ALTER EXTENSION vigil DROP SEQUENCE vigil.vector_databases_id_seq;
+            ALTER EXTENSION vigil DROP SEQUENCE vigil.vector_records_id_seq;
             FOREACH t IN ARRAY ARRAY['vigil.vector_postings', 'vigil.vector_terms', 'vigil.vector_records',
                                      'vigil.vector_databases', 'vigil.user_keys', 'vigil.accounts'] LOOP
                 EXECUTE format('ALTER EXTENSION vigil DROP TABLE %s', t);
@@ -567,6 +588,7 @@ DECLARE
         $do$
     $w$;
     t text;
+    keys text[];
     failed text;
 BEGIN
     IF NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') THEN
@@ -601,7 +623,6 @@ BEGIN
         END IF;
         -- Users' tables from now on, not the extension's: Citus distributes
         -- only those, and creates them on the workers itself.
-        ALTER EXTENSION vigil DROP VIEW vigil.account_list;
         ALTER EXTENSION vigil DROP VIEW vigil.user_key_list;
         FOREACH t IN ARRAY shared || spread LOOP
             EXECUTE format('ALTER EXTENSION vigil DROP TABLE %s', t);
@@ -614,6 +635,20 @@ BEGIN
         -- stay off while they are copied.
         ALTER TABLE vigil.vector_records DISABLE TRIGGER USER;
         ALTER TABLE vigil.vector_databases DISABLE TRIGGER USER;
+        -- The foreign keys between them go while the tables move and come
+        -- back after (Citus would otherwise take a table that refers to one
+        -- it has moved for a local table of its own, which it cannot move).
+        SELECT array_agg(format('ALTER TABLE %s ADD CONSTRAINT %I %s', c.conrelid::regclass, c.conname,
+                                pg_get_constraintdef(c.oid)) ORDER BY c.conrelid::regclass::text <> 'vigil.accounts',
+                         c.conrelid, c.conname)
+        INTO keys
+        FROM pg_constraint c
+        WHERE c.contype = 'f' AND c.conrelid = ANY ((shared || spread)::regclass[]);
+        FOR t IN SELECT format('ALTER TABLE %s DROP CONSTRAINT %I', c.conrelid::regclass, c.conname)
+                 FROM pg_constraint c
+                 WHERE c.contype = 'f' AND c.conrelid = ANY ((shared || spread)::regclass[]) LOOP
+            EXECUTE t;
+        END LOOP;
         SET LOCAL citus.enable_unsafe_triggers = on;
         SET LOCAL citus.multi_shard_modify_mode = 'sequential';
         EXECUTE format('SET LOCAL citus.shard_count = %s', shard_count);
@@ -624,9 +659,21 @@ BEGIN
         FOREACH t IN ARRAY spread[2:] LOOP
             EXECUTE 'SELECT create_distributed_table($1, ''account'', colocate_with => $2)' USING t, spread[1];
         END LOOP;
+        FOREACH t IN ARRAY keys LOOP
+            EXECUTE t;
+        END LOOP;
         ALTER TABLE vigil.vector_records ENABLE TRIGGER USER;
         ALTER TABLE vigil.vector_databases ENABLE TRIGGER USER;
     END IF;
+    -- Citus plans a statement naming a distributed table with its
+    -- parameters' values; the generic plans the vector searches keep on one
+    -- server (vectordb/schema.sql) it cannot make. Again after each
+    -- ALTER EXTENSION vigil UPDATE, which writes the functions anew.
+    FOR t IN SELECT p.oid::regprocedure::text FROM pg_proc p
+             WHERE p.pronamespace = 'vigil'::regnamespace
+               AND 'plan_cache_mode=force_generic_plan' = ANY (p.proconfig) LOOP
+        EXECUTE format('ALTER FUNCTION %s SET plan_cache_mode = auto', t);
+    END LOOP;
     FOREACH t IN ARRAY shared || spread LOOP
         relation := t::regclass;
         kind := CASE WHEN t = ANY (shared) THEN 'reference' ELSE 'distributed by account' END;

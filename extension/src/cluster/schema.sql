@@ -31,7 +31,7 @@ DECLARE
         BEGIN
             IF to_regclass('vigil.vector_records') IS NULL
                OR NOT EXISTS (SELECT FROM pg_depend WHERE classid = 'pg_class'::regclass
-                              AND objid = 'vigil.vector_records'::regclass AND deptype = 'e') THEN
+                              AND objid = to_regclass('vigil.vector_records') AND deptype = 'e') THEN
                 RETURN;  -- done before, or made by Citus
             END IF;
             FOREACH t IN ARRAY ARRAY['vigil.accounts', 'vigil.user_keys', 'vigil.vector_databases',
@@ -41,9 +41,11 @@ DECLARE
                     RAISE EXCEPTION 'this worker''s own % holds % rows: a worker must be a new server', t, n;
                 END IF;
             END LOOP;
-            ALTER EXTENSION vigil DROP VIEW vigil.account_list;
             ALTER EXTENSION vigil DROP VIEW vigil.user_key_list;
-            DROP VIEW vigil.account_list, vigil.user_key_list;
+            DROP VIEW vigil.user_key_list;
+            ALTER EXTENSION vigil DROP SEQUENCE vigil.user_keys_id_seq;
+            ALTER EXTENSION vigil DROP SEQUENCE vigil.vector_databases_id_seq;
+            ALTER EXTENSION vigil DROP SEQUENCE vigil.vector_records_id_seq;
             FOREACH t IN ARRAY ARRAY['vigil.vector_postings', 'vigil.vector_terms', 'vigil.vector_records',
                                      'vigil.vector_databases', 'vigil.user_keys', 'vigil.accounts'] LOOP
                 EXECUTE format('ALTER EXTENSION vigil DROP TABLE %s', t);
@@ -53,6 +55,7 @@ DECLARE
         $do$
     $w$;
     t text;
+    keys text[];
     failed text;
 BEGIN
     IF NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') THEN
@@ -87,7 +90,6 @@ BEGIN
         END IF;
         -- Users' tables from now on, not the extension's: Citus distributes
         -- only those, and creates them on the workers itself.
-        ALTER EXTENSION vigil DROP VIEW vigil.account_list;
         ALTER EXTENSION vigil DROP VIEW vigil.user_key_list;
         FOREACH t IN ARRAY shared || spread LOOP
             EXECUTE format('ALTER EXTENSION vigil DROP TABLE %s', t);
@@ -100,6 +102,20 @@ BEGIN
         -- stay off while they are copied.
         ALTER TABLE vigil.vector_records DISABLE TRIGGER USER;
         ALTER TABLE vigil.vector_databases DISABLE TRIGGER USER;
+        -- The foreign keys between them go while the tables move and come
+        -- back after (Citus would otherwise take a table that refers to one
+        -- it has moved for a local table of its own, which it cannot move).
+        SELECT array_agg(format('ALTER TABLE %s ADD CONSTRAINT %I %s', c.conrelid::regclass, c.conname,
+                                pg_get_constraintdef(c.oid)) ORDER BY c.conrelid::regclass::text <> 'vigil.accounts',
+                         c.conrelid, c.conname)
+        INTO keys
+        FROM pg_constraint c
+        WHERE c.contype = 'f' AND c.conrelid = ANY ((shared || spread)::regclass[]);
+        FOR t IN SELECT format('ALTER TABLE %s DROP CONSTRAINT %I', c.conrelid::regclass, c.conname)
+                 FROM pg_constraint c
+                 WHERE c.contype = 'f' AND c.conrelid = ANY ((shared || spread)::regclass[]) LOOP
+            EXECUTE t;
+        END LOOP;
         SET LOCAL citus.enable_unsafe_triggers = on;
         SET LOCAL citus.multi_shard_modify_mode = 'sequential';
         EXECUTE format('SET LOCAL citus.shard_count = %s', shard_count);
@@ -110,9 +126,21 @@ BEGIN
         FOREACH t IN ARRAY spread[2:] LOOP
             EXECUTE 'SELECT create_distributed_table($1, ''account'', colocate_with => $2)' USING t, spread[1];
         END LOOP;
+        FOREACH t IN ARRAY keys LOOP
+            EXECUTE t;
+        END LOOP;
         ALTER TABLE vigil.vector_records ENABLE TRIGGER USER;
         ALTER TABLE vigil.vector_databases ENABLE TRIGGER USER;
     END IF;
+    -- Citus plans a statement naming a distributed table with its
+    -- parameters' values; the generic plans the vector searches keep on one
+    -- server (vectordb/schema.sql) it cannot make. Again after each
+    -- ALTER EXTENSION vigil UPDATE, which writes the functions anew.
+    FOR t IN SELECT p.oid::regprocedure::text FROM pg_proc p
+             WHERE p.pronamespace = 'vigil'::regnamespace
+               AND 'plan_cache_mode=force_generic_plan' = ANY (p.proconfig) LOOP
+        EXECUTE format('ALTER FUNCTION %s SET plan_cache_mode = auto', t);
+    END LOOP;
     FOREACH t IN ARRAY shared || spread LOOP
         relation := t::regclass;
         kind := CASE WHEN t = ANY (shared) THEN 'reference' ELSE 'distributed by account' END;
