@@ -14,8 +14,10 @@
 #   citus-cluster.sh down DIR        stop every node
 #   citus-cluster.sh remove DIR      stop every node and delete DIR
 #   citus-cluster.sh psql DIR ARGS   psql as the superuser on the coordinator
-#   citus-cluster.sh add-worker DIR  one more worker (the next port), added to
-#                                    the coordinator, for rebalancing
+#   citus-cluster.sh add-worker DIR [PORT]
+#                                    one more worker (on PORT, default the next
+#                                    port), added to the coordinator
+#                                    (vigil.add_worker), for rebalancing
 #
 # The nodes reach each other over 127.0.0.1 as the superuser with a password
 # (scram-sha-256, as every TCP connection of a vigil cluster), read from a
@@ -79,7 +81,9 @@ SQL
 passfile() {
     local root="$1"
     if ! as_pg test -f "$root/pgpass"; then
-        echo "127.0.0.1:*:*:$(pg_user):$(role_password "$root" superuser_password)" | as_pg tee "$root/pgpass" >/dev/null
+        # Citus's background jobs (the rebalancer) reach the coordinator as localhost.
+        printf '%s:*:*:%s:%s\n' 127.0.0.1 "$(pg_user)" "$(role_password "$root" superuser_password)" \
+            localhost "$(pg_user)" "$(role_password "$root" superuser_password)" | as_pg tee "$root/pgpass" >/dev/null
         as_pg chmod 600 "$root/pgpass"
     fi
 }
@@ -111,21 +115,21 @@ up() {
     echo "ADMIN_DATABASE_URL=postgres://vigil_admin:$admin_password@127.0.0.1:$port/vigil"
 }
 
-# Worker number N (default: one more than there are) on the coordinator's port + N.
+# Worker number N (default: one more than there are) on PORT (default: the
+# coordinator's port + N).
 # A worker already in the cluster is only started: its schema is the
 # coordinator's to change (Citus refuses DDL on a worker).
 add_worker() {
-    local root="$1" n="${2:-}" base port
+    local root="$1" n="${2:-}" port="${3:-}"
     [ -n "$n" ] || n=$(($(workers "$root" | wc -l) + 1))
-    base="$(as_pg cat "$root/coordinator/port")"
-    port="$((base + n))"
+    [ -n "$port" ] || port="$(($(as_pg cat "$root/coordinator/port") + n))"
     if [ "$(psql_super "$root/coordinator" -d vigil -At -c "SELECT count(*) FROM pg_dist_node
             WHERE nodename = '127.0.0.1' AND nodeport = $port")" != 0 ]; then
         server_up "$root" "worker$n" "$port"
         return
     fi
     node_up "$root" "worker$n" "$port"
-    psql_super "$root/coordinator" -d vigil -At -c "SELECT citus_add_node('127.0.0.1', $port)" >/dev/null
+    psql_super "$root/coordinator" -d vigil -At -c "SELECT vigil.add_worker('127.0.0.1', $port)" >/dev/null
 }
 
 down() {
@@ -140,7 +144,7 @@ case "${1:-}" in
     up) [ $# -ge 2 ] && [ $# -le 3 ] || usage; up "$2" "${3:-}" ;;
     down) [ $# -eq 2 ] || usage; down "$2" ;;
     remove) [ $# -eq 2 ] || usage; down "$2"; as_pg rm -rf "$(realpath -m "$2")"/* ; rm -rf "$2" 2>/dev/null || as_pg rm -rf "$2" ;;
-    add-worker) [ $# -eq 2 ] || usage; add_worker "$(realpath -m "$2")" ;;
+    add-worker) [ $# -ge 2 ] && [ $# -le 3 ] || usage; add_worker "$(realpath -m "$2")" "" "${3:-}" ;;
     psql) [ $# -ge 2 ] || usage; root="$(realpath -m "$2")"; shift 2; psql_super "$root/coordinator" -d vigil "$@" ;;
     *) usage ;;
 esac

@@ -21,5 +21,8 @@ cargo build --locked --release -p vigil-sidecar
 step "the documentation builds (mdBook; its examples and links are checked by tests/tests/docs.rs)"
 mdbook build docs
 
+step "Citus for the cluster test (built once from its release tarball, cached in .vigil/)"
+scripts/setup-citus.sh
+
 step "end-to-end tests (cluster + sidecar + HTTP)"
 cargo test --locked --release -p vigil-e2e

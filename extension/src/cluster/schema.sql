@@ -13,6 +13,43 @@
 -- Citus is a separate extension (AGPL-3.0) the user installs; none of this
 -- runs without it, and vigil works unchanged where it is absent.
 
+-- On a worker about to hold vigil's distributed tables, before Citus makes
+-- its own: the empty tables CREATE EXTENSION vigil made there leave (with
+-- the view over one of them). Refuses when they hold rows: a worker must be
+-- a new server. Nothing to do where they are gone, or are Citus's.
+CREATE FUNCTION vigil._make_room_for_citus() RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+AS $$
+DECLARE
+    t text;
+    n bigint;
+BEGIN
+    IF to_regclass('vigil.vector_records') IS NULL
+       OR NOT EXISTS (SELECT FROM pg_depend WHERE classid = 'pg_class'::regclass
+                      AND objid = to_regclass('vigil.vector_records') AND deptype = 'e') THEN
+        RETURN;
+    END IF;
+    FOREACH t IN ARRAY ARRAY['vigil.accounts', 'vigil.user_keys', 'vigil.vector_databases',
+                             'vigil.vector_records', 'vigil.vector_terms', 'vigil.vector_postings'] LOOP
+        EXECUTE format('SELECT count(*) FROM %s', t) INTO n;
+        IF n > 0 THEN
+            RAISE EXCEPTION 'this server''s own % holds % rows: a new worker must be an empty server', t, n;
+        END IF;
+    END LOOP;
+    ALTER EXTENSION vigil DROP VIEW vigil.user_key_list;
+    DROP VIEW vigil.user_key_list;
+    ALTER EXTENSION vigil DROP SEQUENCE vigil.user_keys_id_seq;
+    ALTER EXTENSION vigil DROP SEQUENCE vigil.vector_databases_id_seq;
+    ALTER EXTENSION vigil DROP SEQUENCE vigil.vector_records_id_seq;
+    FOREACH t IN ARRAY ARRAY['vigil.vector_postings', 'vigil.vector_terms', 'vigil.vector_records',
+                             'vigil.vector_databases', 'vigil.user_keys', 'vigil.accounts'] LOOP
+        EXECUTE format('ALTER EXTENSION vigil DROP TABLE %s', t);
+        EXECUTE format('DROP TABLE %s', t);
+    END LOOP;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION vigil._make_room_for_citus() FROM PUBLIC;
+
 CREATE FUNCTION vigil.distribute(shard_count integer DEFAULT 32)
 RETURNS TABLE (relation regclass, kind text, rows_kept bigint)
 LANGUAGE plpgsql SET search_path = pg_catalog, vigil
@@ -21,39 +58,6 @@ DECLARE
     shared CONSTANT text[] := ARRAY['vigil.accounts', 'vigil.user_keys'];
     spread CONSTANT text[] := ARRAY['vigil.vector_databases', 'vigil.vector_records',
                                     'vigil.vector_terms', 'vigil.vector_postings'];
-    -- Workers made their own empty copies when vigil was created there;
-    -- Citus makes its own in their place. Views over them go first.
-    on_workers CONSTANT text := $w$
-        DO $do$
-        DECLARE
-            t text;
-            n bigint;
-        BEGIN
-            IF to_regclass('vigil.vector_records') IS NULL
-               OR NOT EXISTS (SELECT FROM pg_depend WHERE classid = 'pg_class'::regclass
-                              AND objid = to_regclass('vigil.vector_records') AND deptype = 'e') THEN
-                RETURN;  -- done before, or made by Citus
-            END IF;
-            FOREACH t IN ARRAY ARRAY['vigil.accounts', 'vigil.user_keys', 'vigil.vector_databases',
-                                     'vigil.vector_records', 'vigil.vector_terms', 'vigil.vector_postings'] LOOP
-                EXECUTE format('SELECT count(*) FROM %s', t) INTO n;
-                IF n > 0 THEN
-                    RAISE EXCEPTION 'this worker''s own % holds % rows: a worker must be a new server', t, n;
-                END IF;
-            END LOOP;
-            ALTER EXTENSION vigil DROP VIEW vigil.user_key_list;
-            DROP VIEW vigil.user_key_list;
-            ALTER EXTENSION vigil DROP SEQUENCE vigil.user_keys_id_seq;
-            ALTER EXTENSION vigil DROP SEQUENCE vigil.vector_databases_id_seq;
-            ALTER EXTENSION vigil DROP SEQUENCE vigil.vector_records_id_seq;
-            FOREACH t IN ARRAY ARRAY['vigil.vector_postings', 'vigil.vector_terms', 'vigil.vector_records',
-                                     'vigil.vector_databases', 'vigil.user_keys', 'vigil.accounts'] LOOP
-                EXECUTE format('ALTER EXTENSION vigil DROP TABLE %s', t);
-                EXECUTE format('DROP TABLE %s', t);
-            END LOOP;
-        END
-        $do$
-    $w$;
     t text;
     keys text[];
     failed text;
@@ -79,12 +83,15 @@ BEGIN
         RAISE EXCEPTION 'this coordinator has no workers'
             USING HINT = 'add them first: SELECT citus_add_node(host, port)';
     END IF;
+    -- One connection a worker: the tables refer to the reference tables,
+    -- which Citus cannot read and change over several at once.
+    SET LOCAL citus.multi_shard_modify_mode = 'sequential';
     EXECUTE 'SELECT to_regclass(''vigil.vector_records'') IN (SELECT logicalrelid FROM pg_dist_partition)'
         INTO STRICT failed;
     IF NOT failed::boolean THEN
         EXECUTE 'SELECT string_agg(format(''%s:%s: %s'', nodename, nodeport, result), ''; '')
-                 FROM run_command_on_workers($1) WHERE NOT success'
-            INTO failed USING on_workers;
+                 FROM run_command_on_workers(''SELECT vigil._make_room_for_citus()'') WHERE NOT success'
+            INTO failed;
         IF failed IS NOT NULL THEN
             RAISE EXCEPTION 'could not make room on the workers: %', failed;
         END IF;
@@ -117,7 +124,6 @@ BEGIN
             EXECUTE t;
         END LOOP;
         SET LOCAL citus.enable_unsafe_triggers = on;
-        SET LOCAL citus.multi_shard_modify_mode = 'sequential';
         EXECUTE format('SET LOCAL citus.shard_count = %s', shard_count);
         FOREACH t IN ARRAY shared LOOP
             EXECUTE 'SELECT create_reference_table($1)' USING t;
@@ -132,6 +138,14 @@ BEGIN
         ALTER TABLE vigil.vector_records ENABLE TRIGGER USER;
         ALTER TABLE vigil.vector_databases ENABLE TRIGGER USER;
     END IF;
+    -- Citus moves a shard by logical replication, as a role that is a member
+    -- of the tables' owner; a table whose owner is held to its row-level
+    -- security (FORCE) refuses that role's rows. Its owner here is a
+    -- superuser, which row-level security never holds, so FORCE changes
+    -- nothing else.
+    FOREACH t IN ARRAY spread LOOP
+        EXECUTE format('ALTER TABLE %s NO FORCE ROW LEVEL SECURITY', t);
+    END LOOP;
     -- Citus plans a statement naming a distributed table with its
     -- parameters' values; the generic plans the vector searches keep on one
     -- server (vectordb/schema.sql) it cannot make. Again after each
@@ -150,3 +164,37 @@ BEGIN
 END
 $$;
 REVOKE EXECUTE ON FUNCTION vigil.distribute(integer) FROM PUBLIC;
+
+-- Adds the server at host:port as a worker (citus_add_node), first making
+-- room there for the distributed tables when vigil.distribute() has run
+-- (vigil._make_room_for_citus, over Citus's own connection as the caller).
+-- Then SELECT citus_rebalance_start() moves shards onto it. The server
+-- needs vigil and Citus created in this database first, as every node.
+CREATE FUNCTION vigil.add_worker(host text, port integer DEFAULT 5432) RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+AS $$
+DECLARE
+    ok boolean;
+    said text;
+    node integer;
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') THEN
+        RAISE EXCEPTION 'vigil.add_worker() needs Citus in this database';
+    END IF;
+    IF host IS NULL OR port IS NULL THEN
+        PERFORM vigil._refuse('host', 'host and port are required');
+    END IF;
+    EXECUTE 'SELECT to_regclass(''vigil.vector_records'') IN (SELECT logicalrelid FROM pg_dist_partition)'
+        INTO STRICT ok;
+    IF ok THEN
+        EXECUTE 'SELECT success, result FROM master_run_on_worker(ARRAY[$1], ARRAY[$2], ARRAY[$3], false)'
+            INTO STRICT ok, said USING host, port, 'SELECT vigil._make_room_for_citus()';
+        IF NOT ok THEN
+            RAISE EXCEPTION 'could not make room on %:%: %', host, port, said;
+        END IF;
+    END IF;
+    EXECUTE 'SELECT citus_add_node($1, $2)' INTO STRICT node USING host, port;
+    RETURN node;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION vigil.add_worker(text, integer) FROM PUBLIC;
