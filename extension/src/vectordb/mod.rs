@@ -260,8 +260,7 @@ fn read_terms(
                     plan.insert(client.prepare(READ_TERMS, &types)?.keep())
                 }
             };
-            let args: [DatumWithOid; 3] =
-                [db_id.into(), missing.to_vec().into(), account.into()];
+            let args: [DatumWithOid; 3] = [db_id.into(), missing.to_vec().into(), account.into()];
             let mut held: HashMap<String, Term> = HashMap::new();
             for row in client.select(statement, None, &args)? {
                 let (Some(name), Some(records)) = (row.get::<String>(1)?, row.get::<i64>(2)?)
