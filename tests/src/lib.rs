@@ -54,6 +54,24 @@ pub fn feed_script(mut psql: Command, script: &str) -> (bool, String, String) {
     )
 }
 
+/// The search corpus: 3,000 real Debian package descriptions
+/// (`bench/vectordb/eval-corpus.jsonl.gz`), each `{name, title, content}`.
+pub fn eval_corpus() -> Vec<serde_json::Value> {
+    let out = Command::new("gzip")
+        .arg("-dc")
+        .arg(workspace_root().join("bench/vectordb/eval-corpus.jsonl.gz"))
+        .output()
+        .expect("gzip runs");
+    assert!(out.status.success());
+    let docs: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(docs.len(), 3000);
+    docs
+}
+
 /// A running cluster and a sidecar in front of it.
 #[derive(Clone)]
 pub struct Env {

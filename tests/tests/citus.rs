@@ -27,7 +27,7 @@ use std::thread;
 
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
-use vigil_e2e::{feed_script, free_port, start, workspace_root, Env, SidecarOptions};
+use vigil_e2e::{eval_corpus, feed_script, free_port, start, workspace_root, Env, SidecarOptions};
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
@@ -259,19 +259,9 @@ impl Side {
 /// The corpus: 3,000 real package descriptions, and queries written for them.
 fn corpus() -> (Vec<Value>, Vec<String>) {
     let root = workspace_root().join("bench/vectordb");
-    let out = Command::new("gzip")
-        .arg("-dc")
-        .arg(root.join("eval-corpus.jsonl.gz"))
-        .output()
-        .expect("gzip runs");
-    assert!(out.status.success());
-    let docs: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let doc: Value = serde_json::from_str(line).unwrap();
-            json!({"title": doc["title"], "content": doc["content"], "metadata": {"package": doc["name"]}})
-        })
+    let docs: Vec<Value> = eval_corpus()
+        .into_iter()
+        .map(|doc| json!({"title": doc["title"], "content": doc["content"], "metadata": {"package": doc["name"]}}))
         .collect();
     let queries = std::fs::read_to_string(root.join("queries.tsv"))
         .unwrap()

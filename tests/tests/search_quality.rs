@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use serde_json::{json, Value};
-use vigil_e2e::{feed_script, shared, workspace_root};
+use vigil_e2e::{eval_corpus, feed_script, shared, workspace_root};
 
 const ACCOUNT: &str = "quality@example.com";
 
@@ -51,18 +51,7 @@ const SETS: [Set; 2] = [
 fn measure(methods: &[(&str, &str)], extra: &str) -> BTreeMap<(String, String), (f64, f64)> {
     let env = shared();
     let root = workspace_root().join("bench/vectordb");
-    let corpus = Command::new("gzip")
-        .arg("-dc")
-        .arg(root.join("eval-corpus.jsonl.gz"))
-        .output()
-        .expect("gzip runs");
-    assert!(corpus.status.success());
-    let docs: Vec<Value> = String::from_utf8(corpus.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
-    assert_eq!(docs.len(), 3000);
+    let docs = eval_corpus();
 
     let mut script = format!(
         "SET client_min_messages = warning;\n\
