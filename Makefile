@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help setup build run stop reset run-ha stop-ha reset-ha test docs bench-soak bench-embed bench-risk bench-hnsw bench-vectordb bench-vectordb-recall bench-identity bench-risk-quality bench-embed-int8
+.PHONY: help setup build run stop reset run-ha stop-ha reset-ha test docs bench-soak bench-embed bench-risk bench-hnsw bench-vectordb bench-vectordb-recall bench-identity bench-risk-quality bench-embed-int8 bench-citus
 
 help:
 	@echo "make run          set up, build, start PostgreSQL + the sidecar (Ctrl-C to stop)"
@@ -21,6 +21,7 @@ help:
 	@echo "make bench-vectordb  vector database over HTTP: storing vs raw embedding, search p50/p99 at 100,000 records"
 	@echo "make bench-vectordb-recall  a database's vector search against an exact one, whatever else the installation holds (4 layouts)"
 	@echo "make bench-identity  identity checks: a 2 MP JPEG in-process, in SQL, over HTTP; duplicate lookup at 1,000,000 hashes"
+	@echo "make bench-citus  vector searches on a Citus cluster (coordinator + 2 workers, loopback) against one server: q/s, latency, CPU a search on each"
 	@echo "make bench-soak   a mixed load at a steady rate for 30 minutes: errors, and the memory of the sidecar and each backend over time"
 
 setup:
@@ -78,6 +79,9 @@ bench-vectordb: build
 
 bench-vectordb-recall: build
 	scripts/bench-vectordb-recall.sh
+
+bench-citus: build
+	scripts/bench-citus.sh
 
 bench-identity: build
 	scripts/bench-identity.sh

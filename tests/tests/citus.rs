@@ -480,6 +480,58 @@ fn the_vector_database_on_a_citus_cluster_answers_as_one_server() {
     ));
     assert_eq!(beam.lines().collect::<Vec<_>>(), ["10", "120"], "{beam}");
 
+    // The published client's calls in a new database, one record at a time:
+    // the same records listed (embeddings and all) and found.
+    let client = |side: &Side| {
+        let body = |extra: Value| {
+            let mut body = side.credentials(ALICE);
+            body["dbName"] = json!("kb");
+            body.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            body
+        };
+        ok(&side.env, "/createDatabase", body(json!({})));
+        for doc in &spare[..3] {
+            ok(&side.env, "/storeEmbedding", body(doc.clone()));
+        }
+        let strip = |answer: Value| -> Vec<Value> {
+            answer
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    let mut r = r.clone();
+                    r.as_object_mut().unwrap().remove("createdAt");
+                    r
+                })
+                .collect()
+        };
+        (
+            strip(ok(&side.env, "/getEmbeddings", body(json!({"limit": 10})))),
+            strip(ok(
+                &side.env,
+                "/queryEmbeddings",
+                body(json!({"query": queries[3]})),
+            )),
+            strip(ok(
+                &side.env,
+                "/hybridSearch",
+                body(json!({"query": queries[3], "limit": 10})),
+            )),
+        )
+    };
+    let (listed, found, fused) = client(&single);
+    assert_eq!(listed.len(), 3);
+    assert!(listed
+        .iter()
+        .all(|r| r["embedding"].as_array().is_some_and(|e| e.len() == 384)));
+    assert_eq!(
+        client(&cluster),
+        (listed, found, fused),
+        "the client's calls answer differently"
+    );
+
     // Isolation: Bob's key is not Alice's, and Bob finds only Bob's records
     // though both databases are called "catalog".
     let mut stolen = cluster.credentials(ALICE);
