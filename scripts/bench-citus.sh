@@ -28,7 +28,7 @@ account="bench@example.com"
 "$VIGIL_ROOT/scripts/setup-citus.sh"
 mkdir -p "$root"
 work="$(mktemp -d)"
-chmod 755 "$work"
+chmod 1777 "$work"  # psql, run as the servers' user, writes the copies here
 trap 'rm -rf "$work"' EXIT
 
 single="$("$VIGIL_ROOT/scripts/pg-cluster.sh" up "$root/single" 28890)"
