@@ -378,7 +378,6 @@ fn the_vector_database_on_a_citus_cluster_answers_as_one_server() {
     );
 
     let mut alice_ids = Vec::new();
-    let mut bob_ids = Vec::new();
     for side in [&single, &cluster] {
         let a = side.store(ALICE, &alice_docs[half(alice_docs)..]);
         let b = side.store(BOB, &bob_docs[half(bob_docs)..]);
@@ -388,7 +387,6 @@ fn the_vector_database_on_a_citus_cluster_answers_as_one_server() {
             side.call("/deleteEmbedding", account, json!({"id": id}));
         }
         alice_ids = a;
-        bob_ids = b;
     }
 
     // The same keyword index, term for term, and the same counts.
@@ -507,7 +505,7 @@ fn the_vector_database_on_a_citus_cluster_answers_as_one_server() {
                 })
                 .collect()
         };
-        (
+        let answers = (
             strip(ok(&side.env, "/getEmbeddings", body(json!({"limit": 10})))),
             strip(ok(
                 &side.env,
@@ -519,7 +517,10 @@ fn the_vector_database_on_a_citus_cluster_answers_as_one_server() {
                 "/hybridSearch",
                 body(json!({"query": queries[3], "limit": 10})),
             )),
-        )
+        );
+        let dropped = ok(&side.env, "/deleteDatabase", body(json!({})));
+        assert_eq!(dropped, json!({"dbName": "kb", "deletedRecords": 3}));
+        answers
     };
     let (listed, found, fused) = client(&single);
     assert_eq!(listed.len(), 3);
@@ -773,5 +774,17 @@ fn the_vector_database_on_a_citus_cluster_answers_as_one_server() {
         cluster.answers(BOB, &queries[..5]),
         "Bob's answers changed with the shards' moves"
     );
-    let _ = bob_ids;
+    // An account deleted with the admin command leaves with its databases,
+    // records and keyword index from every worker.
+    cluster.env.admin_ok(&["accounts", "delete", BOB]);
+    assert_eq!(
+        citus.psql(&format!(
+            "SELECT (SELECT count(*) FROM vigil.vector_records WHERE account = '{BOB}')
+                  + (SELECT count(*) FROM vigil.vector_terms WHERE account = '{BOB}')
+                  + (SELECT count(*) FROM vigil.vector_postings WHERE account = '{BOB}')
+                  + (SELECT count(*) FROM vigil.vector_databases WHERE account = '{BOB}')"
+        )),
+        "0"
+    );
+    assert_index_whole(&cluster.env, ALICE);
 }
