@@ -52,15 +52,7 @@ for i in range(0, len(docs), 100):
     print("SELECT count(*) FROM vigil.store_records($j$%s$j$, %s);" % (json.dumps(batch), repr("bench")))
 ' "$account" > "$work/store.sql"
     one -f "$work/store.sql" >/dev/null
-    one <<SQL
-DROP TABLE IF EXISTS public.bench_queries;
-CREATE TABLE public.bench_queries AS
-SELECT row_number() OVER () AS i, q, vigil.embed(q) AS v
-FROM (SELECT split_part(line, E'\t', 2) AS q
-      FROM unnest(string_to_array(\$tsv\$$(tail -n +2 "$VIGIL_ROOT/bench/vectordb/queries.tsv")\$tsv\$, E'\n')) AS line) x
-WHERE q <> '';
-GRANT SELECT ON public.bench_queries TO vigil_app;
-SQL
+    "$VIGIL_ROOT/bench/vectordb/sql.sh" queries | one >/dev/null
 fi
 
 # The same rows on the cluster, distributed.
@@ -92,16 +84,6 @@ key_many="$(VIGIL_ADMIN_DATABASE_URL="$(sed -n 's/^ADMIN_DATABASE_URL=//p' <<<"$
     "$VIGIL_ROOT/target/release/vigil-sidecar" user-keys create --rate-per-second 100000 --burst 100000 "$account" 2>/dev/null)"
 n="$(one -c "SELECT count(*) FROM public.bench_queries")"
 
-script() {
-    cat <<SQL
-\set i random(1, $n)
-BEGIN;
-SELECT key_id, outcome FROM vigil.enter_account('$account', '$1', 'bench');
-SELECT count(*) FROM public.bench_queries b, LATERAL $2 WHERE b.i = :i;
-COMMIT;
-SQL
-}
-
 # CPU ticks (user + system) of a server's processes: its postmaster's own,
 # its live children's, and its exited children's.
 ticks() {
@@ -123,8 +105,8 @@ for kind in hybrid query; do
     else
         search="vigil.query_embeddings(b.q, 'bench', 10, b.v)"
     fi
-    script "$key_one" "$search" > "$work/one.sql"
-    script "$key_many" "$search" > "$work/many.sql"
+    "$VIGIL_ROOT/bench/vectordb/sql.sh" search "$account" "$key_one" "$n" "$search" > "$work/one.sql"
+    "$VIGIL_ROOT/bench/vectordb/sql.sh" search "$account" "$key_many" "$n" "$search" > "$work/many.sql"
     for clients in 1 4; do
         for round in 1 2; do
             for side in one many; do

@@ -3,7 +3,8 @@
 # it (stopped again on exit, after the caller's own `cleanup`, if defined),
 # prewarms it, and sets `psql` (superuser), DATABASE_URL (the application
 # role), `account` (the bench's) and `key` (a fresh user key of it, not rate
-# limited).
+# limited). `bench_queries` makes public.bench_queries: the 300 labelled
+# queries with their embeddings, so a timed search runs no model.
 . "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 dir="$VIGIL_STATE/bench-vectordb"
 port="${BENCH_PG_PORT:-28818}"
@@ -15,3 +16,5 @@ export VIGIL_ADMIN_DATABASE_URL="$(sed -n 's/^ADMIN_DATABASE_URL=//p' <<<"$clust
 psql -f "$VIGIL_ROOT/bench/vectordb/prewarm.sql" >/dev/null
 account="bench@example.com"
 key="$("$VIGIL_ROOT/target/release/vigil-sidecar" user-keys create --rate-per-second 100000 --burst 100000 "$account" 2>/dev/null)"
+
+bench_queries() { "$VIGIL_ROOT/bench/vectordb/sql.sh" queries | psql; }

@@ -19,25 +19,9 @@ set -euo pipefail
 work="$(mktemp -d)"
 cleanup() { rm -rf "$work"; }
 . "$(dirname "$0")/cluster.sh"
-psql <<SQL
-DROP TABLE IF EXISTS public.bench_queries;
-CREATE TABLE public.bench_queries AS
-SELECT row_number() OVER () AS i, q, vigil.embed(q) AS v
-FROM (SELECT split_part(line, E'\t', 2) AS q
-      FROM unnest(string_to_array(\$tsv\$$(tail -n +2 "$VIGIL_ROOT/bench/vectordb/queries.tsv")\$tsv\$, E'\n')) AS line) x
-WHERE q <> '';
-GRANT SELECT ON public.bench_queries TO vigil_app;
-SQL
+bench_queries
 n="$(psql -c "SELECT count(*) FROM public.bench_queries")"
-search() {
-    cat <<SQL
-\set i random(1, $n)
-BEGIN;
-SELECT key_id, outcome FROM vigil.enter_account('$account', '$key', 'bench');
-SELECT count(*) FROM public.bench_queries b, LATERAL $1 WHERE b.i = :i;
-COMMIT;
-SQL
-}
+search() { "$VIGIL_ROOT/bench/vectordb/sql.sh" search "$account" "$key" "$n" "$1"; }
 search "vigil.hybrid_search(b.q, 10, 'bench', 'rrf', 1, 1, b.v)" > "$work/hybrid.sql"
 search "vigil.query_embeddings(b.q, 'bench', 10, b.v)" > "$work/query.sql"
 kinds=(hybrid query)
