@@ -43,7 +43,7 @@ pub const TD3_ASPECT: f64 = 125.0 / 88.0;
 /// 1.420 of the page's nominal size; cards cropped tight measure 1.58.
 pub const CARD_SURE_ASPECT: f64 = 1.56;
 /// Long side over short side that a document may show, tilt included.
-const ASPECT_RANGE: (f64, f64) = (1.33, 1.85);
+pub(crate) const ASPECT_RANGE: (f64, f64) = (1.33, 1.85);
 /// Share of the frame under which a region is not considered at all.
 const MIN_CANDIDATE_SHARE: f64 = 0.03;
 /// Share of the frame under which the document is too small to read.

@@ -22,6 +22,7 @@
 //! Nothing here claims an identity is verified: a pass means these checks found
 //! nothing, and the answer lists what was not checked.
 
+pub mod anchored;
 pub mod decode;
 pub mod document;
 pub mod face;
@@ -125,7 +126,23 @@ pub fn analyse_with(
         std::borrow::Cow::Borrowed(rgb)
     };
     let scale = f64::from(width) / f64::from(mid.width());
-    let found = document::find(&mid).scaled(scale);
+    let found = match document::find(&mid) {
+        document::Found::Document(quad) => document::Found::Document(quad),
+        // No outline of its own (a card on a keyboard, in a hand): looked
+        // for around the holder's face; unless what it finds is most of a
+        // straight-edged region the frame cuts, which is then the document
+        // running out of the frame (its inner border taken for its edge).
+        other => match by_portrait(&mid, faces) {
+            Some(quad)
+                if !matches!(&other, document::Found::CutOff(cut)
+                    if cut.contains(quad.centre()) && quad.frame_share >= 0.5 * cut.frame_share) =>
+            {
+                document::Found::Document(quad)
+            }
+            _ => other,
+        },
+    }
+    .scaled(scale);
     // The zone is read on a thread of its own beside the checks below (on
     // 2 MP, about 50 ms of recognition beside 60 of the rest), unless the
     // document is surely a card, whose front (told by its portrait, below)
@@ -140,6 +157,20 @@ pub fn analyse_with(
         let reading = early.then(|| threads.spawn(move || read_zone(rgb, found, reader)));
         measure(bytes, &decoded, &mid, scale, found, faces, reader, reading)
     })
+}
+
+/// The document around a face in `frame`, the surest face first (a
+/// document's ghost image is a second, smaller face).
+fn by_portrait(frame: &RgbImage, faces: &mut FaceDetector) -> Option<document::Quad> {
+    let grey = image::imageops::grayscale(frame);
+    faces
+        .detect(&grey)
+        .iter()
+        .take(2)
+        .find_map(|face| {
+            let face = anchored::FaceBox::from_detected(face, f64::from(frame.width()), (0.0, 0.0));
+            anchored::around(frame, face)
+        })
 }
 
 /// Character pitch over character height of a zone's OCR-B, as read off
