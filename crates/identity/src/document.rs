@@ -442,6 +442,51 @@ pub fn frame_vouched_by_zone(width: u32, height: u32) -> Option<Quad> {
     })
 }
 
+/// The page a zone read in the whole frame belongs to, when the page fills
+/// the frame's width and the frame holds more than the page: the data page
+/// of a passport scanned open, its facing page above it (or a card's back
+/// on a taller scan). ICAO puts the zone at the page's foot, its lines
+/// `line_mm` long on a page `page_mm` wide and high; the zone's `bounds`
+/// (x0, y0, x1, y1) then give the page's width, and its foot near the
+/// frame's edge (the bottom, or the top when the page is upside down) where
+/// the page ends. `None` when the page would not fill the frame's width
+/// within [`PAGE_WIDTH_TOLERANCE`], or the zone is not at the frame's edge.
+pub fn page_of_zone(
+    width: u32,
+    height: u32,
+    bounds: (f64, f64, f64, f64),
+    upside_down: bool,
+    (page_w_mm, page_h_mm, line_mm): (f64, f64, f64),
+) -> Option<Quad> {
+    let (w, h) = (f64::from(width), f64::from(height));
+    let (x0, y0, x1, y1) = bounds;
+    let page_w = (x1 - x0) * page_w_mm / line_mm;
+    let page_h = w * page_h_mm / page_w_mm;
+    if (page_w - w).abs() > PAGE_WIDTH_TOLERANCE * w || page_h >= h * (1.0 - FORMAT_TOLERANCE) {
+        return None;
+    }
+    // The zone's outer line ends a few mm from the page's foot.
+    let foot_gap = if upside_down { y0 } else { h - y1 };
+    if !(0.0..=ZONE_FOOT * page_h).contains(&foot_gap) {
+        return None;
+    }
+    let (top, bottom) = if upside_down { (0.0, page_h) } else { (h - page_h, h) };
+    Some(Quad {
+        corners: [(0.0, top), (w, top), (w, bottom), (0.0, bottom)],
+        frame_share: page_h / h,
+        aspect: page_w_mm / page_h_mm,
+        rectangularity: 1.0,
+        framing: Framing::Filling,
+    })
+}
+
+/// How far from the frame's width the page a zone implies may be.
+const PAGE_WIDTH_TOLERANCE: f64 = 0.08;
+/// The gap between a zone's outer line and the page's foot, at most, as a
+/// share of the page's height (ICAO: about 5 mm of 88 on a passport page;
+/// a scan's margin adds some).
+const ZONE_FOOT: f64 = 0.15;
+
 /// True for the pixels reached from the frame's four corners without
 /// crossing an edge, by floods of at most `limit` pixels each (a flood that
 /// grows beyond is the document's own surface, and is not kept).
@@ -664,6 +709,27 @@ fn distance(a: Point<i32>, b: Point<i32>) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_zone_at_the_foot_of_a_scan_gives_the_page_that_fills_its_width() {
+        let td3 = (125.0, 88.0, 44.0 * 2.54);
+        // A passport scanned open, 620 x 724: the zone's lines 542 px long,
+        // 44 px from the foot; the data page is the lower 436 px.
+        let page = page_of_zone(620, 724, (37.5, 635.5, 579.5, 680.5), false, td3)
+            .expect("the data page");
+        assert_eq!(page.framing, Framing::Filling);
+        assert!((page.corners[0].1 - (724.0 - 620.0 * 88.0 / 125.0)).abs() < 1e-9);
+        assert_eq!(page.corners[2], (620.0, 724.0));
+        assert_eq!(page.format().0, "TD3");
+        // Upside down, the page is at the top.
+        let turned = page_of_zone(620, 724, (40.5, 43.5, 582.5, 88.5), true, td3).expect("turned");
+        assert_eq!(turned.corners[0], (0.0, 0.0));
+        // A zone half the frame wide (a page on a table), one far from the
+        // foot, a frame no taller than the page: no page from the zone.
+        assert!(page_of_zone(1240, 724, (37.5, 635.5, 579.5, 680.5), false, td3).is_none());
+        assert!(page_of_zone(620, 724, (37.5, 435.5, 579.5, 480.5), false, td3).is_none());
+        assert!(page_of_zone(620, 440, (37.5, 360.5, 579.5, 405.5), false, td3).is_none());
+    }
 
     #[test]
     fn a_zone_vouches_for_a_frame_of_a_documents_proportions_only() {

@@ -191,6 +191,39 @@ fn zone_spans_frame(reading: &mrz::MrzReading, long_side: u32) -> bool {
     reading.is_valid() && zone.whole_frame && span >= MIN_ZONE_SPAN * f64::from(long_side)
 }
 
+/// The document a zone read in the whole frame vouches for, where the
+/// outline search found none (`nothing`) or only a region the frame cuts:
+/// the frame itself, when it has a document's proportions and the zone,
+/// every check digit holding, runs across it; else the page at the zone's
+/// foot that fills the frame's width (a passport scanned open: its data
+/// page, the facing page above), whose format the zone's lines tell even
+/// where a check digit fails (that is the zone's own finding).
+fn page_of_zone(
+    reading: &mrz::MrzReading,
+    width: u32,
+    height: u32,
+    nothing: bool,
+) -> Option<document::Quad> {
+    if nothing && zone_spans_frame(reading, width.max(height)) {
+        if let Some(frame) = document::frame_vouched_by_zone(width, height) {
+            return Some(frame);
+        }
+    }
+    let (Some(zone), Ok(mrz)) = (&reading.zone, &reading.mrz) else {
+        return None;
+    };
+    if !zone.whole_frame {
+        return None;
+    }
+    document::page_of_zone(
+        width,
+        height,
+        zone.bounds,
+        zone.upside_down,
+        mrz.format.document_mm()?,
+    )
+}
+
 /// The zone read with `reader`, within `found`'s outline when it is a whole
 /// document, else in the whole frame.
 fn read_zone(rgb: &RgbImage, found: &document::Found, reader: &MrzReader) -> MrzAttempt {
@@ -297,11 +330,9 @@ fn measure(
     // no outline was found, running across most of the frame: the frame is
     // the page, when it has a document's proportions (a crop with a margin).
     let document = match (found, &mrz) {
-        (document::Found::Nothing, MrzAttempt::Read { reading, .. })
-            if zone_spans_frame(reading, width.max(height)) =>
-        {
-            document::frame_vouched_by_zone(width, height)
-                .map_or(document::Found::Nothing, document::Found::Document)
+        (document::Found::Nothing | document::Found::CutOff(_), MrzAttempt::Read { reading, .. }) => {
+            page_of_zone(reading, width, height, found == &document::Found::Nothing)
+                .map_or_else(|| found.clone(), document::Found::Document)
         }
         _ => found.clone(),
     };

@@ -100,6 +100,19 @@ impl Format {
         }
     }
 
+    /// The document's width and height in mm, and the zone's line length
+    /// in mm (OCR-B at 10 characters an inch): ICAO 9303 parts 4 to 6.
+    /// `None` for visas, stuck on a passport's page.
+    pub fn document_mm(self) -> Option<(f64, f64, f64)> {
+        let line = self.line_length() as f64 * 2.54;
+        match self {
+            Format::Td1 => Some((85.6, 53.98, line)),
+            Format::Td2 => Some((105.0, 74.0, line)),
+            Format::Td3 => Some((125.0, 88.0, line)),
+            Format::MrvA | Format::MrvB => None,
+        }
+    }
+
     /// Whether a line holds no check digit (its length can only be repaired
     /// by trailing fillers).
     fn is_names_line(self, line: usize) -> bool {

@@ -1023,6 +1023,7 @@ mod tests {
                 upside_down: false,
                 skew_degrees: 0.5,
                 char_height: 24.0,
+                bounds: (0.0, 0.0, 400.0, 96.0),
             },
             false,
             &Scripted(text.lines().map(str::to_owned).collect()),

@@ -58,6 +58,8 @@ pub struct Zone {
     pub skew_degrees: f64,
     /// Mean height of the characters in the upload, in pixels.
     pub char_height: f64,
+    /// Where its lines are in the upload: x0, y0, x1, y1 (the box round them).
+    pub bounds: (f64, f64, f64, f64),
 }
 
 impl Zone {
@@ -73,6 +75,7 @@ impl Zone {
             upside_down: !self.upside_down,
             skew_degrees: self.skew_degrees,
             char_height: self.char_height,
+            bounds: self.bounds,
         }
     }
 }
@@ -191,11 +194,32 @@ pub fn locate(image: &RgbImage, outline: Option<&Quad>) -> Option<Zone> {
         lines.push(line);
         heights.push(char_height);
     }
+    // The bands' corners (rows sheared by the skew) in the upload.
+    let mid = f64::from(work.width()) / 2.0;
+    let corners: Vec<(f64, f64)> = group
+        .iter()
+        .flat_map(|b| {
+            [(b.left, b.top), (b.right, b.top), (b.left, b.bottom), (b.right, b.bottom)]
+                .map(|(x, y)| frame.at(x, y + (x - mid) * angle))
+        })
+        .collect();
+    let extreme = |pick: fn(&(f64, f64)) -> f64, max: bool| {
+        corners.iter().map(pick).fold(
+            if max { f64::NEG_INFINITY } else { f64::INFINITY },
+            if max { f64::max } else { f64::min },
+        )
+    };
     let zone = Zone {
         lines,
         upside_down: false,
         skew_degrees: angle.atan().to_degrees(),
         char_height: heights.iter().sum::<f64>() / heights.len().max(1) as f64,
+        bounds: (
+            extreme(|c| c.0, false),
+            extreme(|c| c.1, false),
+            extreme(|c| c.0, true),
+            extreme(|c| c.1, true),
+        ),
     };
     Some(if upside_down { zone.turned() } else { zone })
 }

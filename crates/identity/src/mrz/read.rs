@@ -48,6 +48,8 @@ pub struct ZoneFound {
     pub char_height: f64,
     /// Searched in the whole frame (no outline given, or none found in it).
     pub whole_frame: bool,
+    /// Where its lines are in the upload: x0, y0, x1, y1.
+    pub bounds: (f64, f64, f64, f64),
 }
 
 /// Why no zone was read.
@@ -138,6 +140,7 @@ pub fn read_zone(
         skew_degrees: zone.skew_degrees,
         char_height: zone.char_height,
         whole_frame,
+        bounds: zone.bounds,
     };
     let failed = |failure: ReadFailure| MrzReading {
         zone: Some(found.clone()),
@@ -255,6 +258,7 @@ mod tests {
             upside_down: false,
             skew_degrees: 0.0,
             char_height: 20.0,
+            bounds: (0.0, 0.0, 100.0, 64.0),
         };
         let r = read_zone(&zone, false, &Failing, TODAY);
         assert!(matches!(r.mrz, Err(ReadFailure::Recognizer(_))));
