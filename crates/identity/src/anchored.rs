@@ -158,7 +158,8 @@ pub fn around(rgb: &RgbImage, face: FaceBox) -> Option<Quad> {
                 {
                     continue;
                 }
-                let in_frame = corners.map(|(x, y)| (x0 + x / to_work - w / 2.0, y0 + y / to_work - h / 2.0));
+                let in_frame =
+                    corners.map(|(x, y)| (x0 + x / to_work - w / 2.0, y0 + y / to_work - h / 2.0));
                 let Some(aspect) = true_aspect(&in_frame, w.hypot(h)) else {
                     continue;
                 };
@@ -188,7 +189,10 @@ pub fn around(rgb: &RgbImage, face: FaceBox) -> Option<Quad> {
     Some(Quad {
         corners: clockwise(corners),
         frame_share: (area / (w * h)).min(1.0),
-        aspect: true_aspect(&corners.map(|(x, y)| (x - w / 2.0, y - h / 2.0)), w.hypot(h))?,
+        aspect: true_aspect(
+            &corners.map(|(x, y)| (x - w / 2.0, y - h / 2.0)),
+            w.hypot(h),
+        )?,
         rectangularity: support,
         framing: Framing::Background,
     })
@@ -244,7 +248,12 @@ fn lines(rgb: &RgbImage, edges: &GrayImage, face_height: f64) -> Vec<Line> {
         }
         let (gx, gy) = gradients
             .iter()
-            .map(|(gx, gy)| (f64::from(gx.get_pixel(x, y).0[0]), f64::from(gy.get_pixel(x, y).0[0])))
+            .map(|(gx, gy)| {
+                (
+                    f64::from(gx.get_pixel(x, y).0[0]),
+                    f64::from(gy.get_pixel(x, y).0[0]),
+                )
+            })
             .max_by(|a, b| a.0.hypot(a.1).total_cmp(&b.0.hypot(b.1)))
             .unwrap_or((0.0, 0.0));
         if gx == 0.0 && gy == 0.0 {
@@ -318,9 +327,7 @@ fn bands(lines: &[Line], face: (f64, f64), face_height: f64) -> Vec<Band> {
     let mut out = Vec::new();
     for (i, a) in lines.iter().enumerate() {
         for b in &lines[i + 1..] {
-            if angle_between(a.angle, b.angle)
-                > MAX_SIDE_SKEW
-            {
+            if angle_between(a.angle, b.angle) > MAX_SIDE_SKEW {
                 continue;
             }
             let (da, db) = (signed_distance(a, face), signed_distance(b, face));
@@ -406,7 +413,11 @@ fn true_aspect(c: &[(f64, f64); 4], diagonal: f64) -> Option<f64> {
     // m1 and m4 opposite; m2 and m3 beside m1.
     let (m1, m2, m4, m3) = (m(0), m(1), m(2), m(3));
     let cross = |a: [f64; 3], b: [f64; 3]| {
-        [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+        [
+            a[1] * b[2] - a[2] * b[1],
+            a[2] * b[0] - a[0] * b[2],
+            a[0] * b[1] - a[1] * b[0],
+        ]
     };
     let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
     let (d2, d3) = (dot(cross(m2, m4), m3), dot(cross(m3, m4), m2));
@@ -423,11 +434,12 @@ fn true_aspect(c: &[(f64, f64); 4], diagonal: f64) -> Option<f64> {
     // phone's is taken, about 0.7 of the picture's diagonal (26 mm in 35
     // mm terms, 0.6, in a picture cut a little). A parallelogram's
     // proportions do not depend on it.
-    let f2 = if f2.is_finite() && ((0.3 * diagonal).powi(2)..=(8.0 * diagonal).powi(2)).contains(&f2) {
-        f2
-    } else {
-        (ASSUMED_FOCAL * diagonal).powi(2)
-    };
+    let f2 =
+        if f2.is_finite() && ((0.3 * diagonal).powi(2)..=(8.0 * diagonal).powi(2)).contains(&f2) {
+            f2
+        } else {
+            (ASSUMED_FOCAL * diagonal).powi(2)
+        };
     let length = |n: [f64; 3]| ((n[0] * n[0] + n[1] * n[1]) / f2 + n[2] * n[2]).sqrt();
     let (along, across) = (length(n2), length(n3));
     if along <= 0.0 || across <= 0.0 {
@@ -535,9 +547,7 @@ fn clockwise(c: [(f64, f64); 4]) -> [(f64, f64); 4] {
     });
     // atan2 with y down runs clockwise from the left; start at the top left.
     let start = (0..4)
-        .min_by(|&i, &j| {
-            (sorted[i].0 + sorted[i].1).total_cmp(&(sorted[j].0 + sorted[j].1))
-        })
+        .min_by(|&i, &j| (sorted[i].0 + sorted[i].1).total_cmp(&(sorted[j].0 + sorted[j].1)))
         .unwrap_or(0);
     std::array::from_fn(|i| sorted[(start + i) % 4])
 }
@@ -581,13 +591,16 @@ fn steps(rgb: &RgbImage, c: &[(f64, f64); 4]) -> (f64, f64) {
                 stepped += 1;
             }
         }
-        let share = if seen == 0 { 0.0 } else { stepped as f64 / seen as f64 };
+        let share = if seen == 0 {
+            0.0
+        } else {
+            stepped as f64 / seen as f64
+        };
         least = least.min(share);
         total += share;
     }
     (least, total / 4.0)
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -622,7 +635,10 @@ mod tests {
                 );
             }
             if pitch >= 25.0 {
-                assert!(raw > ID1_ASPECT * 1.08, "pitch {pitch}: foreshortened {raw:.3}");
+                assert!(
+                    raw > ID1_ASPECT * 1.08,
+                    "pitch {pitch}: foreshortened {raw:.3}"
+                );
             }
         }
         // Square on, the sides tell.
@@ -660,7 +676,11 @@ mod tests {
                 .count()
         };
         for (angle, r) in [(0.0, 60.0), (0.0, 240.0), (90.0, 50.0), (90.0, 150.0)] {
-            assert_eq!(near(angle, r), 1, "side at {angle} degrees, {r} px: {found:?}");
+            assert_eq!(
+                near(angle, r),
+                1,
+                "side at {angle} degrees, {r} px: {found:?}"
+            );
         }
     }
 
@@ -688,7 +708,12 @@ mod tests {
             height: 70.0,
         };
         let quad = around(&rgb, face).expect("the card");
-        let want = [(200.0, 180.0), (518.0, 180.0), (518.0, 380.0), (200.0, 380.0)];
+        let want = [
+            (200.0, 180.0),
+            (518.0, 180.0),
+            (518.0, 380.0),
+            (200.0, 380.0),
+        ];
         for (got, want) in quad.corners.iter().zip(want) {
             assert!(
                 (got.0 - want.0).abs() < 6.0 && (got.1 - want.1).abs() < 6.0,

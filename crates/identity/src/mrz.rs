@@ -113,6 +113,43 @@ impl Format {
         }
     }
 
+    /// Where the characters check digit `checked` covers are, the digit
+    /// included: (line, column) from 0. A TD1 number's continuation is in
+    /// its optional data, so that is counted in with the number.
+    pub fn covered_by(self, checked: Checked) -> Vec<(usize, usize)> {
+        use Field as F;
+        let fields: Vec<Field> = match checked {
+            Checked::DocumentNumber if self == Format::Td1 => {
+                vec![F::DocumentNumber, F::OptionalData]
+            }
+            Checked::DocumentNumber => vec![F::DocumentNumber],
+            Checked::BirthDate => vec![F::BirthDate],
+            Checked::ExpiryDate => vec![F::ExpiryDate],
+            Checked::OptionalData => vec![F::OptionalData],
+            Checked::Composite => {
+                let mut all = vec![
+                    F::DocumentNumber,
+                    F::CheckDigit(Checked::DocumentNumber),
+                    F::OptionalData,
+                    F::BirthDate,
+                    F::CheckDigit(Checked::BirthDate),
+                    F::ExpiryDate,
+                    F::CheckDigit(Checked::ExpiryDate),
+                    F::OptionalData2,
+                ];
+                if self == Format::Td3 {
+                    all.push(F::CheckDigit(Checked::OptionalData));
+                }
+                all
+            }
+        };
+        layout(self)
+            .into_iter()
+            .filter(|s| fields.contains(&s.field) || s.field == F::CheckDigit(checked))
+            .flat_map(|s| (s.start..s.start + s.len).map(move |c| (s.line, c)))
+            .collect()
+    }
+
     /// Whether a line holds no check digit (its length can only be repaired
     /// by trailing fillers).
     fn is_names_line(self, line: usize) -> bool {

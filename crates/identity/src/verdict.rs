@@ -68,10 +68,13 @@ pub const MIN_ELA_MEDIAN: f64 = 0.002;
 /// nationality's type fixes), print taken for a zone at 0.01 to 0.05. On
 /// the real zones of tests/tests/identity_real.rs, the four read with every
 /// check digit holding have their least sure character at 0.24 (a sharp
-/// Icelandic passport), 0.54, 0.64 and 0.64, the one misread (9-pixel
-/// characters) at 0.26: the least sure character does not tell a misread
-/// from a clean read, so a failing digit is taken for a misread (a retake,
-/// not a person) unless the whole zone reads at this level: the cautious side.
+/// Icelandic passport), 0.54, 0.64 and 0.64: the zone's least sure
+/// character (mostly a filler in a long run, or a country code's `O`) does
+/// not tell a misread from a clean read. So a failing digit is taken for
+/// the document's when the characters it covers, and it, read at this level
+/// (a specimen passport whose printed number `01PP30000` has check digit 2
+/// where 9 is printed: every one at 0.8 or more, its fillers at 0.2), or
+/// the whole zone does; else for a misread (a retake, not a person).
 pub const MIN_MRZ_CONFIDENCE: f32 = 0.6;
 /// MRZ: the fillers (`<`) a reading unsure or not a zone must show to be
 /// taken for a zone read badly (`MRZ_UNREADABLE`) rather than other print.
@@ -503,8 +506,9 @@ fn face(a: &Analysis, retake_needed: bool) -> Check {
 ///   for a zone: a card's front, or a card outlined in a page's proportions).
 /// - A zone whose check digits do not all hold (after the correction of
 ///   confusable characters): `MRZ_CHECK_DIGIT` when it read cleanly (every
-///   character at least [`MIN_MRZ_CONFIDENCE`], no line repaired, no
-///   ambiguity) on an image that needs no retake, else `MRZ_UNREADABLE` on
+///   character at least [`MIN_MRZ_CONFIDENCE`], or every one a failing
+///   check digit covers; no line repaired, no ambiguity) on an image that
+///   needs no retake, else `MRZ_UNREADABLE` on
 ///   a clean reading or a passport page's reading with its fillers, and not
 ///   performed otherwise (print read unsurely as a zone).
 /// - An expiry date, its check digit holding, before today: `DOCUMENT_EXPIRED`.
@@ -560,9 +564,22 @@ fn mrz_check(a: &Analysis, image_retake: bool) -> Check {
         }
         Ok(m) => m,
     };
-    let clean = m.reading == Reading::Failed
-        && m.repaired_lines.is_empty()
-        && reading.confidence >= MIN_MRZ_CONFIDENCE;
+    let as_read = m.reading == Reading::Failed && m.repaired_lines.is_empty();
+    // Every character a check digit covers (and the digit) read surely: a
+    // failing one is then the document's, not the reading's. The least
+    // sure characters of a zone are mostly elsewhere (the fillers of long
+    // runs, a country code's O for 0), and say nothing of this field.
+    let surely_read = |checked: mrz::Checked| {
+        m.format.covered_by(checked).iter().all(|&(line, column)| {
+            reading
+                .char_probs
+                .get(line)
+                .and_then(|l| l.get(column))
+                .is_some_and(|&p| p >= MIN_MRZ_CONFIDENCE)
+        })
+    };
+    let clean = as_read
+        && (reading.confidence >= MIN_MRZ_CONFIDENCE || m.failed_checks().any(surely_read));
     // A zone: read clearly, or a passport page's reading with its fillers.
     let a_zone = clean || (passport && looks_like_zone);
     if !m.all_checks_valid() && !a_zone {
@@ -1030,6 +1047,7 @@ mod tests {
             today,
         );
         a.confidence = confidence;
+        a.char_probs = text.lines().map(|l| vec![confidence; l.len()]).collect();
         MrzAttempt::Read { reading: a, today }
     }
 
@@ -1056,6 +1074,7 @@ mod tests {
                 zone: None,
                 text: String::new(),
                 confidence: 0.0,
+                char_probs: Vec::new(),
                 mrz: Err(ReadFailure::NoZone),
             },
             today,
@@ -1172,6 +1191,23 @@ mod tests {
         let verdict = judge(&a, None);
         assert_eq!(verdict.codes(), vec!["MRZ_UNREADABLE"]);
         assert_eq!((verdict.level, verdict.retryable), (Level::Retake, true));
+        // Unsure only where no failing digit looks (the names' fillers, the
+        // optional data's): the birth date read surely, its digit fails:
+        // the document's. Unsure in the birth date itself: a misreading.
+        let unsure_at = |columns: &[(usize, usize)]| {
+            let mut m = read(&altered, 0.95, BEFORE_EXPIRY);
+            if let MrzAttempt::Read { reading, .. } = &mut m {
+                for &(line, column) in columns {
+                    reading.char_probs[line][column] = 0.2;
+                }
+                reading.confidence = 0.2;
+            }
+            m
+        };
+        a.mrz = unsure_at(&[(0, 40), (0, 41), (1, 30), (1, 31)]);
+        assert_eq!(judge(&a, None).codes(), vec!["MRZ_CHECK_DIGIT"]);
+        a.mrz = unsure_at(&[(0, 40), (1, 16)]);
+        assert_eq!(judge(&a, None).codes(), vec!["MRZ_UNREADABLE"]);
         // On a card, an unsure reading whose digits fail is print taken
         // for a zone: not performed; read cleanly, it is a zone.
         let mut card = analysis();
@@ -1247,6 +1283,7 @@ mod tests {
                 zone: None,
                 text: "P<UTOERIKSSON<<ANNA<MARIA<<<".into(),
                 confidence: 0.4,
+                char_probs: Vec::new(),
                 mrz: Err(ReadFailure::Mrz(mrz::MrzError::LineCount { found: 1 })),
             },
             today: BEFORE_EXPIRY,

@@ -70,6 +70,8 @@ pub struct MrzReading {
     pub text: String,
     /// The least sure character's probability over the lines read (0 when none).
     pub confidence: f32,
+    /// Each line's characters' probabilities, as recognised.
+    pub char_probs: Vec<Vec<f32>>,
     /// The zone parsed, with each check digit's outcome and any corrections.
     pub mrz: Result<Mrz, ReadFailure>,
 }
@@ -112,6 +114,7 @@ pub fn read_mrz(
             zone: None,
             text: String::new(),
             confidence: 0.0,
+            char_probs: Vec::new(),
             mrz: Err(ReadFailure::NoZone),
         };
     };
@@ -146,6 +149,7 @@ pub fn read_zone(
         zone: Some(found.clone()),
         text: String::new(),
         confidence: 0.0,
+        char_probs: Vec::new(),
         mrz: Err(failure),
     };
     let probabilities = match recognizer.recognize(&zone.lines) {
@@ -175,6 +179,7 @@ pub fn read_zone(
         zone: Some(found),
         text,
         confidence,
+        char_probs: decoded.into_iter().map(|d| d.char_probs).collect(),
         mrz,
     }
 }
