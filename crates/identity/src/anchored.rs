@@ -33,7 +33,7 @@
 use image::{GrayImage, RgbImage};
 use imageproc::distance_transform::Norm;
 
-use crate::document::{colour_edges, Framing, Quad, ASPECT_RANGE, ID1_ASPECT};
+use crate::document::{colour_edges, Framing, Quad, ASPECT_RANGE, EDGE_MARGIN, ID1_ASPECT};
 use crate::face::Face;
 
 /// Longest side of the window's working copy.
@@ -57,9 +57,6 @@ const MAX_LINES: usize = 60;
 const PHOTO_ASPECT: (f64, f64) = (1.2, 2.6);
 /// Degrees either side of its gradient's direction an edge pixel votes for.
 const ANGLE_SPREAD: i64 = 5;
-/// Margin, as a share of the window's working copy, that keeps an outline
-/// clear of the frame's edge.
-const EDGE_MARGIN: f64 = 0.01;
 
 /// A face found, in the coordinates of the image searched.
 #[derive(Clone, Copy, Debug)]

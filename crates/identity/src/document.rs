@@ -51,7 +51,7 @@ pub const MIN_DOCUMENT_SHARE: f64 = 0.15;
 /// Contour area over rectangle area for a straight-edged, convex outline.
 const MIN_RECTANGULARITY: f64 = 0.85;
 /// A rectangle corner within this share of the frame's edge touches it.
-const EDGE_MARGIN: f64 = 0.01;
+pub(crate) const EDGE_MARGIN: f64 = 0.01;
 /// A document on a background smaller than this share of the frame may be a
 /// part of one filling the frame (its portrait, a text block), so the frame
 /// is looked at as a page or a crop first.
