@@ -181,6 +181,16 @@ impl Quad {
         signs.iter().all(|s| *s >= 0.0) || signs.iter().all(|s| *s <= 0.0)
     }
 
+    /// Whether a corner lies inside a `width` x `height` frame, clear of its
+    /// edges by [`EDGE_MARGIN`] (a corner of a document cut off, seen).
+    pub fn has_corner_inside(&self, width: u32, height: u32) -> bool {
+        let (w, h) = (f64::from(width), f64::from(height));
+        let (mx, my) = (w * EDGE_MARGIN, h * EDGE_MARGIN);
+        self.corners
+            .iter()
+            .any(|&(x, y)| x > mx && y > my && x < w - mx && y < h - my)
+    }
+
     /// Axis-aligned bounds (x, y, width, height), clipped to `width` x `height`.
     pub fn bounds(&self, width: u32, height: u32) -> (u32, u32, u32, u32) {
         let xs = self.corners.map(|c| c.0);
@@ -729,6 +739,23 @@ mod tests {
         assert!(page_of_zone(1240, 724, (37.5, 635.5, 579.5, 680.5), false, td3).is_none());
         assert!(page_of_zone(620, 724, (37.5, 435.5, 579.5, 480.5), false, td3).is_none());
         assert!(page_of_zone(620, 440, (37.5, 360.5, 579.5, 405.5), false, td3).is_none());
+    }
+
+    #[test]
+    fn a_corner_inside_the_frame_is_one_clear_of_its_edges() {
+        let quad = |corners| Quad {
+            corners,
+            frame_share: 0.3,
+            aspect: 1.5,
+            rectangularity: 1.0,
+            framing: Framing::Background,
+        };
+        // A table's edge across the frame: every corner on the frame's edge.
+        let strip = quad([(0.0, 0.0), (673.0, 0.0), (673.0, 204.0), (0.0, 204.0)]);
+        assert!(!strip.has_corner_inside(675, 700));
+        // A card running out at the left: its right-hand corners are seen.
+        let card = quad([(-200.0, 300.0), (500.0, 300.0), (500.0, 740.0), (-200.0, 740.0)]);
+        assert!(card.has_corner_inside(1600, 1200));
     }
 
     #[test]

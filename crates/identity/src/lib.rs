@@ -336,6 +336,19 @@ fn measure(
         }
         _ => found.clone(),
     };
+    // What runs out of the frame is a document cut off when it shows one:
+    // a corner of its outline in the frame, its holder's face, or a zone
+    // read as one. A plain cloth filling the frame or a table's edge
+    // across it shows none (their texture is as dense in edges as print).
+    let zone_read = matches!(&mrz, MrzAttempt::Read { reading, .. } if reading.mrz.is_ok());
+    let document = match document {
+        document::Found::CutOff(quad)
+            if faces_found.is_empty() && !zone_read && !quad.has_corner_inside(width, height) =>
+        {
+            document::Found::Nothing
+        }
+        other => other,
+    };
     Ok(Analysis {
         format: decoded.format_name(),
         bytes: bytes.len(),
