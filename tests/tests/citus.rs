@@ -468,7 +468,11 @@ fn the_vector_database_on_a_citus_cluster_answers_as_one_server() {
             }
             // Every third line is /queryEmbeddings's.
             let exact = exact_top_10(&single.env, ALICE, &queries);
-            assert_eq!(exact, exact_top_10(&cluster.env, ALICE, &queries), "exact searches differ");
+            assert_eq!(
+                exact,
+                exact_top_10(&cluster.env, ALICE, &queries),
+                "exact searches differ"
+            );
             for (side, lines) in [("one server", &one), ("cluster", &many)] {
                 let hits: usize = lines
                     .iter()
@@ -478,7 +482,10 @@ fn the_vector_database_on_a_citus_cluster_answers_as_one_server() {
                     .sum();
                 let recall = hits as f64 / (10 * queries.len()) as f64;
                 println!("{side}: /queryEmbeddings recall@10 against exact {recall:.4}");
-                assert!(recall >= 0.99, "{side}: recall@10 against exact {recall:.4}");
+                assert!(
+                    recall >= 0.99,
+                    "{side}: recall@10 against exact {recall:.4}"
+                );
             }
         }
     }

@@ -480,7 +480,11 @@ pub fn page_of_zone(
     if !(0.0..=ZONE_FOOT * page_h).contains(&foot_gap) {
         return None;
     }
-    let (top, bottom) = if upside_down { (0.0, page_h) } else { (h - page_h, h) };
+    let (top, bottom) = if upside_down {
+        (0.0, page_h)
+    } else {
+        (h - page_h, h)
+    };
     Some(Quad {
         corners: [(0.0, top), (w, top), (w, bottom), (0.0, bottom)],
         frame_share: page_h / h,
@@ -725,8 +729,8 @@ mod tests {
         let td3 = (125.0, 88.0, 44.0 * 2.54);
         // A passport scanned open, 620 x 724: the zone's lines 542 px long,
         // 44 px from the foot; the data page is the lower 436 px.
-        let page = page_of_zone(620, 724, (37.5, 635.5, 579.5, 680.5), false, td3)
-            .expect("the data page");
+        let page =
+            page_of_zone(620, 724, (37.5, 635.5, 579.5, 680.5), false, td3).expect("the data page");
         assert_eq!(page.framing, Framing::Filling);
         assert!((page.corners[0].1 - (724.0 - 620.0 * 88.0 / 125.0)).abs() < 1e-9);
         assert_eq!(page.corners[2], (620.0, 724.0));
@@ -754,7 +758,12 @@ mod tests {
         let strip = quad([(0.0, 0.0), (673.0, 0.0), (673.0, 204.0), (0.0, 204.0)]);
         assert!(!strip.has_corner_inside(675, 700));
         // A card running out at the left: its right-hand corners are seen.
-        let card = quad([(-200.0, 300.0), (500.0, 300.0), (500.0, 740.0), (-200.0, 740.0)]);
+        let card = quad([
+            (-200.0, 300.0),
+            (500.0, 300.0),
+            (500.0, 740.0),
+            (-200.0, 740.0),
+        ]);
         assert!(card.has_corner_inside(1600, 1200));
     }
 

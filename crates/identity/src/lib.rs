@@ -163,14 +163,10 @@ pub fn analyse_with(
 /// document's ghost image is a second, smaller face).
 fn by_portrait(frame: &RgbImage, faces: &mut FaceDetector) -> Option<document::Quad> {
     let grey = image::imageops::grayscale(frame);
-    faces
-        .detect(&grey)
-        .iter()
-        .take(2)
-        .find_map(|face| {
-            let face = anchored::FaceBox::from_detected(face, f64::from(frame.width()), (0.0, 0.0));
-            anchored::around(frame, face)
-        })
+    faces.detect(&grey).iter().take(2).find_map(|face| {
+        let face = anchored::FaceBox::from_detected(face, f64::from(frame.width()), (0.0, 0.0));
+        anchored::around(frame, face)
+    })
 }
 
 /// Character pitch over character height of a zone's OCR-B, as read off
@@ -330,10 +326,11 @@ fn measure(
     // no outline was found, running across most of the frame: the frame is
     // the page, when it has a document's proportions (a crop with a margin).
     let document = match (found, &mrz) {
-        (document::Found::Nothing | document::Found::CutOff(_), MrzAttempt::Read { reading, .. }) => {
-            page_of_zone(reading, width, height, found == &document::Found::Nothing)
-                .map_or_else(|| found.clone(), document::Found::Document)
-        }
+        (
+            document::Found::Nothing | document::Found::CutOff(_),
+            MrzAttempt::Read { reading, .. },
+        ) => page_of_zone(reading, width, height, found == &document::Found::Nothing)
+            .map_or_else(|| found.clone(), document::Found::Document),
         _ => found.clone(),
     };
     // What runs out of the frame is a document cut off when it shows one:

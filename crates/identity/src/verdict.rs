@@ -578,8 +578,8 @@ fn mrz_check(a: &Analysis, image_retake: bool) -> Check {
                 .is_some_and(|&p| p >= MIN_MRZ_CONFIDENCE)
         })
     };
-    let clean = as_read
-        && (reading.confidence >= MIN_MRZ_CONFIDENCE || m.failed_checks().any(surely_read));
+    let clean =
+        as_read && (reading.confidence >= MIN_MRZ_CONFIDENCE || m.failed_checks().any(surely_read));
     // A zone: read clearly, or a passport page's reading with its fillers.
     let a_zone = clean || (passport && looks_like_zone);
     if !m.all_checks_valid() && !a_zone {

@@ -199,13 +199,22 @@ pub fn locate(image: &RgbImage, outline: Option<&Quad>) -> Option<Zone> {
     let corners: Vec<(f64, f64)> = group
         .iter()
         .flat_map(|b| {
-            [(b.left, b.top), (b.right, b.top), (b.left, b.bottom), (b.right, b.bottom)]
-                .map(|(x, y)| frame.at(x, y + (x - mid) * angle))
+            [
+                (b.left, b.top),
+                (b.right, b.top),
+                (b.left, b.bottom),
+                (b.right, b.bottom),
+            ]
+            .map(|(x, y)| frame.at(x, y + (x - mid) * angle))
         })
         .collect();
     let extreme = |pick: fn(&(f64, f64)) -> f64, max: bool| {
         corners.iter().map(pick).fold(
-            if max { f64::NEG_INFINITY } else { f64::INFINITY },
+            if max {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            },
             if max { f64::max } else { f64::min },
         )
     };

@@ -511,11 +511,18 @@ fn unix_days_count_from_1970_across_leap_years_and_centuries() {
 fn a_check_digit_covers_its_fields_and_itself() {
     let cols = |f: Format, c: Checked| f.covered_by(c);
     // TD3's number: line 2, columns 0 to 9 (the digit at 9).
-    assert_eq!(cols(Format::Td3, Checked::DocumentNumber), (0..10).map(|c| (1, c)).collect::<Vec<_>>());
+    assert_eq!(
+        cols(Format::Td3, Checked::DocumentNumber),
+        (0..10).map(|c| (1, c)).collect::<Vec<_>>()
+    );
     // Its composite: number, dates and optional data with their digits,
     // and itself; not the nationality (10 to 12) or the sex (20).
     let composite = cols(Format::Td3, Checked::Composite);
-    let want: Vec<(usize, usize)> = (0..10).chain(13..20).chain(21..44).map(|c| (1, c)).collect();
+    let want: Vec<(usize, usize)> = (0..10)
+        .chain(13..20)
+        .chain(21..44)
+        .map(|c| (1, c))
+        .collect();
     assert_eq!(composite, want);
     // TD1's number continues in its optional data (line 1, 15 to 29).
     let td1 = cols(Format::Td1, Checked::DocumentNumber);
