@@ -33,7 +33,9 @@
 use image::{GrayImage, RgbImage};
 use imageproc::distance_transform::Norm;
 
-use crate::document::{colour_edges, Framing, Quad, ASPECT_RANGE, EDGE_MARGIN, ID1_ASPECT};
+use crate::document::{
+    colour_edges, convex_contains, Framing, Quad, ASPECT_RANGE, EDGE_MARGIN, ID1_ASPECT,
+};
 use crate::face::Face;
 
 /// Longest side of the window's working copy.
@@ -150,7 +152,7 @@ pub fn around(rgb: &RgbImage, face: FaceBox) -> Option<Quad> {
                     continue;
                 };
                 if !corners.iter().all(|&c| inside(c))
-                    || !face_box.iter().all(|&p| encloses(&corners, p))
+                    || !face_box.iter().all(|&p| convex_contains(&corners, p))
                     || !lies_flat(&corners)
                 {
                     continue;
@@ -445,16 +447,6 @@ fn true_aspect(c: &[(f64, f64); 4], diagonal: f64) -> Option<f64> {
     Some(along.max(across) / along.min(across))
 }
 
-/// Whether `p` is inside the convex quad `c` (corners in order round it).
-fn encloses(c: &[(f64, f64); 4], p: (f64, f64)) -> bool {
-    let side = |i: usize| {
-        let (a, b) = (c[i], c[(i + 1) % 4]);
-        (b.0 - a.0) * (p.1 - a.1) - (b.1 - a.1) * (p.0 - a.0)
-    };
-    let signs = [side(0), side(1), side(2), side(3)];
-    signs.iter().all(|s| *s > 0.0) || signs.iter().all(|s| *s < 0.0)
-}
-
 /// Whether the quad's long sides run across the picture: the face was
 /// found upright, and an upright card's front or passport page is wider
 /// than high (a quad standing on its short side around a face is the
@@ -646,8 +638,8 @@ mod tests {
     #[test]
     fn an_outline_encloses_the_face_and_lies_flat() {
         let card = [(0.0, 0.0), (160.0, 4.0), (158.0, 104.0), (-2.0, 100.0)];
-        assert!(encloses(&card, (120.0, 50.0)));
-        assert!(!encloses(&card, (170.0, 50.0)));
+        assert!(convex_contains(&card, (120.0, 50.0)));
+        assert!(!convex_contains(&card, (170.0, 50.0)));
         assert!(lies_flat(&card));
         let column = [(0.0, 0.0), (70.0, 0.0), (70.0, 100.0), (0.0, 100.0)];
         assert!(!lies_flat(&column));

@@ -172,13 +172,7 @@ impl Quad {
 
     /// Whether `point` lies inside the rectangle (corners in order, convex).
     pub fn contains(&self, point: (f64, f64)) -> bool {
-        let c = self.corners;
-        let side = |i: usize| {
-            let (a, b) = (c[i], c[(i + 1) % 4]);
-            (b.0 - a.0) * (point.1 - a.1) - (b.1 - a.1) * (point.0 - a.0)
-        };
-        let signs: Vec<f64> = (0..4).map(side).collect();
-        signs.iter().all(|s| *s >= 0.0) || signs.iter().all(|s| *s <= 0.0)
+        convex_contains(&self.corners, point)
     }
 
     /// Whether a corner lies inside a `width` x `height` frame, clear of its
@@ -202,6 +196,16 @@ impl Quad {
         let y1 = clip(ys.iter().copied().fold(f64::NEG_INFINITY, f64::max), height);
         (x0, y0, x1.saturating_sub(x0), y1.saturating_sub(y0))
     }
+}
+
+/// Whether `point` lies inside (or on) the convex quad `c`, corners in order.
+pub(crate) fn convex_contains(c: &[(f64, f64); 4], point: (f64, f64)) -> bool {
+    let side = |i: usize| {
+        let (a, b) = (c[i], c[(i + 1) % 4]);
+        (b.0 - a.0) * (point.1 - a.1) - (b.1 - a.1) * (point.0 - a.0)
+    };
+    let signs = [side(0), side(1), side(2), side(3)];
+    signs.iter().all(|s| *s >= 0.0) || signs.iter().all(|s| *s <= 0.0)
 }
 
 /// Looks for the document in `rgb` (the whole photo, any size).
