@@ -6,10 +6,10 @@
 # `old`, beside the installed ones, and pgbench runs each search as the
 # sidecar sends it (sql.sh search), 4 clients, BENCH_SECONDS (12) each, the
 # old and new alternated BENCH_ROUNDS (4) times. Same records, same server,
-# same build: only the functions differ. For example, 0.12.0's:
+# same build: only the functions differ. For example, 0.13.0's:
 #
-#   bench/vectordb/ab-functions.sh extension/sql/vigil--0.12.0.sql
-#   git show e4d4608:extension/sql/vigil--0.12.0.sql > /tmp/old.sql   # once it is gone
+#   bench/vectordb/ab-functions.sh extension/sql/vigil--0.13.0.sql
+#   git show e4d4608:extension/sql/vigil--0.12.0.sql > /tmp/old.sql   # one no longer kept
 #
 # The earlier functions must call only what this version still has.
 set -euo pipefail

@@ -192,6 +192,15 @@ fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
         ),
         "true 1 3"
     );
+    // 0.14.0 builds it again with a beam of 128: the graph itself, not only
+    // the option (the search beams of vigil._search_ef assume such graphs).
+    assert_eq!(
+        cluster.psql(
+            "SELECT (r->>'ef_construction') || ' ' || (r->>'elements') \
+             FROM vigil.hnsw_check('vigil.vector_records_embedding') r"
+        ),
+        "128 3"
+    );
 
     // Records stored before keep their openings (0.11.0 and later write one
     // with each record), each the one a store writes now; fill_openings has

@@ -7,10 +7,11 @@ The ordering of items is not stable, it is driven by a dependency graph.
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:279
+-- extension/src/vectordb/mod.rs:289
 -- vigil::vectordb::_bm25_search_kept
 CREATE  FUNCTION "_bm25_search_kept"(
 	"db_id" bigint, /* i64 */
+	"account" TEXT, /* & str */
 	"xmin" bigint, /* i64 */
 	"ctid" tid, /* pg_sys :: ItemPointerData */
 	"lexemes" TEXT[], /* Vec < String > */
@@ -45,7 +46,7 @@ AS 'MODULE_PATHNAME', 'bm25_top_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:371
+-- extension/src/vectordb/mod.rs:382
 -- vigil::vectordb::_embed_records
 CREATE  FUNCTION "_embed_records"(
 	"titles" TEXT[], /* Vec < Option < String > > */
@@ -60,7 +61,7 @@ AS 'MODULE_PATHNAME', 'embed_records_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:329
+-- extension/src/vectordb/mod.rs:340
 -- vigil::vectordb::_fuse
 CREATE  FUNCTION "_fuse"(
 	"vector_ids" bigint[], /* :: std :: option :: Option < Vec < i64 > > */
@@ -226,7 +227,7 @@ AS 'MODULE_PATHNAME', 'assess_id_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:430
+-- extension/src/vectordb/mod.rs:441
 -- vigil::vectordb::retired::bm25_essential_terms
 -- Skipped due to `#[pgrx(sql = false)]`
 /* </end connected objects> */
@@ -269,13 +270,13 @@ AS 'MODULE_PATHNAME', 'bm25_score_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:441
+-- extension/src/vectordb/mod.rs:452
 -- vigil::vectordb::retired::bm25_top_kept
 -- Skipped due to `#[pgrx(sql = false)]`
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:435
+-- extension/src/vectordb/mod.rs:446
 -- vigil::vectordb::retired::bm25_upper_bound
 -- Skipped due to `#[pgrx(sql = false)]`
 /* </end connected objects> */
@@ -640,66 +641,6 @@ REVOKE ALL ON vigil.api_key_list, vigil.user_key_list FROM PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/hnsw/mod.rs:65
--- requires:
---   keys_schema
-
--- vigil_hnsw: distance operators on real[] and the HNSW index access method.
--- The functions are C functions of this module (src/hnsw/ops.rs, mod.rs).
-
--- Exact distances; these also back the operators when no index is used. COST
--- reflects a few hundred multiply-adds, so the planner weighs a sequential scan
--- that computes one per row against the index's few hundred per query.
-CREATE FUNCTION vigil.l2_distance(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_l2_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-CREATE FUNCTION vigil.cosine_distance(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_cosine_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-CREATE FUNCTION vigil.negative_inner_product(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_negative_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-CREATE FUNCTION vigil.inner_product(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-
-COMMENT ON FUNCTION vigil.l2_distance(real[], real[]) IS 'Euclidean distance; the <-> operator';
-COMMENT ON FUNCTION vigil.cosine_distance(real[], real[]) IS '1 - cosine similarity; the <=> operator';
-COMMENT ON FUNCTION vigil.negative_inner_product(real[], real[]) IS '-(a . b); the <#> operator';
-
-CREATE OPERATOR vigil.<-> (
-    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.l2_distance,
-    COMMUTATOR = OPERATOR(vigil.<->)
-);
-CREATE OPERATOR vigil.<=> (
-    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.cosine_distance,
-    COMMUTATOR = OPERATOR(vigil.<=>)
-);
-CREATE OPERATOR vigil.<#> (
-    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.negative_inner_product,
-    COMMUTATOR = OPERATOR(vigil.<#>)
-);
-
-CREATE FUNCTION vigil.vigil_hnsw_handler(internal) RETURNS index_am_handler
-    AS 'MODULE_PATHNAME', 'vigil_hnsw_handler' LANGUAGE c;
-CREATE ACCESS METHOD vigil_hnsw TYPE INDEX HANDLER vigil.vigil_hnsw_handler;
-COMMENT ON ACCESS METHOD vigil_hnsw IS 'HNSW approximate nearest-neighbour index over real[]';
-
--- Support function 1 names the metric the index is built with.
-CREATE OPERATOR CLASS vigil.cosine_ops DEFAULT FOR TYPE real[] USING vigil_hnsw AS
-    OPERATOR 1 vigil.<=> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
-    FUNCTION 1 vigil.cosine_distance(real[], real[]);
-CREATE OPERATOR CLASS vigil.l2_ops FOR TYPE real[] USING vigil_hnsw AS
-    OPERATOR 1 vigil.<-> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
-    FUNCTION 1 vigil.l2_distance(real[], real[]);
-CREATE OPERATOR CLASS vigil.ip_ops FOR TYPE real[] USING vigil_hnsw AS
-    OPERATOR 1 vigil.<#> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
-    FUNCTION 1 vigil.negative_inner_product(real[], real[]);
--- The key of a partitioned index, `USING vigil_hnsw (key, vector)`: one graph
--- per key value, which a scan for `key = $1` walks alone (src/hnsw/directory.rs).
-CREATE OPERATOR CLASS vigil.int8_ops DEFAULT FOR TYPE bigint USING vigil_hnsw AS
-    OPERATOR 1 pg_catalog.= (bigint, bigint),
-    OPERATOR 1 pg_catalog.= (bigint, integer),
-    OPERATOR 1 pg_catalog.= (bigint, smallint);
-/* </end connected objects> */
-
-/* <begin connected objects> */
 -- extension/src/risk/mod.rs:105
 -- requires:
 --   keys_schema
@@ -1015,6 +956,66 @@ REVOKE EXECUTE ON FUNCTION vigil.assess_id(bytea, bigint) FROM PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
+-- extension/src/hnsw/mod.rs:65
+-- requires:
+--   keys_schema
+
+-- vigil_hnsw: distance operators on real[] and the HNSW index access method.
+-- The functions are C functions of this module (src/hnsw/ops.rs, mod.rs).
+
+-- Exact distances; these also back the operators when no index is used. COST
+-- reflects a few hundred multiply-adds, so the planner weighs a sequential scan
+-- that computes one per row against the index's few hundred per query.
+CREATE FUNCTION vigil.l2_distance(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_l2_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+CREATE FUNCTION vigil.cosine_distance(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_cosine_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+CREATE FUNCTION vigil.negative_inner_product(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_negative_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+CREATE FUNCTION vigil.inner_product(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+
+COMMENT ON FUNCTION vigil.l2_distance(real[], real[]) IS 'Euclidean distance; the <-> operator';
+COMMENT ON FUNCTION vigil.cosine_distance(real[], real[]) IS '1 - cosine similarity; the <=> operator';
+COMMENT ON FUNCTION vigil.negative_inner_product(real[], real[]) IS '-(a . b); the <#> operator';
+
+CREATE OPERATOR vigil.<-> (
+    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.l2_distance,
+    COMMUTATOR = OPERATOR(vigil.<->)
+);
+CREATE OPERATOR vigil.<=> (
+    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.cosine_distance,
+    COMMUTATOR = OPERATOR(vigil.<=>)
+);
+CREATE OPERATOR vigil.<#> (
+    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.negative_inner_product,
+    COMMUTATOR = OPERATOR(vigil.<#>)
+);
+
+CREATE FUNCTION vigil.vigil_hnsw_handler(internal) RETURNS index_am_handler
+    AS 'MODULE_PATHNAME', 'vigil_hnsw_handler' LANGUAGE c;
+CREATE ACCESS METHOD vigil_hnsw TYPE INDEX HANDLER vigil.vigil_hnsw_handler;
+COMMENT ON ACCESS METHOD vigil_hnsw IS 'HNSW approximate nearest-neighbour index over real[]';
+
+-- Support function 1 names the metric the index is built with.
+CREATE OPERATOR CLASS vigil.cosine_ops DEFAULT FOR TYPE real[] USING vigil_hnsw AS
+    OPERATOR 1 vigil.<=> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
+    FUNCTION 1 vigil.cosine_distance(real[], real[]);
+CREATE OPERATOR CLASS vigil.l2_ops FOR TYPE real[] USING vigil_hnsw AS
+    OPERATOR 1 vigil.<-> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
+    FUNCTION 1 vigil.l2_distance(real[], real[]);
+CREATE OPERATOR CLASS vigil.ip_ops FOR TYPE real[] USING vigil_hnsw AS
+    OPERATOR 1 vigil.<#> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
+    FUNCTION 1 vigil.negative_inner_product(real[], real[]);
+-- The key of a partitioned index, `USING vigil_hnsw (key, vector)`: one graph
+-- per key value, which a scan for `key = $1` walks alone (src/hnsw/directory.rs).
+CREATE OPERATOR CLASS vigil.int8_ops DEFAULT FOR TYPE bigint USING vigil_hnsw AS
+    OPERATOR 1 pg_catalog.= (bigint, bigint),
+    OPERATOR 1 pg_catalog.= (bigint, integer),
+    OPERATOR 1 pg_catalog.= (bigint, smallint);
+/* </end connected objects> */
+
+/* <begin connected objects> */
 -- extension/src/embed/mod.rs:33
 -- vigil::embed::embed
 CREATE  FUNCTION "embed"(
@@ -1048,7 +1049,7 @@ AS 'MODULE_PATHNAME', 'exact_tokens_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:455
+-- extension/src/vectordb/mod.rs:466
 -- requires:
 --   keys_schema
 --   hnsw_schema
@@ -1067,9 +1068,15 @@ AS 'MODULE_PATHNAME', 'exact_tokens_wrapper';
 -- Vector databases: named per account, holding text records embedded by
 -- vigil.embed and searched by similarity, by BM25 keywords, or both fused.
 --
--- Every function runs as its caller (SECURITY INVOKER), so row-level security
--- decides what it sees: the application role acts for the account that
--- vigil.enter_account set; a superuser in psql sets `vigil.account` itself.
+-- The functions run as their owner (SECURITY DEFINER) and name the account
+-- in every statement: the account vigil.enter_account set for the
+-- application role, or a superuser in psql sets as `vigil.account`. On a
+-- Citus cluster that is what routes a statement to the one server holding
+-- the account, and the owner's connections to the workers read the shards
+-- there (the workers cannot know the coordinator's account setting, so
+-- row-level security, which still guards the tables themselves, would hide
+-- every row). Row-level security is not what confines them, so each
+-- statement's `account = ` is.
 -- Which database a call means, when not passed, comes from `vigil.db`.
 --
 -- Layout:
@@ -1082,12 +1089,15 @@ AS 'MODULE_PATHNAME', 'exact_tokens_wrapper';
 --   vector_postings   the keyword index: per database and lexeme, the
 --                     records holding it, in blocks; kept by the same
 --                     triggers, ranked from without reading a record
+-- Each table carries `account` in every key, so the four can be spread over
+-- a Citus cluster by account, colocated (vigil.distribute, cluster/schema.sql):
+-- whatever one database's search or write touches is then on one server.
 
 CREATE TABLE vigil.vector_databases (
     account      text NOT NULL REFERENCES vigil.accounts (account) ON DELETE CASCADE,
     name         text NOT NULL CHECK (vigil.valid_db_name(name)),
     created_at   timestamptz NOT NULL DEFAULT now(),
-    id           bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+    id           bigint GENERATED ALWAYS AS IDENTITY,
     records      bigint NOT NULL DEFAULT 0,
     total_length bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (account, name),
@@ -1102,7 +1112,7 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 AS $$ SELECT to_tsvector('pg_catalog.english', text) || array_to_tsvector(vigil.exact_tokens(text)) $$;
 
 CREATE TABLE vigil.vector_records (
-    id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id         bigint GENERATED ALWAYS AS IDENTITY,
     db         bigint NOT NULL,
     account    text NOT NULL,
     title      text NOT NULL,
@@ -1115,6 +1125,7 @@ CREATE TABLE vigil.vector_records (
     -- which hybrid search reads the record by too; NULL for records stored
     -- before 0.11.0 until vigil.fill_openings reads them.
     opening    real[] CHECK (cardinality(opening) = 384),
+    PRIMARY KEY (id, account),
     FOREIGN KEY (db, account) REFERENCES vigil.vector_databases (id, account) ON DELETE CASCADE
 );
 -- Embeddings stay in the row (a 1.5 kB array does not compress) so a scan
@@ -1129,10 +1140,12 @@ CREATE INDEX vector_records_embedding ON vigil.vector_records
     USING vigil_hnsw (db vigil.int8_ops, embedding vigil.cosine_ops);
 
 CREATE TABLE vigil.vector_terms (
-    db      bigint NOT NULL REFERENCES vigil.vector_databases (id) ON DELETE CASCADE,
+    db      bigint NOT NULL,
     term    text NOT NULL,
     records bigint NOT NULL,
-    PRIMARY KEY (db, term)
+    account text NOT NULL,
+    PRIMARY KEY (db, term, account),
+    FOREIGN KEY (db, account) REFERENCES vigil.vector_databases (id, account) ON DELETE CASCADE
 );
 
 -- Blocks of up to vigil._postings_block_size() postings (record id, term
@@ -1143,13 +1156,15 @@ CREATE TABLE vigil.vector_terms (
 -- every matching record, 25.9 ms at p50 and 205 ms at p99 over 100,000
 -- records where a query's words are common (README, search figures).
 CREATE TABLE vigil.vector_postings (
-    db       bigint NOT NULL REFERENCES vigil.vector_databases (id) ON DELETE CASCADE,
+    db       bigint NOT NULL,
     term     text NOT NULL,
     first_id bigint NOT NULL,
     last_id  bigint NOT NULL,
     size     integer NOT NULL,
     postings bytea NOT NULL,
-    PRIMARY KEY (db, term, first_id)
+    account  text NOT NULL,
+    PRIMARY KEY (db, term, first_id, account),
+    FOREIGN KEY (db, account) REFERENCES vigil.vector_databases (id, account) ON DELETE CASCADE
 );
 
 REVOKE ALL ON vigil.vector_databases, vigil.vector_records, vigil.vector_terms, vigil.vector_postings FROM PUBLIC;
@@ -1166,19 +1181,18 @@ CREATE POLICY own_account ON vigil.vector_records
     USING (account = vigil.current_account())
     WITH CHECK (account = vigil.current_account());
 
--- Term counts reveal words, so they are the account's too: visible through
--- the databases it can see.
+-- Term counts reveal words, so they are the account's too.
 ALTER TABLE vigil.vector_terms ENABLE ROW LEVEL SECURITY;
 ALTER TABLE vigil.vector_terms FORCE ROW LEVEL SECURITY;
 CREATE POLICY own_account ON vigil.vector_terms
-    USING (EXISTS (SELECT FROM vigil.vector_databases d WHERE d.id = db))
-    WITH CHECK (EXISTS (SELECT FROM vigil.vector_databases d WHERE d.id = db));
+    USING (account = vigil.current_account())
+    WITH CHECK (account = vigil.current_account());
 
 ALTER TABLE vigil.vector_postings ENABLE ROW LEVEL SECURITY;
 ALTER TABLE vigil.vector_postings FORCE ROW LEVEL SECURITY;
 CREATE POLICY own_account ON vigil.vector_postings
-    USING (EXISTS (SELECT FROM vigil.vector_databases d WHERE d.id = db))
-    WITH CHECK (EXISTS (SELECT FROM vigil.vector_databases d WHERE d.id = db));
+    USING (account = vigil.current_account())
+    WITH CHECK (account = vigil.current_account());
 
 -- In backups (keys/schema.sql says why): the databases and their records.
 -- vector_terms, vector_postings and the databases' counts are derived from
@@ -1191,15 +1205,56 @@ SELECT pg_catalog.pg_extension_config_dump('vigil.vector_databases_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('vigil.vector_records', '');
 SELECT pg_catalog.pg_extension_config_dump('vigil.vector_records_id_seq', '');
 
--- Admin: every account, its live user keys and its databases.
-CREATE VIEW vigil.account_list AS
-SELECT a.account, a.created_at,
-       (SELECT count(*) FROM vigil.user_keys u
-         WHERE u.account = a.account AND vigil._key_status(u.revoked_at, u.expires_at) = 'active') AS active_user_keys,
-       coalesce((SELECT array_agg(d.name ORDER BY d.name) FROM vigil.vector_databases d
-                  WHERE d.account = a.account), '{}') AS databases
-FROM vigil.accounts a;
+-- Admin: every account, its live user keys and its databases. Read by a
+-- function running as its owner, in statements Citus can plan: on a cluster
+-- the databases are on the workers, which the owner's connections reach
+-- (the view's reader's would not, and row-level security there would hide
+-- every row from them).
+CREATE FUNCTION vigil._account_list()
+RETURNS TABLE (account text, created_at timestamptz, active_user_keys bigint, databases text[])
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, vigil
+AS $$
+    WITH keys AS MATERIALIZED (
+        SELECT u.account, count(*) AS n FROM user_keys u
+        WHERE vigil._key_status(u.revoked_at, u.expires_at) = 'active'
+        GROUP BY u.account
+    ), dbs AS MATERIALIZED (
+        SELECT d.account, array_agg(d.name ORDER BY d.name) AS names FROM vector_databases d
+        GROUP BY d.account
+    )
+    SELECT a.account, a.created_at, coalesce(k.n, 0), coalesce(d.names, '{}')
+    FROM accounts a LEFT JOIN keys k ON k.account = a.account LEFT JOIN dbs d ON d.account = a.account
+$$;
+REVOKE EXECUTE ON FUNCTION vigil._account_list() FROM PUBLIC;
+CREATE VIEW vigil.account_list AS SELECT * FROM vigil._account_list();
 REVOKE ALL ON vigil.account_list FROM PUBLIC;
+
+-- The table `wanted` (vector_terms, vector_postings, vector_databases) that a
+-- trigger on `fired_on` writes: the table itself on one server; on a Citus
+-- worker, where the trigger fires on vector_records_<shard id>, the shard of
+-- `wanted` holding the same hash range (colocated shards share their
+-- ranges, also after a split).
+CREATE FUNCTION vigil._colocated(fired_on text, wanted text) RETURNS text
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil
+AS $$
+DECLARE
+    shard bigint := substring(fired_on FROM '^vector_records_([0-9]+)$')::bigint;
+    found bigint;
+BEGIN
+    IF shard IS NULL THEN
+        RETURN format('vigil.%I', wanted);
+    END IF;
+    -- pg_dist_shard exists only where Citus is: read dynamically.
+    EXECUTE 'SELECT s.shardid FROM pg_dist_shard s JOIN pg_dist_shard r ON r.shardminvalue = s.shardminvalue
+             WHERE r.shardid = $1 AND s.logicalrelid = $2::regclass'
+    INTO found USING shard, format('vigil.%I', wanted);
+    IF found IS NULL THEN
+        RAISE EXCEPTION 'no shard of vigil.% beside shard % of vigil.vector_records', wanted, shard
+            USING HINT = 'vigil.distribute() colocates the vector tables';
+    END IF;
+    RETURN format('vigil.%I', wanted || '_' || found);
+END
+$$;
 
 -- Keeps vector_terms, vector_postings and the databases' counts current as
 -- records come, go or change: one statement-level pass over the transition
@@ -1211,9 +1266,18 @@ REVOKE ALL ON vigil.account_list FROM PUBLIC;
 -- SECURITY DEFINER: the writer's own statement already passed row-level
 -- security, and everything here follows from the rows it wrote, so the
 -- application role needs no grant on the index tables.
+-- On a Citus cluster the trigger fires on a shard of vector_records
+-- (vector_records_<shard id>) on the worker holding it, and writes the
+-- shards beside it that hold the same accounts (vigil._colocated): plain
+-- tables of that server, as the transition tables are, which a query
+-- through the distributed tables could not join.
 CREATE FUNCTION vigil._count_terms() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
+DECLARE
+    terms text := vigil._colocated(TG_TABLE_NAME, 'vector_terms');
+    postings text := vigil._colocated(TG_TABLE_NAME, 'vector_postings');
+    dbs text := vigil._colocated(TG_TABLE_NAME, 'vector_databases');
 BEGIN
     -- An update that changes no record's words or database (vigil.fill_openings
     -- writing openings) leaves the counts and postings as they are.
@@ -1226,70 +1290,81 @@ BEGIN
     END IF;
     IF TG_OP IN ('DELETE', 'UPDATE') THEN
         -- Two statements: one cannot delete the rows it has just updated.
-        UPDATE vector_terms v SET records = v.records - g.n
-        FROM (SELECT o.db, t.term, count(*) AS n
-              FROM old_rows o, unnest(tsvector_to_array(o.terms)) AS t (term)
-              WHERE EXISTS (SELECT FROM vector_databases d WHERE d.id = o.db)
-              GROUP BY o.db, t.term) g
-        WHERE v.db = g.db AND v.term = g.term;
-        DELETE FROM vector_terms v
-        USING (SELECT DISTINCT o.db, t.term
-               FROM old_rows o, unnest(tsvector_to_array(o.terms)) AS t (term)) g
-        WHERE v.db = g.db AND v.term = g.term AND v.records <= 0;
+        EXECUTE format($q$
+            UPDATE %1$s v SET records = v.records - g.n
+            FROM (SELECT o.db, o.account, t.term, count(*) AS n
+                  FROM old_rows o, unnest(tsvector_to_array(o.terms)) AS t (term)
+                  WHERE EXISTS (SELECT FROM %2$s d WHERE d.id = o.db AND d.account = o.account)
+                  GROUP BY o.db, o.account, t.term) g
+            WHERE v.db = g.db AND v.term = g.term AND v.account = g.account$q$, terms, dbs);
+        EXECUTE format($q$
+            DELETE FROM %1$s v
+            USING (SELECT DISTINCT o.db, o.account, t.term
+                   FROM old_rows o, unnest(tsvector_to_array(o.terms)) AS t (term)) g
+            WHERE v.db = g.db AND v.term = g.term AND v.account = g.account AND v.records <= 0$q$, terms);
         -- Their postings, out of the blocks holding them.
-        WITH gone AS (
-            SELECT o.db, u.lexeme AS term, array_agg(o.id) AS ids, min(o.id) AS low, max(o.id) AS high
-            FROM old_rows o, unnest(o.terms) AS u
-            WHERE EXISTS (SELECT FROM vector_databases d WHERE d.id = o.db)
-            GROUP BY o.db, u.lexeme
-        ), hit AS (
-            DELETE FROM vector_postings p USING gone g
-            WHERE p.db = g.db AND p.term = g.term AND p.first_id <= g.high AND p.last_id >= g.low
-              AND vigil._postings_holds_any(p.postings, g.ids)
-            RETURNING p.db, p.term, p.postings, g.ids
-        )
-        INSERT INTO vector_postings (db, term, first_id, last_id, size, postings)
-        SELECT h.db, h.term, b.first_id, b.last_id, b.size, b.postings
-        FROM hit h, vigil._postings_remove(h.postings, h.ids) AS b;
-        UPDATE vector_databases d
-        SET records = d.records - s.n, total_length = d.total_length - s.length
-        FROM (SELECT o.db, count(*) AS n, sum(vigil.bm25_length(o.terms)) AS length
-              FROM old_rows o GROUP BY o.db) s
-        WHERE d.id = s.db;
+        EXECUTE format($q$
+            WITH gone AS (
+                SELECT o.db, o.account, u.lexeme AS term, array_agg(o.id) AS ids,
+                       min(o.id) AS low, max(o.id) AS high
+                FROM old_rows o, unnest(o.terms) AS u
+                WHERE EXISTS (SELECT FROM %2$s d WHERE d.id = o.db AND d.account = o.account)
+                GROUP BY o.db, o.account, u.lexeme
+            ), hit AS (
+                DELETE FROM %1$s p USING gone g
+                WHERE p.db = g.db AND p.term = g.term AND p.account = g.account
+                  AND p.first_id <= g.high AND p.last_id >= g.low
+                  AND vigil._postings_holds_any(p.postings, g.ids)
+                RETURNING p.db, p.account, p.term, p.postings, g.ids
+            )
+            INSERT INTO %1$s (db, account, term, first_id, last_id, size, postings)
+            SELECT h.db, h.account, h.term, b.first_id, b.last_id, b.size, b.postings
+            FROM hit h, vigil._postings_remove(h.postings, h.ids) AS b$q$, postings, dbs);
+        EXECUTE format($q$
+            UPDATE %1$s d
+            SET records = d.records - s.n, total_length = d.total_length - s.length
+            FROM (SELECT o.db, o.account, count(*) AS n, sum(vigil.bm25_length(o.terms)) AS length
+                  FROM old_rows o GROUP BY o.db, o.account) s
+            WHERE d.id = s.db AND d.account = s.account$q$, dbs);
     END IF;
     IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        INSERT INTO vector_terms AS v (db, term, records)
-        SELECT n.db, t.term, count(*)
-        FROM new_rows n, unnest(tsvector_to_array(n.terms)) AS t (term)
-        GROUP BY n.db, t.term
-        ORDER BY n.db, t.term
-        ON CONFLICT (db, term) DO UPDATE SET records = v.records + excluded.records;
+        EXECUTE format($q$
+            INSERT INTO %1$s AS v (db, account, term, records)
+            SELECT n.db, n.account, t.term, count(*)
+            FROM new_rows n, unnest(tsvector_to_array(n.terms)) AS t (term)
+            GROUP BY n.db, n.account, t.term
+            ORDER BY n.db, t.term, n.account
+            ON CONFLICT (db, term, account) DO UPDATE SET records = v.records + excluded.records$q$, terms);
         -- Their postings, merged into each term's newest block while it has
         -- room, then into new blocks.
-        WITH added AS (
-            SELECT n.db, u.lexeme AS term,
-                   array_agg(n.id ORDER BY n.id) AS ids,
-                   array_agg(greatest(cardinality(u.positions), 1) ORDER BY n.id) AS tfs,
-                   array_agg(n.length ORDER BY n.id) AS lengths
-            FROM (SELECT r.id, r.db, r.terms, vigil.bm25_length(r.terms) AS length FROM new_rows r) n,
-                 unnest(n.terms) AS u
-            GROUP BY n.db, u.lexeme
-        ), tails AS (
-            DELETE FROM vector_postings p USING added a
-            WHERE p.db = a.db AND p.term = a.term AND p.size < vigil._postings_block_size()
-              AND p.first_id = (SELECT max(q.first_id) FROM vector_postings q
-                                WHERE q.db = a.db AND q.term = a.term)
-            RETURNING p.db, p.term, p.postings
-        )
-        INSERT INTO vector_postings (db, term, first_id, last_id, size, postings)
-        SELECT a.db, a.term, b.first_id, b.last_id, b.size, b.postings
-        FROM added a LEFT JOIN tails t ON t.db = a.db AND t.term = a.term,
-             vigil._postings_append(t.postings, a.ids, a.tfs, a.lengths) AS b;
-        UPDATE vector_databases d
-        SET records = d.records + s.n, total_length = d.total_length + s.length
-        FROM (SELECT n.db, count(*) AS n, sum(vigil.bm25_length(n.terms)) AS length
-              FROM new_rows n GROUP BY n.db) s
-        WHERE d.id = s.db;
+        EXECUTE format($q$
+            WITH added AS (
+                SELECT n.db, n.account, u.lexeme AS term,
+                       array_agg(n.id ORDER BY n.id) AS ids,
+                       array_agg(greatest(cardinality(u.positions), 1) ORDER BY n.id) AS tfs,
+                       array_agg(n.length ORDER BY n.id) AS lengths
+                FROM (SELECT r.id, r.db, r.account, r.terms, vigil.bm25_length(r.terms) AS length
+                      FROM new_rows r) n,
+                     unnest(n.terms) AS u
+                GROUP BY n.db, n.account, u.lexeme
+            ), tails AS (
+                DELETE FROM %1$s p USING added a
+                WHERE p.db = a.db AND p.term = a.term AND p.account = a.account
+                  AND p.size < vigil._postings_block_size()
+                  AND p.first_id = (SELECT max(q.first_id) FROM %1$s q
+                                    WHERE q.db = a.db AND q.term = a.term AND q.account = a.account)
+                RETURNING p.db, p.account, p.term, p.postings
+            )
+            INSERT INTO %1$s (db, account, term, first_id, last_id, size, postings)
+            SELECT a.db, a.account, a.term, b.first_id, b.last_id, b.size, b.postings
+            FROM added a LEFT JOIN tails t ON t.db = a.db AND t.term = a.term AND t.account = a.account,
+                 vigil._postings_append(t.postings, a.ids, a.tfs, a.lengths) AS b$q$, postings);
+        EXECUTE format($q$
+            UPDATE %1$s d
+            SET records = d.records + s.n, total_length = d.total_length + s.length
+            FROM (SELECT n.db, n.account, count(*) AS n, sum(vigil.bm25_length(n.terms)) AS length
+                  FROM new_rows n GROUP BY n.db, n.account) s
+            WHERE d.id = s.db AND d.account = s.account$q$, dbs);
     END IF;
     RETURN NULL;
 END
@@ -1354,7 +1429,7 @@ $$;
 -- already existed (creating is idempotent).
 CREATE FUNCTION vigil.create_database(db text)
 RETURNS TABLE (account text, name text, created_at timestamptz, created boolean)
-LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 BEGIN
     account := vigil._require_account();
@@ -1378,7 +1453,7 @@ $$;
 -- The id of the current account's database `db` (NULL: the setting
 -- vigil.db); 22023 naming dbName when none is given, P0002 when unknown.
 CREATE FUNCTION vigil._database(db text) RETURNS bigint
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 DECLARE
     acct text := vigil._require_account();
@@ -1401,11 +1476,14 @@ $$;
 -- Deletes the database `db` with all its records; P0002 when unknown.
 CREATE FUNCTION vigil.drop_database(db text DEFAULT NULL)
 RETURNS TABLE (name text, records bigint)
-LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
+DECLARE
+    acct text := vigil.current_account();
+    db_id bigint := vigil._database(db);
 BEGIN
     RETURN QUERY
-    DELETE FROM vector_databases d WHERE d.id = vigil._database(db)
+    DELETE FROM vector_databases d WHERE d.account = acct AND d.id = db_id
     RETURNING d.name, d.records;
     -- Another transaction dropped it after _database found it (two drops at once).
     IF NOT FOUND THEN
@@ -1447,7 +1525,7 @@ CREATE TYPE vigil.vector_record AS (id bigint, title text, content text, metadat
 -- as its title and content. Returns them in the order given.
 CREATE FUNCTION vigil.store_records(records jsonb, db text DEFAULT NULL)
 RETURNS TABLE (id bigint, title text, content text, metadata jsonb, created_at timestamptz)
-LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -1502,7 +1580,7 @@ $$;
 -- Stores one record (see vigil.store_records).
 CREATE FUNCTION vigil.store_record(title text, content text, metadata jsonb DEFAULT '{}', db text DEFAULT NULL)
 RETURNS SETOF vigil.vector_record
-LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -1584,10 +1662,11 @@ $$;
 -- from position `start` (0 is the first), with their embeddings.
 CREATE FUNCTION vigil.list_records(start bigint DEFAULT 0, lim integer DEFAULT 10, db text DEFAULT NULL)
 RETURNS TABLE (id bigint, title text, content text, metadata jsonb, created_at timestamptz, embedding real[])
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 #variable_conflict use_column
 DECLARE
+    acct text := vigil.current_account();
     db_id bigint := vigil._database(db);
 BEGIN
     PERFORM vigil._check_limit(lim);
@@ -1596,7 +1675,7 @@ BEGIN
     END IF;
     RETURN QUERY
     SELECT r.id, r.title, r.content, r.metadata, r.created_at, r.embedding
-    FROM vector_records r WHERE r.db = db_id
+    FROM vector_records r WHERE r.account = acct AND r.db = db_id
     ORDER BY r.id OFFSET start LIMIT lim;
 END
 $$;
@@ -1605,14 +1684,16 @@ $$;
 -- the database has no such record.
 CREATE FUNCTION vigil.delete_record(id bigint, db text DEFAULT NULL)
 RETURNS SETOF vigil.vector_record
-LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 #variable_conflict use_column
 DECLARE
+    acct text := vigil.current_account();
     db_id bigint := vigil._database(db);
 BEGIN
     RETURN QUERY
-    DELETE FROM vector_records r WHERE r.db = db_id AND r.id = delete_record.id
+    DELETE FROM vector_records r
+    WHERE r.account = acct AND r.db = db_id AND r.id = delete_record.id
     RETURNING r.id, r.title, r.content, r.metadata, r.created_at;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no record % in database %', delete_record.id, coalesce(db, current_setting('vigil.db', true))
@@ -1663,29 +1744,34 @@ $$;
 
 CREATE FUNCTION vigil._nearest(db_id bigint, query_vector real[], k integer, openings boolean DEFAULT false)
 RETURNS TABLE (id bigint, similarity real)
-LANGUAGE plpgsql STABLE
+LANGUAGE plpgsql VOLATILE -- it SETs the beam (a statement no STABLE function may run)
 SET search_path = pg_catalog, vigil SET plan_cache_mode = force_generic_plan
 SET enable_sort = off SET enable_seqscan = off SET jit = off
+SET citus.propagate_set_commands = 'local'
 AS $$
 #variable_conflict use_column
 DECLARE
+    acct text := vigil.current_account();
     in_db bigint;
 BEGIN
-    SELECT d.records INTO in_db FROM vector_databases d WHERE d.id = db_id;
+    SELECT d.records INTO in_db FROM vector_databases d WHERE d.account = acct AND d.id = db_id;
     IF in_db <= 2000 THEN
         RETURN QUERY EXECUTE
             'SELECT r.id, greatest(1 - vigil.cosine_distance(r.embedding, $2),
                                   CASE WHEN $4 THEN 1 - vigil.cosine_distance(r.opening, $2) END)::real
-             FROM vigil.vector_records r WHERE r.db = $1
+             FROM vigil.vector_records r WHERE r.account = $5 AND r.db = $1
              ORDER BY vigil.cosine_distance(r.embedding, $2), r.id
              LIMIT $3'
-            USING db_id, query_vector, k, openings;
+            USING db_id, query_vector, k, openings, acct;
     ELSE
-        PERFORM set_config('vigil.hnsw_ef_search', vigil._search_ef(k, in_db)::text, true);
+        -- A statement, not set_config: on a cluster, Citus passes SET LOCAL
+        -- on to the worker that runs the search (in a transaction block,
+        -- as the sidecar's are).
+        EXECUTE format('SET LOCAL vigil.hnsw_ef_search = %s', vigil._search_ef(k, in_db));
         RETURN QUERY
         SELECT r.id, greatest(1 - (r.embedding <=> query_vector),
                               CASE WHEN openings THEN 1 - vigil.cosine_distance(r.opening, query_vector) END)::real
-        FROM vector_records r WHERE r.db = db_id
+        FROM vector_records r WHERE r.account = acct AND r.db = db_id
         ORDER BY r.embedding <=> query_vector
         LIMIT k;
     END IF;
@@ -1714,6 +1800,7 @@ LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 #variable_conflict use_column
 DECLARE
+    acct text := vigil.current_account();
     n bigint;
     average real;
     version_xmin bigint;
@@ -1721,19 +1808,19 @@ DECLARE
 BEGIN
     SELECT d.records, d.total_length::real / greatest(d.records, 1), d.xmin::text::bigint, d.ctid
     INTO n, average, version_xmin, version_ctid
-    FROM vector_databases d WHERE d.id = db_id AND d.account = vigil.current_account();
+    FROM vector_databases d WHERE d.account = acct AND d.id = db_id;
     IF NOT FOUND THEN
         RETURN;
     END IF;
-    RETURN QUERY SELECT * FROM vigil._bm25_search_kept(db_id, version_xmin, version_ctid,
-        tsvector_to_array(vigil.search_terms(query)), n, average, k);
+    RETURN QUERY SELECT * FROM vigil._bm25_search_kept(db_id, acct, version_xmin,
+        version_ctid, tsvector_to_array(vigil.search_terms(query)), n, average, k);
 END
 $$;
 
 -- The terms a backend keeps are those of the accounts whose searches read
 -- them, and pooled connections change accounts: only _keyword_ranked,
 -- running as the owner after its account check, reads them.
-REVOKE EXECUTE ON FUNCTION vigil._bm25_search_kept(bigint, bigint, tid, text[], bigint, real, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION vigil._bm25_search_kept(bigint, text, bigint, tid, text[], bigint, real, integer) FROM PUBLIC;
 
 -- A tsquery matching any of `lexemes`, taken as they are (not stemmed again).
 CREATE FUNCTION vigil._any_term(lexemes text[]) RETURNS tsquery
@@ -1775,17 +1862,26 @@ $$;
 CREATE FUNCTION vigil.query_embeddings(query text, db text DEFAULT NULL, k integer DEFAULT 10,
                                        query_vector real[] DEFAULT NULL)
 RETURNS TABLE (id bigint, title text, content text, metadata jsonb, created_at timestamptz, similarity real)
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil SET plan_cache_mode = force_generic_plan
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, vigil SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
+    acct text := vigil.current_account();
     db_id bigint := vigil._database(db);
+    ids bigint[];
+    similarities real[];
 BEGIN
     PERFORM vigil._check_search(query, k);
+    -- The nearest first, then their rows: on a cluster a statement that
+    -- reads the records must not call a function that reads them too.
+    SELECT array_agg(x.id), array_agg(x.similarity) INTO ids, similarities
+    FROM vigil._nearest(db_id, vigil._query_vector(query, query_vector), k) x;
     RETURN QUERY
     SELECT r.id, r.title, r.content, r.metadata, r.created_at, x.similarity
-    FROM vigil._nearest(db_id, vigil._query_vector(query, query_vector), k) x
+    FROM unnest(ids, similarities) AS x (id, similarity)
     JOIN vector_records r ON r.id = x.id
+    WHERE r.account = acct
     ORDER BY x.similarity DESC, r.id;
 END
 $$;
@@ -1793,16 +1889,23 @@ $$;
 -- The records ranked highest by BM25 for `query` (any of its words), with `score`.
 CREATE FUNCTION vigil.keyword_search(query text, k integer DEFAULT 10, db text DEFAULT NULL)
 RETURNS TABLE (id bigint, title text, content text, metadata jsonb, created_at timestamptz, score real)
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil SET plan_cache_mode = force_generic_plan
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, vigil SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
+    acct text := vigil.current_account();
     db_id bigint := vigil._database(db);
+    ids bigint[];
+    scores real[];
 BEGIN
     PERFORM vigil._check_search(query, k);
+    SELECT array_agg(x.id), array_agg(x.score) INTO ids, scores
+    FROM vigil._keyword_ranked(db_id, query, k) x;
     RETURN QUERY
     SELECT r.id, r.title, r.content, r.metadata, r.created_at, x.score
-    FROM vigil._keyword_ranked(db_id, query, k) x JOIN vector_records r ON r.id = x.id
+    FROM unnest(ids, scores) AS x (id, score) JOIN vector_records r ON r.id = x.id
+    WHERE r.account = acct
     ORDER BY x.score DESC, r.id;
 END
 $$;
@@ -1835,10 +1938,12 @@ CREATE FUNCTION vigil.hybrid_search(
     query_vector real[] DEFAULT NULL
 )
 RETURNS TABLE (id bigint, title text, content text, metadata jsonb, created_at timestamptz, score real)
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, vigil SET plan_cache_mode = force_generic_plan
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, vigil SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
+    acct text := vigil.current_account();
     db_id bigint := vigil._database(db);
     fetched integer;
     qv real[];
@@ -1868,16 +1973,225 @@ BEGIN
     identifiers := ARRAY(SELECT t FROM unnest(vigil.exact_tokens(query)) AS t WHERE t ~ '[0-9@_/:#+.]');
     IF cardinality(identifiers) > 0 AND keyword_ids IS NOT NULL THEN
         SELECT array_agg(r.id) INTO identified
-        FROM vector_records r WHERE r.id = ANY (keyword_ids) AND r.terms @@ vigil._any_term(identifiers);
+        FROM vector_records r
+        WHERE r.account = acct AND r.id = ANY (keyword_ids) AND r.terms @@ vigil._any_term(identifiers);
     END IF;
     RETURN QUERY
     SELECT r.id, r.title, r.content, r.metadata, r.created_at, f.score::real
     FROM vigil._fuse(vector_ids, similarities, keyword_ids, scores, identified, k, fusion,
                      vector_weight, keyword_weight) f
     JOIN vector_records r ON r.id = f.id
+    WHERE r.account = acct
     ORDER BY f.score DESC, r.id;
 END
 $$;
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- extension/src/cluster/mod.rs:9
+-- requires:
+--   vectordb_schema
+
+-- Scaling out (docs/scaling-out.md): on a Citus coordinator with workers,
+-- vigil.distribute() moves an installation's vector databases onto the
+-- workers, keeping every row:
+--   accounts, user_keys          reference tables: a copy on every server,
+--                                so a database's row can refer to its account
+--   vector_databases, _records,  distributed by account, colocated: one
+--   _terms, _postings            account's databases, records and keyword
+--                                index on one worker, so each search and
+--                                write of a database runs there
+--   everything else              on the coordinator: API keys, and the risk
+--                                and identity tables, whose history signals
+--                                read across every customer
+-- Citus is a separate extension (AGPL-3.0) the user installs; none of this
+-- runs without it, and vigil works unchanged where it is absent.
+
+-- On a worker about to hold vigil's distributed tables, before Citus makes
+-- its own: the empty tables CREATE EXTENSION vigil made there leave (with
+-- the view over one of them). Refuses when they hold rows: a worker must be
+-- a new server. Nothing to do where they are gone, or are Citus's.
+CREATE FUNCTION vigil._make_room_for_citus() RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+AS $$
+DECLARE
+    t text;
+    n bigint;
+BEGIN
+    IF to_regclass('vigil.vector_records') IS NULL
+       OR NOT EXISTS (SELECT FROM pg_depend WHERE classid = 'pg_class'::regclass
+                      AND objid = to_regclass('vigil.vector_records') AND deptype = 'e') THEN
+        RETURN;
+    END IF;
+    FOREACH t IN ARRAY ARRAY['vigil.accounts', 'vigil.user_keys', 'vigil.vector_databases',
+                             'vigil.vector_records', 'vigil.vector_terms', 'vigil.vector_postings'] LOOP
+        EXECUTE format('SELECT count(*) FROM %s', t) INTO n;
+        IF n > 0 THEN
+            RAISE EXCEPTION 'this server''s own % holds % rows: a new worker must be an empty server', t, n;
+        END IF;
+    END LOOP;
+    ALTER EXTENSION vigil DROP VIEW vigil.user_key_list;
+    DROP VIEW vigil.user_key_list;
+    ALTER EXTENSION vigil DROP SEQUENCE vigil.user_keys_id_seq;
+    ALTER EXTENSION vigil DROP SEQUENCE vigil.vector_databases_id_seq;
+    ALTER EXTENSION vigil DROP SEQUENCE vigil.vector_records_id_seq;
+    FOREACH t IN ARRAY ARRAY['vigil.vector_postings', 'vigil.vector_terms', 'vigil.vector_records',
+                             'vigil.vector_databases', 'vigil.user_keys', 'vigil.accounts'] LOOP
+        EXECUTE format('ALTER EXTENSION vigil DROP TABLE %s', t);
+        EXECUTE format('DROP TABLE %s', t);
+    END LOOP;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION vigil._make_room_for_citus() FROM PUBLIC;
+
+CREATE FUNCTION vigil.distribute(shard_count integer DEFAULT 32)
+RETURNS TABLE (relation regclass, kind text, rows_kept bigint)
+LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+AS $$
+DECLARE
+    shared CONSTANT text[] := ARRAY['vigil.accounts', 'vigil.user_keys'];
+    spread CONSTANT text[] := ARRAY['vigil.vector_databases', 'vigil.vector_records',
+                                    'vigil.vector_terms', 'vigil.vector_postings'];
+    t text;
+    keys text[];
+    failed text;
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') THEN
+        RAISE EXCEPTION 'vigil.distribute() needs Citus in this database'
+            USING HINT = 'CREATE EXTENSION citus on every server, add the workers (citus_add_node), then call it again: docs/scaling-out.md';
+    END IF;
+    IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+        RAISE EXCEPTION 'vigil.distribute() must be run by a superuser' USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF shard_count IS NULL OR shard_count NOT BETWEEN 1 AND 64000 THEN
+        PERFORM vigil._refuse('shard_count', 'shard_count must be 1 to 64000');
+    END IF;
+    -- Citus's functions are called by EXECUTE: they exist only where it is.
+    EXECUTE 'SELECT NOT citus_is_coordinator()' INTO STRICT failed;
+    IF failed::boolean THEN
+        RAISE EXCEPTION 'vigil.distribute() runs on the coordinator';
+    END IF;
+    EXECUTE $q$SELECT count(*) = 0 FROM pg_dist_node
+               WHERE noderole = 'primary' AND isactive AND shouldhaveshards$q$ INTO STRICT failed;
+    IF failed::boolean THEN
+        RAISE EXCEPTION 'this coordinator has no workers'
+            USING HINT = 'add them first: SELECT citus_add_node(host, port)';
+    END IF;
+    -- One connection a worker: the tables refer to the reference tables,
+    -- which Citus cannot read and change over several at once.
+    SET LOCAL citus.multi_shard_modify_mode = 'sequential';
+    EXECUTE 'SELECT to_regclass(''vigil.vector_records'') IN (SELECT logicalrelid FROM pg_dist_partition)'
+        INTO STRICT failed;
+    IF NOT failed::boolean THEN
+        EXECUTE 'SELECT string_agg(format(''%s:%s: %s'', nodename, nodeport, result), ''; '')
+                 FROM run_command_on_workers(''SELECT vigil._make_room_for_citus()'') WHERE NOT success'
+            INTO failed;
+        IF failed IS NOT NULL THEN
+            RAISE EXCEPTION 'could not make room on the workers: %', failed;
+        END IF;
+        -- Users' tables from now on, not the extension's: Citus distributes
+        -- only those, and creates them on the workers itself.
+        ALTER EXTENSION vigil DROP VIEW vigil.user_key_list;
+        FOREACH t IN ARRAY shared || spread LOOP
+            EXECUTE format('ALTER EXTENSION vigil DROP TABLE %s', t);
+        END LOOP;
+        ALTER EXTENSION vigil DROP SEQUENCE vigil.user_keys_id_seq;
+        ALTER EXTENSION vigil DROP SEQUENCE vigil.vector_databases_id_seq;
+        ALTER EXTENSION vigil DROP SEQUENCE vigil.vector_records_id_seq;
+        -- The rows are copied as they are: the counts and the keyword index
+        -- travel with them, so the triggers that would count them again
+        -- stay off while they are copied.
+        ALTER TABLE vigil.vector_records DISABLE TRIGGER USER;
+        ALTER TABLE vigil.vector_databases DISABLE TRIGGER USER;
+        -- The foreign keys between them go while the tables move and come
+        -- back after (Citus would otherwise take a table that refers to one
+        -- it has moved for a local table of its own, which it cannot move).
+        SELECT array_agg(format('ALTER TABLE %s ADD CONSTRAINT %I %s', c.conrelid::regclass, c.conname,
+                                pg_get_constraintdef(c.oid)) ORDER BY c.conrelid::regclass::text <> 'vigil.accounts',
+                         c.conrelid, c.conname)
+        INTO keys
+        FROM pg_constraint c
+        WHERE c.contype = 'f' AND c.conrelid = ANY ((shared || spread)::regclass[]);
+        FOR t IN SELECT format('ALTER TABLE %s DROP CONSTRAINT %I', c.conrelid::regclass, c.conname)
+                 FROM pg_constraint c
+                 WHERE c.contype = 'f' AND c.conrelid = ANY ((shared || spread)::regclass[]) LOOP
+            EXECUTE t;
+        END LOOP;
+        SET LOCAL citus.enable_unsafe_triggers = on;
+        EXECUTE format('SET LOCAL citus.shard_count = %s', shard_count);
+        FOREACH t IN ARRAY shared LOOP
+            EXECUTE 'SELECT create_reference_table($1)' USING t;
+        END LOOP;
+        EXECUTE 'SELECT create_distributed_table($1, ''account'')' USING spread[1];
+        FOREACH t IN ARRAY spread[2:] LOOP
+            EXECUTE 'SELECT create_distributed_table($1, ''account'', colocate_with => $2)' USING t, spread[1];
+        END LOOP;
+        FOREACH t IN ARRAY keys LOOP
+            EXECUTE t;
+        END LOOP;
+        ALTER TABLE vigil.vector_records ENABLE TRIGGER USER;
+        ALTER TABLE vigil.vector_databases ENABLE TRIGGER USER;
+    END IF;
+    -- Citus moves a shard by logical replication, as a role that is a member
+    -- of the tables' owner; a table whose owner is held to its row-level
+    -- security (FORCE) refuses that role's rows. Its owner here is a
+    -- superuser, which row-level security never holds, so FORCE changes
+    -- nothing else.
+    FOREACH t IN ARRAY spread LOOP
+        EXECUTE format('ALTER TABLE %s NO FORCE ROW LEVEL SECURITY', t);
+    END LOOP;
+    -- Citus plans a statement naming a distributed table with its
+    -- parameters' values; the generic plans the vector searches keep on one
+    -- server (vectordb/schema.sql) it cannot make. Again after each
+    -- ALTER EXTENSION vigil UPDATE, which writes the functions anew.
+    FOR t IN SELECT p.oid::regprocedure::text FROM pg_proc p
+             WHERE p.pronamespace = 'vigil'::regnamespace
+               AND 'plan_cache_mode=force_generic_plan' = ANY (p.proconfig) LOOP
+        EXECUTE format('ALTER FUNCTION %s SET plan_cache_mode = auto', t);
+    END LOOP;
+    FOREACH t IN ARRAY shared || spread LOOP
+        relation := t::regclass;
+        kind := CASE WHEN t = ANY (shared) THEN 'reference' ELSE 'distributed by account' END;
+        EXECUTE format('SELECT count(*) FROM %s', t) INTO rows_kept;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION vigil.distribute(integer) FROM PUBLIC;
+
+-- Adds the server at host:port as a worker (citus_add_node), first making
+-- room there for the distributed tables when vigil.distribute() has run
+-- (vigil._make_room_for_citus, over Citus's own connection as the caller).
+-- Then SELECT citus_rebalance_start() moves shards onto it. The server
+-- needs vigil and Citus created in this database first, as every node.
+CREATE FUNCTION vigil.add_worker(host text, port integer DEFAULT 5432) RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+AS $$
+DECLARE
+    ok boolean;
+    said text;
+    node integer;
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') THEN
+        RAISE EXCEPTION 'vigil.add_worker() needs Citus in this database';
+    END IF;
+    IF host IS NULL OR port IS NULL THEN
+        PERFORM vigil._refuse('host', 'host and port are required');
+    END IF;
+    EXECUTE 'SELECT to_regclass(''vigil.vector_records'') IN (SELECT logicalrelid FROM pg_dist_partition)'
+        INTO STRICT ok;
+    IF ok THEN
+        EXECUTE 'SELECT success, result FROM master_run_on_worker(ARRAY[$1], ARRAY[$2], ARRAY[$3], false)'
+            INTO STRICT ok, said USING host, port, 'SELECT vigil._make_room_for_citus()';
+        IF NOT ok THEN
+            RAISE EXCEPTION 'could not make room on %:%: %', host, port, said;
+        END IF;
+    END IF;
+    EXECUTE 'SELECT citus_add_node($1, $2)' INTO STRICT node USING host, port;
+    RETURN node;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION vigil.add_worker(text, integer) FROM PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
