@@ -411,7 +411,11 @@ fn the_vector_database_on_a_citus_cluster_answers_as_one_server() {
                 WHERE n.nspname = 'vigil' AND c.relkind = 'i' AND c.relname LIKE 'vector_records_embedding_%' $$)",
         )
     };
-    assert_eq!(shard_graphs(), "128 128", "distribute() builds as the schema says");
+    assert_eq!(
+        shard_graphs(),
+        "128 128",
+        "distribute() builds as the schema says"
+    );
     citus.psql(
         "ALTER INDEX vigil.vector_records_embedding SET (ef_construction = 64);
          REINDEX INDEX vigil.vector_records_embedding;",
