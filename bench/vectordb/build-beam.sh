@@ -53,26 +53,8 @@ BEGIN
     INSERT INTO timing VALUES ('build s', extract(epoch FROM clock_timestamp() - t0));
 END \$\$" \
         -c "SET LOCAL enable_seqscan = off" -c "SET LOCAL enable_sort = off" \
-        -c "CREATE TEMP TABLE res (beam int, recall float8, p50 float8, p99 float8)" \
-        -c "DO \$\$
-DECLARE beam int; q record; t0 timestamptz; got bigint[]; hits int; total int; times float8[];
-BEGIN
-    FOREACH beam IN ARRAY string_to_array('$beams', ' ')::int[] LOOP
-        PERFORM set_config('vigil.hnsw_ef_search', beam::text, true);
-        hits := 0; total := 0; times := '{}';
-        FOR q IN SELECT * FROM t LOOP
-            t0 := clock_timestamp();
-            SELECT array_agg(id) INTO got FROM (SELECT id FROM vigil.vector_records r WHERE r.db = $target
-                                                ORDER BY r.embedding OPERATOR(vigil.<=>) q.v LIMIT 10) s;
-            times := times || extract(epoch FROM clock_timestamp() - t0) * 1000;
-            hits := hits + (SELECT count(*) FROM vigil.vector_records r WHERE r.db = $target AND r.id = ANY (got)
-                            AND vigil.cosine_distance(r.embedding, q.v) <= q.kth + 1e-6);
-            total := total + 10;
-        END LOOP;
-        INSERT INTO res SELECT beam, hits::float8 / total, percentile_cont(0.5) WITHIN GROUP (ORDER BY x),
-                               percentile_cont(0.99) WITHIN GROUP (ORDER BY x) FROM unnest(times) x;
-    END LOOP;
-END \$\$" \
+        -f "$VIGIL_ROOT/bench/vectordb/beam-sweep.sql" \
+        -c "CREATE TEMP TABLE res AS SELECT * FROM pg_temp.beam_sweep($target, string_to_array('$beams', ' ')::int[])" \
         -c "ALTER TABLE vigil.vector_records DISABLE TRIGGER USER" \
         -c "DO \$\$
 DECLARE r record; t0 timestamptz := clock_timestamp();
