@@ -7,7 +7,7 @@
 --
 -- A distributed installation (vigil.distribute()) holds its records in
 -- Citus's shards, no longer the extension's: rebuild them from the
--- coordinator afterwards (docs/scaling-out.md, "Upgrading").
+-- coordinator afterwards (docs/scaling-out.md, Limits: "Upgrades").
 
 DO $$
 BEGIN

@@ -402,7 +402,7 @@ fn the_vector_database_on_a_citus_cluster_answers_as_one_server() {
     );
     // An upgrade's rebuild of the graphs reaches every shard: what 0.14.0's
     // upgrade asks of a distributed installation (docs/scaling-out.md,
-    // Upgrading), run on graphs built with another beam first.
+    // Limits: "Upgrades"), run on graphs built with another beam first.
     let shard_graphs = || {
         citus.psql(
             "SELECT string_agg(result, ' ' ORDER BY nodeport) FROM run_command_on_workers($$
