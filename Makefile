@@ -2,11 +2,12 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help setup build run stop reset run-ha stop-ha reset-ha test docs bench-soak bench-embed bench-risk bench-hnsw bench-vectordb bench-vectordb-recall bench-identity bench-risk-quality bench-embed-int8 bench-citus
+.PHONY: help setup build run stop reset run-ha stop-ha reset-ha test docs bench-soak bench-embed bench-risk bench-hnsw bench-vectordb bench-vectordb-recall bench-identity bench-risk-quality bench-embed-int8 bench-citus test-citus
 
 help:
 	@echo "make run          set up, build, start PostgreSQL + the sidecar (Ctrl-C to stop)"
 	@echo "make test         set up, build, run every test"
+	@echo "make test-citus   the Citus cluster test, against a Citus you installed (docs/scaling-out.md)"
 	@echo "make docs         build docs/ into a browsable book under target/book/ (mdBook)"
 	@echo "make stop         stop the local PostgreSQL cluster"
 	@echo "make reset        delete the local cluster and its data (keys, accounts, records)"
@@ -21,7 +22,7 @@ help:
 	@echo "make bench-vectordb  vector database over HTTP: storing vs raw embedding, search p50/p99 at 100,000 records"
 	@echo "make bench-vectordb-recall  a database's vector search against an exact one, whatever else the installation holds (4 layouts)"
 	@echo "make bench-identity  identity checks: a 2 MP JPEG in-process, in SQL, over HTTP; duplicate lookup at 1,000,000 hashes"
-	@echo "make bench-citus  vector searches on a Citus cluster (coordinator + 2 workers, loopback) against one server: q/s, latency, CPU a search on each"
+	@echo "make bench-citus  vector searches on a Citus cluster (coordinator + 2 workers, loopback) against one server: q/s, latency, CPU a search on each; needs Citus installed"
 	@echo "make bench-soak   a mixed load at a steady rate for 30 minutes: errors, and the memory of the sidecar and each backend over time"
 
 setup:
@@ -56,7 +57,13 @@ reset-ha:
 test: setup
 	scripts/test.sh
 
+# Citus is installed by its users, not by the project: this target checks for it
+# before anything else and fails at once, saying how, where it is missing.
+test-citus:
+	scripts/test-citus.sh
+
 docs: setup
+	scripts/setup-docs.sh
 	mdbook build docs
 
 bench-embed: build
@@ -80,7 +87,9 @@ bench-vectordb: build
 bench-vectordb-recall: build
 	scripts/bench-vectordb-recall.sh
 
-bench-citus: build
+bench-citus:
+	. scripts/lib.sh && require_citus
+	$(MAKE) build
 	scripts/bench-citus.sh
 
 bench-identity: build

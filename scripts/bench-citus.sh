@@ -25,7 +25,7 @@ root="$VIGIL_STATE/bench-citus"
 seconds="${BENCH_SECONDS:-15}"
 records="${BENCH_RECORDS:-3000}"
 account="bench@example.com"
-"$VIGIL_ROOT/scripts/setup-citus.sh"
+require_citus
 mkdir -p "$root"
 work="$(mktemp -d)"
 chmod 1777 "$work"  # psql, run as the servers' user, writes the copies here

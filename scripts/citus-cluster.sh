@@ -3,7 +3,7 @@
 # workers on loopback, each a PostgreSQL 15 made as scripts/pg-cluster.sh makes
 # one (same initdb options, settings, roles, database `vigil` with the
 # extension), with Citus preloaded and created in `vigil`, the workers added
-# to the coordinator. Needs Citus installed (scripts/setup-citus.sh).
+# to the coordinator. Needs Citus 13 installed by hand (docs/scaling-out.md).
 #
 #   citus-cluster.sh up DIR [PORT]   create (first time) and start the coordinator
 #                                    in DIR/coordinator on PORT (default 28880)
@@ -28,7 +28,7 @@ set -euo pipefail
 
 usage() { sed -n '2,22p' "$0" >&2; exit 2; }
 
-[ -f "$("$PG_CONFIG" --pkglibdir)/citus.so" ] || die "Citus is not installed: run scripts/setup-citus.sh"
+require_citus
 
 # Starts (creating it the first time) the node in DIR/NAME on PORT and
 # makes its database (node_setup).

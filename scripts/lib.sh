@@ -317,3 +317,27 @@ CREDS
     step "credentials (also in $creds)"
     grep -v '^#' "$creds"
 }
+
+# Citus is installed by its users (docs/scaling-out.md), never by this project:
+# it is in none of the package registries it installs from. Dies, saying how to
+# install it, unless this PostgreSQL has Citus 13.x (citus.so and citus.control).
+require_citus() {
+    local lib control version
+    lib="$("$PG_CONFIG" --pkglibdir)/citus.so"
+    control="$("$PG_CONFIG" --sharedir)/extension/citus.control"
+    version="$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$control" 2>/dev/null || true)"
+    if [ -f "$lib" ] && [[ "$version" == 13.* ]]; then
+        return 0
+    fi
+    cat >&2 <<MSG
+error: Citus 13.x is not installed into this PostgreSQL ($PG_CONFIG):
+  $lib: $([ -f "$lib" ] && echo present || echo missing)
+  $control: ${version:+default_version $version}$([ -n "$version" ] || echo missing)
+Citus is not in the package registries this project installs from, so the
+project does not install it. Install it as its users do (docs/scaling-out.md,
+"Installing Citus"): Citus's own packages for Debian and Ubuntu
+(postgresql-15-citus-13.x from Citus's package repository), or its container
+image. Then run this again. make test does not include the cluster test.
+MSG
+    exit 1
+}

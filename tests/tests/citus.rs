@@ -1,8 +1,10 @@
 //! Vigil on a Citus cluster (issue 47, docs/scaling-out.md): a coordinator
-//! and two workers on loopback (`scripts/citus-cluster.sh`, Citus built from
-//! its release tarball by `scripts/setup-citus.sh`, which `make test` runs
-//! first), with the sidecar unchanged in front of the coordinator, against a
-//! single node given the same records in the same order:
+//! and two workers on loopback (`scripts/citus-cluster.sh`, with the Citus 13
+//! its user installed into this PostgreSQL), with the sidecar unchanged in
+//! front of the coordinator, against a single node given the same records in
+//! the same order. Built and run only by `make test-citus` (feature `citus`),
+//! which fails at once where Citus is not installed; `make test` does not
+//! include it.
 //!
 //! - an installation filled on one server moves onto the workers with
 //!   `vigil.distribute()`, every row kept, and takes more records after;
@@ -59,7 +61,7 @@ impl Citus {
             .expect("citus-cluster.sh runs");
         assert!(
             out.status.success(),
-            "the Citus cluster did not start (is Citus installed? scripts/setup-citus.sh): {}",
+            "the Citus cluster did not start (is Citus 13 installed? docs/scaling-out.md): {}",
             String::from_utf8_lossy(&out.stderr)
         );
         let stdout = String::from_utf8(out.stdout).unwrap();
