@@ -402,3 +402,10 @@ pub fn shared() -> &'static Env {
     static ENV: OnceLock<Env> = OnceLock::new();
     ENV.get_or_init(|| start(&[]))
 }
+
+/// Whether `VIGIL_TEST_OPT_OUT` (docs/getting-started.md) names `group`: a
+/// group of tests whose dependency this machine cannot have, which then says
+/// it was opted out instead of failing. `make test` lists the groups.
+pub fn opted_out(group: &str) -> bool {
+    std::env::var("VIGIL_TEST_OPT_OUT").is_ok_and(|v| v.split([' ', ',']).any(|g| g == group))
+}

@@ -16,8 +16,10 @@
 //! listings as the primary does, reads each client's writes back, and
 //! keeps the accounts apart (see the test's own comment).
 //!
-//! Skips, saying so, only when Patroni and etcd cannot be installed
-//! (`scripts/setup-ha.sh`). The clusters take free ports, never those of
+//! Where Patroni and etcd cannot be installed (`scripts/setup-ha.sh`) each
+//! test fails, saying so, unless `VIGIL_TEST_OPT_OUT` names `ha`
+//! (docs/getting-started.md): then it says it was opted out, and `make test`
+//! lists the group as opted out. The clusters take free ports, never those of
 //! `make run` or `make run-ha`, so the tests run beside both.
 
 use std::path::{Path, PathBuf};
@@ -94,15 +96,19 @@ impl HaCluster {
     }
 
     /// [`HaCluster::start`], once Patroni and etcd are installed; `None`,
-    /// saying that the `test` test is skipped, when they cannot be.
-    fn start_unless_missing(test: &str) -> Option<HaCluster> {
-        if !patroni_installed() {
-            eprintln!(
-                "SKIPPED: Patroni and etcd cannot be installed here (scripts/setup-ha.sh failed); \
-                 the {test} test needs the Debian packages patroni and etcd-server"
-            );
+    /// saying so, only when the group is opted out. Panics when they cannot
+    /// be installed.
+    fn start_unless_opted_out(test: &str) -> Option<HaCluster> {
+        if vigil_e2e::opted_out("ha") {
+            eprintln!("OPTED OUT (VIGIL_TEST_OPT_OUT=ha): the {test} test does not run");
             return None;
         }
+        assert!(
+            patroni_installed(),
+            "Patroni and etcd cannot be installed here (scripts/setup-ha.sh failed): the {test} \
+             test needs the Debian packages patroni and etcd-server (VIGIL_TEST_OPT_OUT=ha opts \
+             out of the HA tests, docs/getting-started.md)"
+        );
         Some(HaCluster::start())
     }
 
@@ -267,7 +273,7 @@ ORDER BY q;";
 #[test]
 fn a_killed_primary_fails_over_with_every_acknowledged_write_kept() {
     let started = Instant::now();
-    let Some(cluster) = HaCluster::start_unless_missing("failover") else {
+    let Some(cluster) = HaCluster::start_unless_opted_out("failover") else {
         return;
     };
     let up = started.elapsed();
@@ -697,7 +703,7 @@ fn reads(base: &str) -> (f64, f64, f64) {
 #[test]
 fn replicas_answer_reads_as_the_primary_and_each_client_reads_its_writes() {
     let started = Instant::now();
-    let Some(cluster) = HaCluster::start_unless_missing("replica") else {
+    let Some(cluster) = HaCluster::start_unless_opted_out("replica") else {
         return;
     };
     let timeout = REQUEST_TIMEOUT_MS.to_string();
