@@ -66,15 +66,15 @@ units=(-p vigil-auth -p vigil-embed -p vigil-hnsw -p vigil-hnsw-page -p vigil-id
 export VIGIL_GEOIP_MMDB="$(vigil_geoip_path)"
 
 stage "formatting (cargo fmt --check)" cargo fmt --all --check
-stage "unit tests of the pure crates and the sidecar" \
-    cargo test --locked --release --no-fail-fast "${units[@]}"
-# The MRZ read by the real recogniser (PP-OCRv4 on the installed ONNX Runtime), behind a feature.
-stage "the MRZ read by the real model (crates/identity/tests/mrz_model.rs)" \
-    cargo test --locked --release --no-fail-fast -p vigil-identity --features ocr-ort --test mrz_model
+# With the MRZ read by the real recogniser (PP-OCRv4 on the installed ONNX
+# Runtime, crates/identity/tests/mrz_model.rs), behind a feature: in the same
+# build, since a build of other features compiles the shared crates again.
+stage "unit tests of the pure crates and the sidecar, the MRZ read by the real model" \
+    cargo test --locked --release --no-fail-fast "${units[@]}" --features vigil-identity/ocr-ort
 stage "extension tests in PostgreSQL 15 (cargo pgrx test, in a private copy of the installation)" \
     scripts/pgrx-test.sh
 stage "lints (cargo clippy -D warnings, every crate and its tests)" \
-    cargo clippy --locked --release --workspace --all-targets -- -D warnings
+    cargo clippy --locked --release --keep-going --workspace --all-targets -- -D warnings
 if stage "release build: extension and sidecar" \
     bash -c '. scripts/lib.sh && install_extension && cargo build --locked --release -p vigil-sidecar'; then
     stage "the documentation builds (mdBook; its examples and links are checked by tests/tests/docs.rs)" \

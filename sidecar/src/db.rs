@@ -36,7 +36,7 @@ pub fn pool(args: &ServeArgs) -> Result<Pool, String> {
         Server::Primary,
         args,
         args.pool_size(),
-        "",
+        Purpose::Requests,
     )
 }
 
@@ -46,7 +46,7 @@ pub fn read_pool(args: &ServeArgs) -> Result<Option<Pool>, String> {
     let Some(url) = &args.read_database_url else {
         return Ok(None);
     };
-    pool_of(url, Server::Replica, args, args.pool_size(), "").map(Some)
+    pool_of(url, Server::Replica, args, args.pool_size(), Purpose::Requests).map(Some)
 }
 
 /// The pool of the connections that embed search queries in batches
@@ -66,7 +66,7 @@ pub fn embedder_pool(args: &ServeArgs) -> Result<Pool, String> {
         Server::Primary,
         args,
         args.query_embedders(),
-        &embedder_settings(args),
+        Purpose::QueryEmbedders(embedder_settings(args)),
     )
 }
 
@@ -76,7 +76,14 @@ pub fn read_embedder_pool(args: &ServeArgs) -> Result<Option<Pool>, String> {
         return Ok(None);
     };
     let size = args.query_embedders();
-    pool_of(url, Server::Replica, args, size, &embedder_settings(args)).map(Some)
+    pool_of(
+        url,
+        Server::Replica,
+        args,
+        size,
+        Purpose::QueryEmbedders(embedder_settings(args)),
+    )
+    .map(Some)
 }
 
 fn embedder_settings(args: &ServeArgs) -> String {
@@ -86,23 +93,45 @@ fn embedder_settings(args: &ServeArgs) -> String {
     )
 }
 
+/// What a pool's connections do.
+enum Purpose {
+    /// The requests' statements.
+    Requests,
+    /// Query batches (`vigil.embed`), with these settings (`-c name=value
+    /// ...`) beside the ones every connection has.
+    QueryEmbedders(String),
+}
+
 /// A pool of `size` connections to `url`, the primary's or the replicas',
-/// with `settings` (`-c name=value ...`) beside the ones every connection has.
+/// for `purpose`.
 fn pool_of(
     url: &str,
     server: Server,
     args: &ServeArgs,
     size: usize,
-    settings: &str,
+    purpose: Purpose,
 ) -> Result<Pool, String> {
     let mut pg: tokio_postgres::Config = url
         .parse()
         .map_err(|e| format!("{} is not a valid PostgreSQL URL: {e}", server.variable()))?;
-    // Named in pg_stat_activity, unless the URL names it (several sidecars
-    // on one database, told apart).
-    if pg.get_application_name().is_none() {
-        pg.application_name("vigil-sidecar");
-    }
+    // Named in pg_stat_activity `vigil-sidecar`, or as the URL names it
+    // (several sidecars on one database, told apart). The query embedders
+    // are `NAME embedders`: each holds the text model for as long as it
+    // lives (165 MiB private on a processor without VNNI, which runs the
+    // published model; less with the int8 rewrite), which an operator
+    // sizing memory, and the identity budget's test, tell apart from the
+    // requests' connections.
+    let name = pg.get_application_name().unwrap_or("vigil-sidecar").to_owned();
+    let settings = match purpose {
+        Purpose::Requests => {
+            pg.application_name(&name);
+            String::new()
+        }
+        Purpose::QueryEmbedders(settings) => {
+            pg.application_name(&format!("{name} embedders"));
+            settings
+        }
+    };
     // The server abandons a statement the client has stopped waiting for; times
     // come back in UTC, as the API reports them.
     pg.options(format!(

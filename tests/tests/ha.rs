@@ -832,7 +832,7 @@ fn replicas_answer_reads_as_the_primary_and_each_client_reads_its_writes() {
         .map(|n| {
             cluster.psql(
                 &n,
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'vigil-sidecar'",
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'vigil-sidecar%'",
             )
         })
         .collect();

@@ -400,7 +400,11 @@ fn maximal_images_at_once_stay_within_the_identity_memory_budget() {
         picture.len()
     );
     // Private memory only (RssAnon): VmRSS also counts the shared buffers
-    // each backend has touched, which are the server's once.
+    // each backend has touched, which are the server's once. The requests'
+    // connections only: the query embedders (`identity-budget embedders`)
+    // hold the text model, whose size depends on the processor (on one
+    // without VNNI, the published model: two of them held 330 MiB, and this
+    // sum 966 MiB when it counted them), and never assess an image.
     let resident_kb = || -> u64 {
         let pids = env.psql(
             "SELECT string_agg(pid::text, ' ') FROM pg_stat_activity WHERE application_name = 'identity-budget'",

@@ -380,6 +380,9 @@ fn fuse(
 /// sentence or it lies past the tokens the model reads: NULL in
 /// `vector_records.opening` means only "not read yet" (vigil.fill_openings).
 #[pg_extern(stable, parallel_safe, name = "_embed_records")]
+// pgrx reads the columns' names (`name!`) from the signature itself, so the
+// row type cannot be an alias.
+#[allow(clippy::type_complexity)]
 fn embed_records(
     titles: Vec<Option<String>>,
     contents: Vec<Option<String>>,
