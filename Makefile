@@ -18,7 +18,7 @@ help:
 	@echo "make bench-embed-int8  the int8 model against the published one: speed and search quality"
 	@echo "make bench-risk   risk assessments per second: in-database and over HTTP (wrk)"
 	@echo "make bench-risk-quality  risk engine on 4 months of simulated fraud: AUC, fraud caught at 1% and 5% flagged, per pattern"
-	@echo "make bench-hnsw   vigil_hnsw vector index: recall@10 and queries/s vs an exact scan"
+	@echo "make bench-hnsw   vigil_hnsw vs FAISS and usearch (PyPI) and an exact scan: q/s at equal recall, build, size (pgvector too where installed)"
 	@echo "make bench-vectordb  vector database over HTTP: storing vs raw embedding, search p50/p99 at 100,000 records"
 	@echo "make bench-vectordb-recall  a database's vector search against an exact one, whatever else the installation holds (4 layouts)"
 	@echo "make bench-identity  identity checks: a 2 MP JPEG in-process, in SQL, over HTTP; duplicate lookup at 1,000,000 hashes"

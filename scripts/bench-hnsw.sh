@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# `make bench-hnsw`: the vigil_hnsw index against an exact scan, on a cluster of its
-# own (.vigil/bench-hnsw, port 28818; shared_buffers 2GB, maintenance_work_mem 2GB,
-# jit off, one backend per query: no parallel workers).
+# `make bench-hnsw`: the vigil_hnsw index against in-memory HNSW libraries from
+# PyPI and an exact scan, on the same rows, queries, graph parameters and
+# threads, in one run; on a cluster of its own (.vigil/bench-hnsw, port 28818;
+# shared_buffers 2GB, maintenance_work_mem 2GB, jit off, one backend per
+# query: no parallel workers).
 #
 # Datasets (BENCH_DATASETS, default real,random):
 #   real    Debian package short descriptions (apt-cache dumpavail, deduplicated),
@@ -11,36 +13,60 @@
 #           Embeddings are kept in the cluster (table bench.embed_cache) and in
 #           .vigil/bench-hnsw-cache/, so only new texts are embedded on a rerun.
 #   random  as many rows and queries, 384 dims, each coordinate uniform in [-1, 1):
-#           no structure for a graph to use, so recall is low for any HNSW
-#           (faiss's IndexHNSWFlat, same m and ef's, scores lower still).
+#           no structure for a graph to use, so recall is low for any HNSW.
 #
-# For each, in one run and one backend, with `SELECT id FROM items ORDER BY v <=> q
-# LIMIT 10` timed in a PL/pgSQL loop (queries/s: the best of BENCH_PASSES, default
-# 3, passes, against the noise of a shared machine):
-#   - the exact scan (enable_indexscan off) over BENCH_EXACT_QUERIES (default 50)
-#     queries, and the exact top 10 of every query (ground truth; kept while the
-#     data is unchanged);
-#   - CREATE INDEX ... USING vigil_hnsw (v) WITH (m = BENCH_M (16),
-#     ef_construction = BENCH_EF_CONSTRUCTION (64)): build time (the fastest of
-#     BENCH_BUILDS, default 2), size against the raw vectors (rows * 384 * 4 bytes);
-#   - for vigil.hnsw_ef_search in BENCH_EF_SEARCH (default "10 20 40 80 160"):
-#     recall@10 against the ground truth, ties counted (a returned row is a hit when
-#     its exact distance is at most the 10th exact distance), queries per second
-#     over all queries (enable_seqscan off) and the speed-up over the exact scan.
-# The same for pgvector's hnsw (built from PGVECTOR_SRC, default
-# ../shared/baselines/pgvector-0.8.6.tar.gz, into this PostgreSQL; a baseline to
-# measure against, never a dependency) on the same rows as vector(384), same m,
-# ef_construction and queries, with hnsw.ef_search over the same list; then the
-# ratio of vigil_hnsw's queries/s to pgvector's at equal recall (interpolated on
-# pgvector's curve), one client and then BENCH_CLIENTS (16) clients at once
-# (pgbench, prepared, ef_search 40; BENCH_CLIENT_ROUNDS (5) rounds of
-# BENCH_CLIENT_SECONDS (8) s each, the median ratios side by side, so a loss
-# under concurrency shows), and BENCH_INSERTS (2000)
-# rows inserted one statement
-# at a time into each built index by one session and by two at once. Without the
-# source the comparison is skipped, saying so. With pgvector, every step runs
-# for vigil_hnsw and then at once for pgvector (builds alternating, each point
-# of the curve in turn), so a slow spell of a shared machine falls on both.
+# What is compared, each with m = BENCH_M (16) links per element (twice as many
+# on the bottom layer) and a build beam ef_construction = BENCH_EF_CONSTRUCTION
+# (64), built on BENCH_THREADS threads (default: every core, as vigil_hnsw's
+# build uses every core the server has) and queried on one thread:
+#   vigil_hnsw  CREATE INDEX ... USING vigil_hnsw (v) WITH (m, ef_construction);
+#               `SELECT id FROM items ORDER BY v <=> q LIMIT 10` timed in a
+#               PL/pgSQL loop in one backend, vigil.hnsw_ef_search set to each
+#               of BENCH_EF_SEARCH ("5 10 15 20 30 40 60 80 120 160 240 320":
+#               points close enough for the curves to be interpolated).
+#   faiss       faiss-cpu's IndexHNSWFlat (f32 vectors, inner product of unit
+#               vectors: cosine), efSearch over the same list;
+#   usearch     usearch's HNSW (cosine, f16 vectors: the 2 bytes a dimension
+#               vigil_hnsw's cosine index keeps), expansion_search over the list.
+#               Both libraries come from PyPI, pinned by hash in
+#               scripts/bench-hnsw-requirements.txt and installed (prebuilt
+#               wheels only) into a venv in .vigil/cache/bench-hnsw-venv; they
+#               run in scripts/bench_hnsw_libraries.py over the rows and queries
+#               exported from the cluster (binary COPY, bit for bit), all
+#               queries in one call of the library on one thread.
+#   exact       the exact scan in SQL (enable_indexscan off) over
+#               BENCH_EXACT_QUERIES (50) queries, which also gives the exact top
+#               10 of every query (ground truth; kept while the data is
+#               unchanged); and an exact search in memory (faiss's IndexFlatIP,
+#               one query at a time), whose recall checks the export (below
+#               0.999 the bench stops: the libraries would not have the rows).
+#   pgvector    only where pgvector is already installed in this PostgreSQL
+#               (vector.control in `pg_config --sharedir`/extension, put there
+#               by whoever runs the bench: no script installs it): its hnsw on
+#               the same rows as vector(384), built by its leader and
+#               max_parallel_maintenance_workers = BENCH_THREADS - 1 workers,
+#               hnsw.ef_search over the list; then
+#               also pgbench with one and BENCH_CLIENTS (16) clients
+#               (BENCH_CLIENT_ROUNDS (5) rounds of BENCH_CLIENT_SECONDS (8) s,
+#               ef_search 40) and BENCH_INSERTS rows inserted into each.
+# An in-memory library is the limit an index inside PostgreSQL approaches:
+# the ratio of vigil_hnsw's figures to a library's tells what PostgreSQL's
+# buffers, locks, tuple fetches and executor cost a query, a build and a row.
+#
+# Recall@10 of every side is scored the same way, in SQL against the exact top
+# 10, ties counted (a returned row is a hit when its exact distance is at most
+# the 10th exact distance). Queries/s: the best of BENCH_PASSES (3) passes
+# over all queries, after a warm-up; builds: the fastest of BENCH_BUILDS (2);
+# size: the index's relation (pg_relation_size) or the library's saved index
+# (its vectors and links, what it holds in memory). Every step runs for each
+# side in turn (builds alternating, each point of the curve in turn), so a slow
+# spell of a shared machine falls on all. The summary gives queries/s at equal
+# recall (BENCH_RECALLS, "0.90 0.95 0.99", interpolated linearly on each curve's
+# frontier; n/a outside the curve), build time and size, each as vigil_hnsw's
+# over the other's.
+# vigil_hnsw also takes BENCH_INSERTS (2000) rows one statement at a time, by
+# one session and by two at once, and `vigil.hnsw_check` counts the rows no
+# search reaches after the build, the inserts and VACUUM.
 # The summary is printed and written to .vigil/bench-hnsw/results.txt. The cluster
 # is stopped when the script ends; its data (and the caches) stay.
 set -euo pipefail
@@ -52,19 +78,21 @@ datasets="${BENCH_DATASETS:-real,random}"
 exact_n="${BENCH_EXACT_QUERIES:-50}"
 passes="${BENCH_PASSES:-3}"
 builds="${BENCH_BUILDS:-2}"
-ef_list="${BENCH_EF_SEARCH:-10 20 40 80 160}"
+ef_list="${BENCH_EF_SEARCH:-5 10 15 20 30 40 60 80 120 160 240 320}"
+recalls="${BENCH_RECALLS:-0.90 0.95 0.99}"
 m="${BENCH_M:-16}"
 ef_construction="${BENCH_EF_CONSTRUCTION:-64}"
-threads="${BENCH_THREADS:-2}"
+threads="${BENCH_THREADS:-$(nproc)}"
 shared_buffers="${BENCH_SHARED_BUFFERS:-2GB}"
 port="${BENCH_PG_PORT:-28818}"
 clients="${BENCH_CLIENTS:-16}"
 client_rounds="${BENCH_CLIENT_ROUNDS:-5}"
 client_seconds="${BENCH_CLIENT_SECONDS:-8}"
 inserts="${BENCH_INSERTS:-2000}"
-pgvector_src="${PGVECTOR_SRC:-$VIGIL_ROOT/../shared/baselines/pgvector-0.8.6.tar.gz}"
 dir="$VIGIL_STATE/bench-hnsw"
 cache="$VIGIL_STATE/bench-hnsw-cache"
+venv="$VIGIL_STATE/cache/bench-hnsw-venv"
+requirements="$VIGIL_ROOT/scripts/bench-hnsw-requirements.txt"
 dims=384
 mkdir -p "$cache"
 
@@ -72,6 +100,33 @@ for ds in ${datasets//,/ }; do
     case "$ds" in real|random) ;; *) die "BENCH_DATASETS: unknown dataset '$ds' (real, random)" ;; esac
 done
 [ "$exact_n" -le "$queries" ] || exact_n="$queries"
+if [ "$threads" != "$(nproc)" ]; then
+    echo "warning: BENCH_THREADS=$threads: the libraries build on $threads threads, vigil_hnsw on every core ($(nproc))" >&2
+fi
+
+# pgvector: a column of its own where it is installed, nothing otherwise.
+pgvector_control="$("$PG_CONFIG" --sharedir)/extension/vector.control"
+pgvector=0 pgvector_version=""
+if [ -f "$pgvector_control" ]; then
+    pgvector=1
+    pgvector_version="$(sed -n "s/^default_version *= *'\(.*\)'.*/\1/p" "$pgvector_control")"
+    echo "pgvector $pgvector_version is installed in this PostgreSQL: measuring it too" >&2
+else
+    echo "pgvector is not installed in this PostgreSQL ($pgvector_control): no pgvector column" >&2
+fi
+sides="vigil faiss usearch"
+[ "$pgvector" = 0 ] || sides="$sides pgvector"
+
+# The libraries' venv, made again whenever the requirements change.
+want="$(sha256sum "$requirements" | cut -d' ' -f1)"
+if [ "$(cat "$venv/installed" 2>/dev/null)" != "$want" ]; then
+    step "installing faiss-cpu and usearch from PyPI into $venv ($(basename "$requirements"))"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --require-hashes --only-binary=:all: -r "$requirements"
+    echo "$want" > "$venv/installed"
+fi
+libraries() { "$venv/bin/python" "$VIGIL_ROOT/scripts/bench_hnsw_libraries.py" "$@"; }
 
 step "Debian package descriptions (apt-cache dumpavail)"
 apt-cache dumpavail | sed -n 's/^Description: //p' | awk 'NF && !seen[$0]++' > "$cache/descriptions.txt"
@@ -81,26 +136,6 @@ if [ "$((unique - queries))" -lt "$rows" ]; then rows="$((unique - queries))"; f
 echo "$unique unique descriptions: $queries queries, $rows rows" >&2
 
 psql() { "$VIGIL_ROOT/scripts/pg-cluster.sh" psql "$dir" -X -q -At "$@"; }
-
-# pgvector from its source tarball, built against this PostgreSQL and installed
-# next to vigil (their names do not clash: hnsw/vector against vigil_hnsw/real[]).
-pgvector=0
-if [ -f "$pgvector_src" ]; then
-    build_dir="$VIGIL_STATE/pgvector-build"
-    stamp="$(sha256sum "$pgvector_src" | cut -c1-16)"
-    if [ "$(cat "$build_dir/.stamp" 2>/dev/null)" != "$stamp" ] || \
-       [ ! -f "$("$PG_CONFIG" --pkglibdir)/vector.so" ]; then
-        step "building pgvector from $pgvector_src (the baseline)"
-        rm -rf "$build_dir" && mkdir -p "$build_dir"
-        tar -xzf "$pgvector_src" -C "$build_dir" --strip-components=1
-        make -s -C "$build_dir" PG_CONFIG="$PG_CONFIG" -j"$(nproc)" >/dev/null
-        "${SUDO[@]}" make -s -C "$build_dir" PG_CONFIG="$PG_CONFIG" install >/dev/null
-        echo "$stamp" > "$build_dir/.stamp"
-    fi
-    pgvector=1
-else
-    echo "pgvector source not found at $pgvector_src (set PGVECTOR_SRC): measuring vigil_hnsw against the exact scan only" >&2
-fi
 
 # Writes bench.embed_cache to the cache file when it holds more than the file.
 save_cache() {
@@ -142,7 +177,7 @@ fi
 psql <<'SQL'
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_prewarm;
--- pgvector, when built (see above); in public, where the bench's queries find it.
+-- pgvector, where installed (see above); in public, where the bench's queries find it.
 SELECT 'CREATE EXTENSION IF NOT EXISTS vector SCHEMA public'
 WHERE EXISTS (SELECT FROM pg_available_extensions WHERE name = 'vector') \gexec
 CREATE SCHEMA IF NOT EXISTS bench;
@@ -302,13 +337,23 @@ END
 SQL
 }
 
+val() { sed -n "s/^$2=//p" "$dir/$1.txt" | tail -n 1; }
+
+# Appends `<key>=` to dataset <ds>'s results: the recall@10 of the `qid,id`
+# lines of file <got> (what one side returned for each query), scored in SQL
+# as the bench scores vigil_hnsw's (lib.sh: hnsw_recall_sql).
+score() {
+    local ds="$1" key="$2" got="$3"
+    psql -c "SET client_min_messages = warning" -c "CREATE TEMP TABLE got (qid int, id int)" \
+         -c "COPY got FROM STDIN (FORMAT csv)" -c "SELECT '$key=' || ($(hnsw_recall_sql "$ds"))" \
+         < "$got" >> "$dir/$ds.txt"
+}
+
 run_dataset() {
-    local ds="$1" out="$dir/$ds.txt" plan
+    local ds="$1" out="$dir/$ds.txt" t b side ef
     : > "$out"
     ground_truth "$ds"
-    local n
-    n="$(psql -c "SELECT count(*) FROM bench.${ds}_items")"
-    echo "rows=$n" >> "$out"
+    echo "rows=$(psql -c "SELECT count(*) FROM bench.${ds}_items")" >> "$out"
     echo "queries=$(psql -c "SELECT count(*) FROM bench.${ds}_queries")" >> "$out"
 
     step "$ds: exact scan, $exact_n queries, one backend"
@@ -322,6 +367,18 @@ $(qps_function)
 SELECT 'exact_qps=' || round(pg_temp.qps($exact_n)::numeric, 1);
 SQL
 
+    # The libraries' input: the very rows and queries of the tables, bit for bit.
+    step "$ds: rows and queries exported for faiss and usearch (binary COPY to $cache)"
+    for t in items queries; do
+        psql -c "COPY (SELECT id::int4, v::real[] FROM bench.${ds}_$t ORDER BY id) TO STDOUT (FORMAT binary)" \
+            > "$cache/$ds-$t.copy"
+    done
+    step "$ds: exact search in memory (faiss IndexFlatIP, one thread), checking the export"
+    libraries exact "$cache/$ds" --got "$cache/$ds-exact.got" >> "$out"
+    score "$ds" exact_mem_recall "$cache/$ds-exact.got"
+    awk -v r="$(val "$ds" exact_mem_recall)" 'BEGIN { exit !(r >= 0.999) }' \
+        || die "$ds: the exact search in memory found recall@10 $(val "$ds" exact_mem_recall), not 1: the exported vectors are not the tables'"
+
     if [ "$pgvector" = 1 ]; then
         step "$ds: pgvector: the same rows and queries as vector($dims)"
         psql >> "$out" <<SQL
@@ -330,56 +387,60 @@ DROP TABLE IF EXISTS bench.${ds}_items_pgv, bench.${ds}_queries_pgv;
 CREATE TABLE bench.${ds}_items_pgv AS SELECT id, v::public.vector($dims) AS v FROM bench.${ds}_items ORDER BY id;
 CREATE TABLE bench.${ds}_queries_pgv AS SELECT id, v::public.vector($dims) AS v FROM bench.${ds}_queries ORDER BY id;
 VACUUM ANALYZE bench.${ds}_items_pgv, bench.${ds}_queries_pgv;
+CREATE UNIQUE INDEX ${ds}_queries_pgv_id ON bench.${ds}_queries_pgv (id);
 SQL
     fi
-    # pgbench's queries (many clients, inserts) fetch their vector by key:
-    # without an index that was a sequential scan of the queries table
-    # (all 200 of its pages, every query), as costly as a search and the
-    # same for both sides, which diluted both ratios, and at 16 clients its
-    # buffer table lookups inflated every query (`git show 9307556:docs/performance-log.md`, stop 38).
-    for sfx in "" _pgv; do
-        [ -z "$sfx" ] || [ "$pgvector" = 1 ] || continue
-        psql -c "CREATE UNIQUE INDEX IF NOT EXISTS ${ds}_queries${sfx}_id ON bench.${ds}_queries$sfx (id)" >/dev/null
-    done
-    # Builds alternate between the two indexes, $builds times each (the best
-    # counts), so a slow spell of a shared machine does not fall on one side.
-    local b
+    # pgbench's queries (inserts, many clients) fetch their vector by key:
+    # without an index that was a sequential scan of the queries table, as
+    # costly as a search (`git show 9307556:docs/performance-log.md`, stop 38).
+    psql -c "CREATE UNIQUE INDEX IF NOT EXISTS ${ds}_queries_id ON bench.${ds}_queries (id)" >/dev/null
+
+    # Every step for each side in turn ($builds builds each, the fastest
+    # counts; then each point of the curve), so a slow spell of a shared
+    # machine does not fall on one side.
     for b in $(seq "$builds"); do
-        build "$ds" "" "USING vigil_hnsw (v)"
-        [ "$pgvector" = 0 ] || build "$ds" _pgv "USING hnsw (v public.vector_cosine_ops)"
+        for side in $sides; do build "$ds" "$side"; done
     done
     check_plan "$ds" ""
     [ "$pgvector" = 0 ] || check_plan "$ds" _pgv
-
-    # Each point of the curve, the many-client run and the inserts: vigil_hnsw
-    # then pgvector, side by side in time for the same reason.
-    local ef
     for ef in $ef_list; do
-        curve "$ds" "" "real[]" vigil.hnsw_ef_search "$ef"
-        [ "$pgvector" = 0 ] || curve "$ds" _pgv public.vector hnsw.ef_search "$ef"
+        for side in $sides; do curve "$ds" "$side" "$ef"; done
     done
-    throughput "$ds"
-    inserts "$ds" ""
-    [ "$pgvector" = 0 ] || inserts "$ds" _pgv
+    inserts "$ds" vigil
+    if [ "$pgvector" = 1 ]; then
+        inserts "$ds" pgvector
+        throughput "$ds"
+    fi
 }
 
-# CREATE INDEX <sfx's prefix>_v on bench.<ds>_items<sfx> <how> with the bench's m
-# and ef_construction, after a checkpoint; appends `[pgv_]build_s=` and
-# `[pgv_]index_bytes=` (the summary takes the fastest build).
+# The index of <side> on dataset <ds>, built with the bench's m, ef_construction
+# and threads; appends `<side>_build_s=` and `<side>_index_bytes=` (the summary
+# takes the fastest build).
 build() {
-    local ds="$1" sfx="$2" how="$3" prefix=""
-    [ -z "$sfx" ] || prefix="pgv_"
+    local ds="$1" side="$2" sfx="" how="USING vigil_hnsw (v)"
+    case "$side" in
+        faiss|usearch)
+            step "$ds: $side: build, m $m, ef_construction $ef_construction, $threads threads"
+            libraries build "$side" "$cache/$ds" "$cache/$ds-$side.index" \
+                --m "$m" --ef-construction "$ef_construction" --threads "$threads" >> "$dir/$ds.txt"
+            return ;;
+        pgvector) sfx=_pgv how="USING hnsw (v public.vector_cosine_ops)" ;;
+    esac
     step "$ds: CREATE INDEX ${ds}_items${sfx}_v $how WITH (m = $m, ef_construction = $ef_construction)"
+    # pgvector's build runs its leader and max_parallel_maintenance_workers
+    # processes: $threads in all, as vigil_hnsw's threads (the setting is
+    # not vigil_hnsw's).
     psql >> "$dir/$ds.txt" <<SQL
 SET client_min_messages = warning;
+SET max_parallel_maintenance_workers = $((threads - 1));
 DROP INDEX IF EXISTS bench.${ds}_items${sfx}_v;
 CHECKPOINT;
 SELECT clock_timestamp() AS t0 \gset
 CREATE INDEX ${ds}_items${sfx}_v ON bench.${ds}_items${sfx} $how WITH (m = $m, ef_construction = $ef_construction);
-SELECT '${prefix}build_s=' || round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric, 2);
-SELECT '${prefix}index_bytes=' || pg_relation_size('bench.${ds}_items${sfx}_v');
+SELECT '${side}_build_s=' || round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric, 2);
+SELECT '${side}_index_bytes=' || pg_relation_size('bench.${ds}_items${sfx}_v');
 SQL
-    [ -n "$prefix" ] || unreachable "$ds" built
+    [ "$side" != vigil ] || unreachable "$ds" built
 }
 
 # Appends `unreachable_<when>=`: the elements of vigil_hnsw's index on
@@ -397,17 +458,23 @@ check_plan() {
 $plan"
 }
 
-# At ef_search <ef>: what the index (of tables bench.<ds>_items<sfx>, vectors of
-# type <type>, its ef setting <setting>) returns for every query, its queries/s
-# in one backend and its recall@10 against the exact top 10 (ties counted: a row
-# is a hit when its exact distance is at most the 10th exact one); appends
-# `[pgv_]qps_<ef>=`, `recall_<ef>=`, `short_<ef>=`.
+# At ef_search <ef>: what <side>'s index returns for every query, its queries/s
+# on one thread (in one backend for the indexes in PostgreSQL) and its
+# recall@10 against the exact top 10; appends `<side>_qps_<ef>=`,
+# `<side>_recall_<ef>=`, `<side>_short_<ef>=` (queries that got fewer than 10).
 curve() {
-    local ds="$1" sfx="$2" type="$3" setting="$4" ef="$5" prefix=""
-    [ -z "$sfx" ] || prefix="pgv_"
-    {
-        step "$ds: ${prefix:-vigil_}$setting $ef: recall@10 and queries/s over $queries queries, one backend"
-        psql >> "$dir/$ds.txt" <<SQL
+    local ds="$1" side="$2" ef="$3" sfx="" type="real[]" setting=vigil.hnsw_ef_search
+    case "$side" in
+        faiss|usearch)
+            step "$ds: $side ef $ef: recall@10 and queries/s over $queries queries, one thread"
+            libraries search "$side" "$cache/$ds" "$cache/$ds-$side.index" --ef "$ef" --passes "$passes" \
+                --got "$cache/$ds-$side.got" >> "$dir/$ds.txt"
+            score "$ds" "${side}_recall_$ef" "$cache/$ds-$side.got"
+            return ;;
+        pgvector) sfx=_pgv type=public.vector setting=hnsw.ef_search ;;
+    esac
+    step "$ds: $side $setting $ef: recall@10 and queries/s over $queries queries, one backend"
+    psql >> "$dir/$ds.txt" <<SQL
 SET client_min_messages = warning;
 SET enable_seqscan = off;
 SET $setting = $ef;
@@ -417,32 +484,32 @@ CREATE TEMP TABLE got AS
 SELECT q.id AS qid, s.id
 FROM bench.${ds}_queries$sfx q, LATERAL (SELECT id FROM bench.${ds}_items$sfx ORDER BY v <=> q.v LIMIT 10) s;
 $(qps_function "$sfx" "$type")
-SELECT '${prefix}qps_$ef=' || round(pg_temp.qps(NULL)::numeric, 1);
+SELECT '${side}_qps_$ef=' || round(pg_temp.qps(NULL)::numeric, 1);
 RESET enable_seqscan;
-SELECT '${prefix}recall_$ef=' || ($(hnsw_recall_sql "$ds"));
-SELECT '${prefix}short_$ef=' || count(*) FROM bench.${ds}_queries q
+SELECT '${side}_recall_$ef=' || ($(hnsw_recall_sql "$ds"));
+SELECT '${side}_short_$ef=' || count(*) FROM bench.${ds}_queries q
 WHERE (SELECT count(*) FROM got g WHERE g.qid = q.id) < 10;
 SQL
-    }
 }
 
-# Queries/s of one client and of $clients clients at once (pgbench, prepared
-# statements, ef_search 40 set per connection through PGOPTIONS), random
-# held-out queries, the index forced as in the one-backend loop (on a small
-# table the planner may prefer a sort). $client_rounds rounds of
-# $client_seconds s per run, each round running both at one client, then
-# both at $clients (vigil_hnsw first in odd rounds, pgvector first in even
-# ones): the machine's drift moves each
-# figure by up to 2x between minutes, so each round's ratios count, and the
-# summary takes their median. Appends `[pgv_]client1_qps=` and
-# `[pgv_]clients_qps=` per run and `client1_ratio=`, `clients_ratio=` per
-# round. One client through pgbench, not the PL/pgSQL loop, is the baseline
-# for the many: both then pay the same round trips per query.
+# With pgvector: queries/s of one client and of $clients clients at once
+# (pgbench, prepared statements, ef_search 40 set per connection through
+# PGOPTIONS), random held-out queries, the index forced as in the one-backend
+# loop (on a small table the planner may prefer a sort). $client_rounds rounds
+# of $client_seconds s per run, each round running both sides at one client,
+# then both at $clients (vigil_hnsw first in odd rounds, pgvector first in
+# even ones: of two runs in a row the second tended to be the faster): the
+# machine's drift moves each figure by up to 2x between minutes, so each
+# round's ratios count, and the summary takes their median. Appends
+# `<side>_client1_qps=` and `<side>_clients_qps=` per run and
+# `client1_ratio=`, `clients_ratio=` per round. One client through pgbench,
+# not the PL/pgSQL loop, is the baseline for the many: both then pay the same
+# round trips per query.
 throughput() {
-    local ds="$1" nq sfx c r tps key prefix v p sides
+    local ds="$1" nq side sfx c r tps key
+    local -A got
     nq="$(psql -c "SELECT count(*) FROM bench.${ds}_queries")"
     for sfx in "" _pgv; do
-        [ -z "$sfx" ] || [ "$pgvector" = 1 ] || continue
         cat > "$dir/clients$sfx.sql" <<SQL
 \set q random(1, $nq)
 SELECT id FROM bench.${ds}_items$sfx ORDER BY v <=> (SELECT v FROM bench.${ds}_queries$sfx WHERE id = :q) LIMIT 10;
@@ -451,35 +518,30 @@ SQL
     for r in $(seq "$client_rounds"); do
         for c in 1 "$clients"; do
             key=clients_qps; [ "$c" != 1 ] || key=client1_qps
-            v=""; p=""
-            # vigil_hnsw first in odd rounds, pgvector first in even ones: of
-            # two runs in a row the second tended to be the faster.
-            sides=("" _pgv); [ $((r % 2)) = 1 ] || sides=(_pgv "")
-            for sfx in "${sides[@]}"; do
-                [ -z "$sfx" ] || [ "$pgvector" = 1 ] || continue
-                prefix=""; [ -z "$sfx" ] || prefix="pgv_"
-                step "$ds: ${prefix:-vigil_}$c client(s) for $client_seconds s, round $r of $client_rounds (pgbench, ef_search 40)"
+            for side in $([ $((r % 2)) = 1 ] && echo vigil pgvector || echo pgvector vigil); do
+                sfx=""; [ "$side" = vigil ] || sfx=_pgv
+                step "$ds: $side: $c client(s) for $client_seconds s, round $r of $client_rounds (pgbench, ef_search 40)"
                 tps="$(hnsw_pgbench "$dir" "$c" "$client_seconds" "$dir/clients$sfx.sql" 2>"$dir/pgbench.err" \
                     | sed -n 's/^tps = \([0-9.]*\).*/\1/p')"
                 [ -n "$tps" ] || die "pgbench failed: $(cat "$dir/pgbench.err")"
-                echo "${prefix}$key=$tps" >> "$dir/$ds.txt"
-                if [ -z "$sfx" ]; then v="$tps"; else p="$tps"; fi
+                echo "${side}_$key=$tps" >> "$dir/$ds.txt"
+                got[$side]="$tps"
             done
-            if [ -n "$p" ]; then
-                echo "${key%_qps}_ratio=$(awk -v a="$v" -v b="$p" 'BEGIN { print a / b }')" >> "$dir/$ds.txt"
-            fi
+            echo "${key%_qps}_ratio=$(awk -v a="${got[vigil]}" -v b="${got[pgvector]}" 'BEGIN { print a / b }')" >> "$dir/$ds.txt"
         done
     done
 }
 
-# Rows inserted one statement (and transaction) at a time into the built index,
-# by one session and then by two at once (pgbench, BENCH_INSERTS rows each time,
-# held-out query vectors drawn at random, synchronous_commit off so the commit's
-# flush does not hide the index's work); appends `<prefix>insert1_rps=` and
-# `<prefix>insert2_rps=`. The rows are deleted and the table vacuumed after.
+# Rows inserted one statement (and transaction) at a time into <side>'s built
+# index, by one session and then by two at once (pgbench, BENCH_INSERTS rows
+# each time, held-out query vectors drawn at random, synchronous_commit off so
+# the commit's flush does not hide the index's work); appends
+# `<side>_insert1_rps=` and `<side>_insert2_rps=`. The rows are deleted and
+# the table vacuumed after.
 inserts() {
-    local ds="$1" sfx="$2" prefix="" script="$dir/insert$2.sql" nq tps c
-    [ -z "$sfx" ] || prefix="pgv_"
+    local ds="$1" side="$2" sfx="" nq tps c script
+    [ "$side" = vigil ] || sfx=_pgv
+    script="$dir/insert$sfx.sql"
     nq="$(psql -c "SELECT count(*) FROM bench.${ds}_queries")"
     cat > "$script" <<SQL
 \set q random(1, $nq)
@@ -487,15 +549,15 @@ SET synchronous_commit = off;
 INSERT INTO bench.${ds}_items$sfx (id, v) SELECT -id, v FROM bench.${ds}_queries$sfx WHERE id = :q;
 SQL
     for c in 1 2; do
-        step "$ds: ${prefix:-vigil_}$inserts rows inserted one at a time by $c session(s) (pgbench)"
+        step "$ds: $side: $inserts rows inserted one at a time by $c session(s) (pgbench)"
         tps="$("$VIGIL_ROOT/scripts/pg-cluster.sh" pgbench "$dir" -n -c "$c" -j "$c" -t "$((inserts / c))" -f "$script" 2>"$dir/pgbench.err" \
             | sed -n 's/^tps = \([0-9.]*\).*/\1/p')"
         [ -n "$tps" ] || die "pgbench failed: $(cat "$dir/pgbench.err")"
-        echo "${prefix}insert${c}_rps=$tps" >> "$dir/$ds.txt"
+        echo "${side}_insert${c}_rps=$tps" >> "$dir/$ds.txt"
     done
-    [ -n "$prefix" ] || unreachable "$ds" inserted
+    [ "$side" != vigil ] || unreachable "$ds" inserted
     psql -c "DELETE FROM bench.${ds}_items$sfx WHERE id < 0" -c "VACUUM bench.${ds}_items$sfx"
-    [ -n "$prefix" ] || unreachable "$ds" vacuumed
+    [ "$side" != vigil ] || unreachable "$ds" vacuumed
 }
 
 load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -504,115 +566,147 @@ for ds in ${datasets//,/ }; do
     run_dataset "$ds"
 done
 
-val() { sed -n "s/^$2=//p" "$dir/$1.txt" | tail -n 1; }
-# The q/s at recall $1 on a curve of "recall q/s" lines sorted by recall, linear
-# between the two points around it; n/a outside the curve.
+# The q/s at recall $1 on a curve of "recall q/s" lines, on the curve's
+# frontier: the points that no point of higher recall beats in q/s (on a
+# shared machine a wider beam can measure faster than a narrower one). Linear
+# between the two frontier points around it; below the frontier's lowest
+# point (but within the curve) that point's q/s; n/a outside the curve.
 interpolate() {
-    awk -v r="$1" '{ x[NR] = $1; y[NR] = $2 } END {
-        for (i = 1; i < NR; i++) if (r >= x[i] && r <= x[i + 1]) {
-            if (x[i + 1] == x[i]) { print y[i]; exit }
-            print y[i] + (y[i + 1] - y[i]) * (r - x[i]) / (x[i + 1] - x[i]); exit }
-        if (NR == 1 && r == x[1]) { print y[1]; exit }
-        print "n/a" }' <<<"$2"
+    sort -k1,1gr -k2,2gr <<<"$2" | awk -v r="$1" '
+        NR == 1 || $1 < low { low = $1 }
+        $2 > best { best = $2; n++; x[n] = $1; y[n] = $2 }
+        END {
+            if (n == 0 || r > x[1] || r < low) { print "n/a"; exit }
+            if (r <= x[n]) { print y[n]; exit }
+            for (i = n; i > 1; i--) if (r <= x[i - 1]) {
+                print y[i] + (y[i - 1] - y[i]) * (r - x[i]) / (x[i - 1] - x[i]); exit }
+        }'
 }
-round1() { if [ "$1" = n/a ]; then echo n/a; else awk -v a="$1" 'BEGIN { printf "%.1f", a }'; fi; }
+curve_of() { # dataset, side: its "recall q/s" points
+    local ef
+    for ef in $ef_list; do echo "$(val "$1" "$2_recall_$ef") $(val "$1" "$2_qps_$ef")"; done
+}
+# a / b as 0.00x; n/a when either is.
+ratio() {
+    case "$1/$2" in *n/a*|/*|*/) echo n/a ;; *) awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }' ;; esac
+}
+num() { case "$1" in n/a|"") echo n/a ;; *) awk -v a="$1" -v f="$2" 'BEGIN { printf f, a }' ;; esac; }
 fastest() { sed -n "s/^$2=//p" "$dir/$1.txt" | sort -g | head -n 1; }
 # The median of every value of key $2 in dataset $1's results.
 median() {
     sed -n "s/^$2=//p" "$dir/$1.txt" | sort -g \
         | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
+label() {
+    case "$1" in
+        vigil) echo vigil_hnsw ;;
+        faiss) echo "faiss IndexHNSWFlat (f32)" ;;
+        usearch) echo "usearch (f16)" ;;
+        pgvector) echo "pgvector $pgvector_version" ;;
+    esac
+}
 {
     echo "vigil_hnsw benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
-    echo "BENCH_ROWS=${BENCH_ROWS:-100000} BENCH_QUERIES=$queries BENCH_DATASETS=$datasets BENCH_EXACT_QUERIES=$exact_n BENCH_PASSES=$passes;" \
-         "m=$m ef_construction=$ef_construction; cosine; shared_buffers $shared_buffers; one backend, PL/pgSQL loop"
+    echo "BENCH_ROWS=${BENCH_ROWS:-100000} BENCH_QUERIES=$queries BENCH_DATASETS=$datasets BENCH_EXACT_QUERIES=$exact_n BENCH_PASSES=$passes BENCH_BUILDS=$builds BENCH_THREADS=$threads;" \
+         "m=$m ef_construction=$ef_construction; cosine; shared_buffers $shared_buffers"
     so="$("$PG_CONFIG" --pkglibdir)/vigil.so"
     echo "load average (1, 5, 15 min): $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
     echo "vigil.so sha256 $(sha256sum "$so" | cut -c1-12), installed $(date -u -r "$so" '+%Y-%m-%d %H:%M:%S UTC'); git $(git -C "$VIGIL_ROOT" rev-parse --short HEAD)"
+    echo "$(grep -E '^(faiss-cpu|usearch|numpy)==' "$requirements" | cut -d' ' -f1 | xargs) (PyPI, $(basename "$requirements"));" \
+         "pgvector: $([ "$pgvector" = 1 ] && echo "$pgvector_version, installed in this PostgreSQL by hand" || echo "not installed, not measured")"
     echo
-    printf '| dataset | rows | queries | build (s) | index (MB) | raw vectors (MB) | index/raw | exact scan (q/s) |\n'
-    printf '|---|---|---|---|---|---|---|---|\n'
+    echo "Builds on $threads threads (vigil_hnsw: every core), queries on one thread: vigil_hnsw (and pgvector) in"
+    echo "one backend, a PL/pgSQL loop of SELECT ... ORDER BY v <=> q LIMIT 10; faiss and usearch in memory, all"
+    echo "queries in one call. An in-memory library is the limit an index inside PostgreSQL approaches: vigil_hnsw"
+    echo "over a library tells what PostgreSQL's buffers, locks, tuple fetches and executor cost."
+    echo
+    printf '| dataset | rows | queries | exact scan in SQL (q/s) | exact in memory, faiss IndexFlatIP (q/s) | its recall@10 (checks the export) |\n|---|---|---|---|---|---|\n'
     for ds in ${datasets//,/ }; do
-        n="$(val "$ds" rows)"; bytes="$(val "$ds" index_bytes)"
-        printf '| %s | %s | %s | %s | %.1f | %.1f | %.2f | %s |\n' "$ds" "$n" "$(val "$ds" queries)" \
-            "$(fastest "$ds" build_s)" "$(awk -v b="$bytes" 'BEGIN { print b / 1e6 }')" \
-            "$(awk -v n="$n" -v d="$dims" 'BEGIN { print n * d * 4 / 1e6 }')" \
-            "$(awk -v b="$bytes" -v n="$n" -v d="$dims" 'BEGIN { print b / (n * d * 4) }')" \
-            "$(val "$ds" exact_qps)"
+        printf '| %s | %s | %s | %s | %s | %s |\n' "$ds" "$(val "$ds" rows)" "$(val "$ds" queries)" \
+            "$(val "$ds" exact_qps)" "$(val "$ds" exact_mem_qps)" "$(val "$ds" exact_mem_recall)"
     done
+    echo
+    echo "Queries/s at equal recall@10 (linear between the points of each curve's frontier; n/a outside the curve),"
+    echo "and vigil_hnsw's over each:"
+    echo
+    header="| dataset | recall@10 | vigil_hnsw (q/s) |"; rule="|---|---|---|"
+    for side in $sides; do
+        [ "$side" = vigil ] && continue
+        header="$header $(label "$side") (q/s) | vigil_hnsw / $side |"; rule="$rule---|---|"
+    done
+    echo "$header"; echo "$rule"
+    for ds in ${datasets//,/ }; do
+        vigil_curve="$(curve_of "$ds" vigil)"
+        for r in $recalls; do
+            v="$(interpolate "$r" "$vigil_curve")"
+            line="| $ds | $r | $(num "$v" %.0f) |"
+            for side in $sides; do
+                [ "$side" = vigil ] && continue
+                o="$(interpolate "$r" "$(curve_of "$ds" "$side")")"
+                line="$line $(num "$o" %.0f) | $(ratio "$v" "$o") |"
+            done
+            echo "$line"
+        done
+    done
+    echo
+    printf "| dataset | index | build (s) | vigil_hnsw's build / its | size (MB) | vigil_hnsw's size / its | bytes a row |\n|---|---|---|---|---|---|---|\n"
+    for ds in ${datasets//,/ }; do
+        vb="$(fastest "$ds" vigil_build_s)"; vs="$(val "$ds" vigil_index_bytes)"
+        for side in $sides; do
+            b="$(fastest "$ds" "${side}_build_s")"; s="$(val "$ds" "${side}_index_bytes")"
+            printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$ds" "$(label "$side")" "$b" "$(ratio "$vb" "$b")" \
+                "$(num "$(awk -v s="$s" 'BEGIN { print s / 1e6 }')" %.1f)" "$(ratio "$vs" "$s")" \
+                "$(awk -v s="$s" -v n="$(val "$ds" rows)" 'BEGIN { printf "%.0f", s / n }')"
+        done
+    done
+    echo "(raw vectors: $dims f32 = $((dims * 4)) bytes a row)"
+    echo
+    for ds in ${datasets//,/ }; do
+        header="| $ds: ef_search |"; rule="|---|"
+        for side in $sides; do header="$header $(label "$side") recall@10 | q/s |"; rule="$rule---|---|"; done
+        echo "$header"; echo "$rule"
+        for ef in $ef_list; do
+            line="| $ef |"
+            for side in $sides; do
+                short="$(val "$ds" "${side}_short_$ef")"
+                note=""; [ "$short" = 0 ] || note=" ($short short)"
+                line="$line $(val "$ds" "${side}_recall_$ef")$note | $(val "$ds" "${side}_qps_$ef") |"
+            done
+            echo "$line"
+        done
+        echo
+    done
+    echo "(ef_search: vigil.hnsw_ef_search, the first round of a beam twice as wide; faiss's efSearch and usearch's"
+    echo "expansion_search, a beam at least the 10 rows asked for; pgvector's hnsw.ef_search. Equal ef is not equal work:"
+    echo "compare at equal recall.)"
     echo
     for ds in ${datasets//,/ }; do
         echo "$ds: vigil_hnsw elements no search reaches (hnsw_check): $(val "$ds" unreachable_built) after the last build," \
              "$(val "$ds" unreachable_inserted) after the inserts, $(val "$ds" unreachable_vacuumed) after VACUUM"
     done
     echo
-    printf '| dataset | ef_search | recall@10 | q/s | speed-up vs exact |\n|---|---|---|---|---|\n'
+    printf '| dataset | index | inserts/s, one session | two sessions | two over one |\n|---|---|---|---|---|\n'
     for ds in ${datasets//,/ }; do
-        exact="$(val "$ds" exact_qps)"
-        for ef in $ef_list; do
-            qps="$(val "$ds" "qps_$ef")"
-            short="$(val "$ds" "short_$ef")"
-            note=""; [ "$short" = 0 ] || note=" ($short queries got fewer than 10 rows)"
-            printf '| %s | %s | %s | %s | %.1fx |%s\n' "$ds" "$ef" "$(val "$ds" "recall_$ef")" "$qps" \
-                "$(awk -v a="$qps" -v b="$exact" 'BEGIN { print a / b }')" "$note"
+        for side in vigil pgvector; do
+            [ "$side" = vigil ] || [ "$pgvector" = 1 ] || continue
+            i1="$(val "$ds" "${side}_insert1_rps")"; i2="$(val "$ds" "${side}_insert2_rps")"
+            printf '| %s | %s | %.0f | %.0f | %s |\n' "$ds" "$(label "$side")" "$i1" "$i2" "$(ratio "$i2" "$i1")"
         done
     done
     if [ "$pgvector" = 1 ]; then
         echo
-        echo "Against pgvector $(basename "$pgvector_src" .tar.gz) in the same cluster and run (same rows, queries, m, ef_construction):"
+        echo "pgbench against pgvector $pgvector_version, ef_search 40, medians over $client_rounds rounds:"
         echo
-        printf '| dataset | build vigil / pgvector (s) | index vigil / pgvector (MB) | %s clients vigil / pgvector (q/s) | ratio | one client (pgbench) vigil / pgvector (q/s) | ratio |\n|---|---|---|---|---|---|---|\n' "$clients"
+        printf '| dataset | one client: vigil_hnsw / pgvector (q/s) | ratio | %s clients: vigil_hnsw / pgvector (q/s) | ratio |\n|---|---|---|---|---|\n' "$clients"
         for ds in ${datasets//,/ }; do
-            printf '| %s | %s / %s | %.1f / %.1f | %.0f / %.0f | %.2fx | %.0f / %.0f | %.2fx |\n' "$ds" \
-                "$(fastest "$ds" build_s)" "$(fastest "$ds" pgv_build_s)" \
-                "$(awk -v b="$(val "$ds" index_bytes)" 'BEGIN { print b / 1e6 }')" \
-                "$(awk -v b="$(val "$ds" pgv_index_bytes)" 'BEGIN { print b / 1e6 }')" \
-                "$(median "$ds" clients_qps)" "$(median "$ds" pgv_clients_qps)" "$(median "$ds" clients_ratio)" \
-                "$(median "$ds" client1_qps)" "$(median "$ds" pgv_client1_qps)" "$(median "$ds" client1_ratio)"
+            printf '| %s | %.0f / %.0f | %.2fx | %.0f / %.0f | %.2fx |\n' "$ds" \
+                "$(median "$ds" vigil_client1_qps)" "$(median "$ds" pgvector_client1_qps)" "$(median "$ds" client1_ratio)" \
+                "$(median "$ds" vigil_clients_qps)" "$(median "$ds" pgvector_clients_qps)" "$(median "$ds" clients_ratio)"
         done
         echo
-        echo "(q/s and ratios: medians over $client_rounds rounds; each round's ratio, one client then $clients:"
         for ds in ${datasets//,/ }; do
-            echo "$ds: $(sed -n 's/^client1_ratio=//p' "$dir/$ds.txt" | xargs printf '%.2f ') / $(sed -n 's/^clients_ratio=//p' "$dir/$ds.txt" | xargs printf '%.2f ')"
-        done
-        echo ")"
-        echo
-        printf '| dataset | inserts/s, one session: vigil / pgvector | ratio | two sessions: vigil / pgvector | two over one: vigil / pgvector |\n|---|---|---|---|---|\n'
-        for ds in ${datasets//,/ }; do
-            i1="$(val "$ds" insert1_rps)"; i2="$(val "$ds" insert2_rps)"
-            p1="$(val "$ds" pgv_insert1_rps)"; p2="$(val "$ds" pgv_insert2_rps)"
-            printf '| %s | %.0f / %.0f | %.2fx | %.0f / %.0f | %.2fx / %.2fx |\n' "$ds" "$i1" "$p1" \
-                "$(awk -v a="$i1" -v b="$p1" 'BEGIN { print a / b }')" "$i2" "$p2" \
-                "$(awk -v a="$i2" -v b="$i1" 'BEGIN { print a / b }')" "$(awk -v a="$p2" -v b="$p1" 'BEGIN { print a / b }')"
-        done
-        echo
-        printf '| dataset | ef_search | pgvector recall@10 | pgvector q/s |\n|---|---|---|---|\n'
-        for ds in ${datasets//,/ }; do
-            for ef in $ef_list; do
-                printf '| %s | %s | %s | %s |\n' "$ds" "$ef" "$(val "$ds" "pgv_recall_$ef")" "$(val "$ds" "pgv_qps_$ef")"
-            done
-        done
-        echo
-        echo "Queries/s at equal recall, each side's points against the other's curve interpolated linearly (n/a outside it):"
-        echo
-        printf '| dataset | at the point of | ef_search | recall@10 | vigil q/s | pgvector q/s | vigil / pgvector |\n|---|---|---|---|---|---|---|\n'
-        for ds in ${datasets//,/ }; do
-            vcurve="$(for ef in $ef_list; do echo "$(val "$ds" "recall_$ef") $(val "$ds" "qps_$ef")"; done | sort -n)"
-            pcurve="$(for ef in $ef_list; do echo "$(val "$ds" "pgv_recall_$ef") $(val "$ds" "pgv_qps_$ef")"; done | sort -n)"
-            for side in vigil pgvector; do
-                for ef in $ef_list; do
-                    if [ "$side" = vigil ]; then
-                        r="$(val "$ds" "recall_$ef")"; v="$(val "$ds" "qps_$ef")"; p="$(interpolate "$r" "$pcurve")"
-                    else
-                        r="$(val "$ds" "pgv_recall_$ef")"; p="$(val "$ds" "pgv_qps_$ef")"; v="$(interpolate "$r" "$vcurve")"
-                    fi
-                    ratio="n/a"
-                    if [ "$v" != n/a ] && [ "$p" != n/a ]; then
-                        ratio="$(awk -v a="$v" -v b="$p" 'BEGIN { printf "%.2fx", a / b }')"
-                    fi
-                    printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$ds" "$side" "$ef" "$r" "$(round1 "$v")" "$(round1 "$p")" "$ratio"
-                done
-            done
+            echo "$ds: each round's ratio, one client: $(sed -n 's/^client1_ratio=//p' "$dir/$ds.txt" | xargs printf '%.2f ')" \
+                 "$clients clients: $(sed -n 's/^clients_ratio=//p' "$dir/$ds.txt" | xargs printf '%.2f ')"
         done
     fi
 } > "$dir/results.tmp"
