@@ -28,9 +28,8 @@ help:
 setup:
 	scripts/setup.sh
 
-build: setup
-	. scripts/lib.sh && install_extension
-	cargo build --locked --release -p vigil-sidecar
+build:
+	scripts/build.sh
 
 run: build
 	scripts/run.sh

@@ -318,6 +318,21 @@ CREDS
     grep -v '^#' "$creds"
 }
 
+# Stage timing for set-up and builds: `timed NAME COMMAND...` runs COMMAND and
+# notes how long it took; `print_times` lists what was timed (nothing when every
+# stage was already in place).
+TIMES=()
+timed() {
+    local name="$1" started=$SECONDS
+    shift
+    "$@" || return
+    TIMES+=("$(printf '%4dm%02ds  %s' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) "$name")")
+}
+print_times() {
+    ((${#TIMES[@]})) || return 0
+    printf '  %s\n' "${TIMES[@]}" >&2
+}
+
 # Citus is installed by its users (docs/scaling-out.md), never by this project:
 # it is in none of the package registries it installs from. Dies, saying how to
 # install it, unless this PostgreSQL has Citus 13.x (citus.so and citus.control).
