@@ -46,7 +46,14 @@ pub fn read_pool(args: &ServeArgs) -> Result<Option<Pool>, String> {
     let Some(url) = &args.read_database_url else {
         return Ok(None);
     };
-    pool_of(url, Server::Replica, args, args.pool_size(), Purpose::Requests).map(Some)
+    pool_of(
+        url,
+        Server::Replica,
+        args,
+        args.pool_size(),
+        Purpose::Requests,
+    )
+    .map(Some)
 }
 
 /// The pool of the connections that embed search queries in batches
@@ -121,7 +128,10 @@ fn pool_of(
     // published model; less with the int8 rewrite), which an operator
     // sizing memory, and the identity budget's test, tell apart from the
     // requests' connections.
-    let name = pg.get_application_name().unwrap_or("vigil-sidecar").to_owned();
+    let name = pg
+        .get_application_name()
+        .unwrap_or("vigil-sidecar")
+        .to_owned();
     let settings = match purpose {
         Purpose::Requests => {
             pg.application_name(&name);
