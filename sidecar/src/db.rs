@@ -138,7 +138,7 @@ fn pool_of(
             String::new()
         }
         Purpose::QueryEmbedders(settings) => {
-            pg.application_name(&format!("{name} embedders"));
+            pg.application_name(format!("{name} embedders"));
             settings
         }
     };
