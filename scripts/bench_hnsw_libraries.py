@@ -274,20 +274,15 @@ def cmd_selftest(_):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("build")
-    b.add_argument("lib", choices=["faiss", "usearch"])
-    b.add_argument("data")
-    b.add_argument("index")
-    b.add_argument("--m", type=int, required=True)
-    b.add_argument("--ef-construction", type=int, required=True)
-    b.add_argument("--threads", type=int, required=True)
-    s = sub.add_parser("search")
-    s.add_argument("lib", choices=["faiss", "usearch"])
-    s.add_argument("data")
-    s.add_argument("index")
-    s.add_argument("--ef", type=int, required=True)
-    s.add_argument("--passes", type=int, required=True)
-    s.add_argument("--got", required=True)
+    # build and search take a library, the exported data and the index file, then their own options.
+    options = {"build": ("--m", "--ef-construction", "--threads"), "search": ("--ef", "--passes", "--got")}
+    for name, flags in options.items():
+        c = sub.add_parser(name)
+        c.add_argument("lib", choices=["faiss", "usearch"])
+        c.add_argument("data")
+        c.add_argument("index")
+        for flag in flags:
+            c.add_argument(flag, type=str if flag == "--got" else int, required=True)
     e = sub.add_parser("exact")
     e.add_argument("data")
     e.add_argument("--got", required=True)
