@@ -351,7 +351,7 @@ error: Citus 13.x is not installed into this PostgreSQL ($PG_CONFIG):
 Citus is not in the package registries this project installs from, so the
 project does not install it. Install it as its users do (docs/scaling-out.md,
 "Installing Citus"): Citus's own packages for Debian and Ubuntu
-(postgresql-15-citus-13.x from Citus's package repository), or its container
+(Citus 13.x for PostgreSQL 15 from Citus's package repository), or its container
 image. Then run this again. make test does not include the cluster test.
 MSG
     exit 1
