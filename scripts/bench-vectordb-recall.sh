@@ -306,7 +306,7 @@ cat "$dir/build.txt" 2>/dev/null | tee -a "$dir/results.txt"
 # e2e test that checks it in `make test` prints the tables (a cluster and a
 # sidecar of its own). BENCH_QUALITY=0 skips it.
 if [ "${BENCH_QUALITY:-1}" != 0 ]; then
-    step "hybrid search MRR@10 on the labelled sets (tests/tests/search_quality.rs)"
-    cargo test --locked --release -p vigil-e2e --test search_quality -- --nocapture 2>&1 |
+    step "hybrid search MRR@10 on the labelled sets (tests/tests/e2e/search_quality.rs)"
+    cargo test --locked --release -p vigil-e2e --test e2e search_quality:: -- --nocapture 2>&1 |
         grep -E '^(eval|known)|^\|' | tee -a "$dir/results.txt"
 fi

@@ -22,7 +22,7 @@ fuse by itself (bench/identity/MRZ-OCR.md).
      conv(s x + t; W) = conv(x + t / s; W s), and the Add stays.
 
 The result computes the same probabilities (to about 1e-6; the set-up
-checks the graph, tests/tests/mrz_model.rs and the bench read with it) in
+checks the graph, tests/tests/e2e/mrz_model.rs and the bench read with it) in
 about 0.7x the time. The dictionary and the rest of the model's metadata
 are kept. Prints what it rewrote; refuses a graph it finds none of either in.
 """

@@ -2,7 +2,7 @@
 # Installs what `make run-ha` and the failover test need beyond scripts/setup.sh:
 # Patroni (which manages each PostgreSQL node and fails over) and etcd (where
 # the nodes agree on who leads), both Debian packages. Opt-in: only `make
-# run-ha` and tests/tests/ha.rs call it. Skips what is in place; exits non-zero
+# run-ha` and tests/tests/e2e/ha.rs call it. Skips what is in place; exits non-zero
 # when they cannot be installed (no root, no sudo, no registry).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"

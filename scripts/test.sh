@@ -53,8 +53,9 @@ summary() {
     printf '  total   %4dm%02ds\n' $((SECONDS / 60)) $((SECONDS % 60))
     [ -z "$opted_out" ] || printf '  opted out (VIGIL_TEST_OPT_OUT): %s\n' "$opted_out"
     # Every failed test, as the runners named them (`test NAME ... FAILED`),
-    # and every test binary that failed as a whole (cargo's closing list).
-    if grep -h -E '^test .* \.\.\. FAILED$|^    `-p .*`$' "$log"/*.log >"$log/failed.txt" 2>/dev/null; then
+    # every test binary that failed as a whole (cargo's closing list), and
+    # every e2e module with a failure.
+    if grep -h -E '^test .* \.\.\. FAILED$|^    `-p .*`$|^e2e: modules with failures' "$log"/*.log >"$log/failed.txt" 2>/dev/null; then
         printf '\033[1m==> failed:\033[0m\n'
         sed 's/^/  /' "$log/failed.txt"
     fi
@@ -77,10 +78,10 @@ stage "lints (cargo clippy -D warnings, every crate and its tests)" \
     cargo clippy --locked --release --keep-going --workspace --all-targets -- -D warnings
 if stage "release build: extension and sidecar" \
     bash -c '. scripts/lib.sh && install_extension && cargo build --locked --release -p vigil-sidecar'; then
-    stage "the documentation builds (mdBook; its examples and links are checked by tests/tests/docs.rs)" \
+    stage "the documentation builds (mdBook; its examples and links are checked by tests/tests/e2e/docs.rs)" \
         bash -c 'scripts/setup-docs.sh && mdbook build docs'
-    stage "end-to-end tests (cluster + sidecar + HTTP)" \
-        cargo test --locked --release --no-fail-fast -p vigil-e2e
+    stage "end-to-end tests (cluster + sidecar + HTTP), a process per module" \
+        scripts/e2e.sh
 else
     results+=("FAILED 0 end-to-end tests: not run, the release build failed")
 fi

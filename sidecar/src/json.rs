@@ -85,7 +85,7 @@ pub async fn read_head(mut body: Body, prefix: usize) -> Result<Head, ApiError> 
 /// pieces are kept as they come and joined once at the end: a buffer
 /// doubled while it was read held its old and new copies at once, and the
 /// allocator kept the old ones (six bodies over a budget of 16 MiB grew the
-/// sidecar by 27 to 51 MiB; `tests/tests/hostile.rs`).
+/// sidecar by 27 to 51 MiB; `tests/tests/e2e/hostile.rs`).
 pub async fn read_rest(
     mut head: Vec<u8>,
     mut rest: Body,

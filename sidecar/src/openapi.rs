@@ -145,7 +145,7 @@ const NO_NUL: &str = "^[^\\u0000]*$";
 /// characters, a transaction's field formats) have no Rust type to carry
 /// them, so they are written here, each at the JSON pointer of its schema.
 /// A pattern may be narrower than what the server accepts (the document
-/// then promises less), never wider: `tests/tests/fuzz.rs` sends what the
+/// then promises less), never wider: `tests/tests/e2e/fuzz.rs` sends what the
 /// document allows and fails on any refusal. A rule whose schema or
 /// parameter is not in the document (a type renamed) is an error, so the
 /// sidecar does not start with the rule silently gone.

@@ -1,5 +1,5 @@
 //! Clients that write (and search) over HTTP while a test breaks the
-//! database under them (tests/tests/crash.rs, ha.rs), and what they saw:
+//! database under them (tests/tests/e2e/crash.rs, ha.rs), and what they saw:
 //! every acknowledged transaction and record, every answer's timing, and
 //! anything but a 2xx or a 503 with `Retry-After`.
 

@@ -8,7 +8,7 @@
 //! box, cut off by the frame. Every identity document's front shows its
 //! holder's face, and the face gives the document's scale: the portrait's
 //! face is a quarter to a half of an ID-1 card's or a passport page's
-//! height (0.32 to 0.40 on the real cards of tests/tests/identity_real.rs).
+//! height (0.32 to 0.40 on the real cards of tests/tests/e2e/identity_real.rs).
 //!
 //! So: straight lines in a window around the face (a Hough transform in
 //! which each edge pixel votes along its own edge only, [`lines`]); every
@@ -23,7 +23,7 @@
 //! has no fourth line of its own: none is made up (the caller also keeps
 //! `CutOff` when the outline is most of a region the frame cuts).
 //!
-//! On the real pictures (tests/tests/identity_real.rs) it finds the cards
+//! On the real pictures (tests/tests/e2e/identity_real.rs) it finds the cards
 //! on a keyboard, leaning on a box and in a hand (in the light and in the
 //! dark) that the outline search missed. A single view's rectification is
 //! only as good as the corners: the card leaning on the box, whose short

@@ -39,7 +39,7 @@ pub const TD3_ASPECT: f64 = 125.0 / 88.0;
 /// Aspect under which an outline nearest ID-1 may still be a passport's data
 /// page: real ones photographed or cropped measured 1.52 and 1.53 (ICAO's
 /// specimen page with its rounded border, an Icelandic passport on a
-/// table: tests/tests/identity_real.rs), nearer ID-1's 1.586 than the
+/// table: tests/tests/e2e/identity_real.rs), nearer ID-1's 1.586 than the
 /// 1.420 of the page's nominal size; cards cropped tight measure 1.58.
 pub const CARD_SURE_ASPECT: f64 = 1.56;
 /// Long side over short side that a document may show, tilt included.
@@ -309,7 +309,7 @@ fn on_background(document: Option<Quad>, cut: Option<Quad>) -> Found {
         // not an outline too big for a part, of a document's very
         // proportions: that is the document, lying on something
         // straight-edged the frame cuts (a card on a keyboard, a third of
-        // the frame: tests/tests/identity_real.rs).
+        // the frame: tests/tests/e2e/identity_real.rs).
         (Some(d), Some(c))
             if c.frame_share >= 2.0 * d.frame_share
                 && c.contains(d.centre())

@@ -22,7 +22,7 @@
 //! pictures taught the holes and the halo: white paper inside a card's or a
 //! page's frame (ICAO's specimen page, a German card's white ground) read as
 //! 5 to 68% glare before, and a portrait's white ground as 2 to 4%
-//! (tests/tests/identity_real.rs).
+//! (tests/tests/e2e/identity_real.rs).
 //!
 //! Exposure and colour are judged on what a retake could change: a white
 //! document is bright on average, but its printing keeps its contrast, so

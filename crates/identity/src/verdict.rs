@@ -66,7 +66,7 @@ pub const MIN_ELA_MEDIAN: f64 = 0.002;
 /// misreading (`MRZ_UNREADABLE`). ICAO's specimen rendered sharp on a 2 MP
 /// photo reads at 0.67 (its least sure character a `0` for the `O` the
 /// nationality's type fixes), print taken for a zone at 0.01 to 0.05. On
-/// the real zones of tests/tests/identity_real.rs, the four read with every
+/// the real zones of tests/tests/e2e/identity_real.rs, the four read with every
 /// check digit holding have their least sure character at 0.24 (a sharp
 /// Icelandic passport), 0.54, 0.64 and 0.64: the zone's least sure
 /// character (mostly a filler in a long run, or a country code's `O`) does
@@ -1107,7 +1107,7 @@ mod tests {
             ("issuingState", "UTO"),
             ("documentNumber", "L898902C3"),
             // Sliced, not spelled: upper-case literals here are taken for
-            // reason codes (tests/tests/reference.rs).
+            // reason codes (tests/tests/e2e/reference.rs).
             ("primaryName", &TD3[5..13]),
             ("secondaryName", "Anna Maria".to_uppercase().as_str()),
             ("nationality", "UTO"),

@@ -437,7 +437,7 @@ mod tests {
         let r = keyed_recall("items", &[(1, 10003), (3, 20010), (2, 9)]);
         assert!(r >= 0.98, "recall after inserts {r}");
 
-        // VACUUM per key: tests/tests/hnsw.rs (it cannot run in a test's transaction).
+        // VACUUM per key: tests/tests/e2e/hnsw.rs (it cannot run in a test's transaction).
     }
 
     /// A partitioned build that outruns maintenance_work_mem inserts the rest

@@ -487,7 +487,7 @@ fn the_steps_of_an_example_and_what_they_show_are_told_apart() {
         ],
         ..block
     };
-    let statements = crate::steps(&block, "-- → ", sql_step_end);
+    let statements = self::steps(&block, "-- → ", sql_step_end);
     assert_eq!(statements.len(), 2);
     assert!(statements[0].expected.is_none());
     assert_eq!(statements[1].lines.len(), 2);

@@ -6,7 +6,7 @@
 //! (90% found with their format, 90% of portraits, no fair scan sent back,
 //! 80% of sharp zones read) are reported beside it.
 //!
-//! `cargo test --release -p vigil-e2e --test identity_real -- --nocapture`
+//! `cargo test --release -p vigil-e2e --test e2e identity_real:: -- --nocapture`
 
 use std::path::PathBuf;
 use std::process::Command;

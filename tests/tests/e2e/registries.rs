@@ -49,7 +49,7 @@ use vigil_e2e::workspace_root;
 
 /// Not read: it names every pattern it looks for, so it would find itself.
 /// The unit tests below check the patterns instead.
-const THIS_FILE: &str = "tests/tests/registries.rs";
+const THIS_FILE: &str = "tests/tests/e2e/registries.rs";
 
 /// Scripts and code: the files whose lines run.
 const CODE: &str =

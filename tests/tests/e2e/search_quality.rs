@@ -14,7 +14,7 @@
 //! answer. The default must beat either branch on both sets, and the best
 //! plain fusion (tuned on each set itself) on `eval` by a margin.
 //!
-//! `cargo test --release -p vigil-e2e --test search_quality -- --nocapture`
+//! `cargo test --release -p vigil-e2e --test e2e search_quality:: -- --nocapture`
 //! prints the tables docs/vector-database.md reports.
 
 use std::collections::BTreeMap;
