@@ -254,12 +254,14 @@ impl ApiError {
 }
 
 /// An image `vigil.assess_id` refused: 22P03 not a format it takes (415),
-/// 54000 over a size limit and 22023 undecodable (422). Only with COLUMN
+/// 54000 over a size limit, 22003 one side over four times the other and
+/// 22023 undecodable (422). Only with COLUMN
 /// `image`, so no other error is mistaken for one.
 pub fn from_image_sqlstate(code: &str, message: &str, column: Option<&str>) -> Option<ApiError> {
     let (status, stable) = match code {
         "22P03" => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_image_type"),
         "54000" => (StatusCode::UNPROCESSABLE_ENTITY, "image_too_large"),
+        "22003" => (StatusCode::UNPROCESSABLE_ENTITY, "image_out_of_proportion"),
         "22023" => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_image"),
         _ => return None,
     };
@@ -417,6 +419,14 @@ mod tests {
             Some((
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "image_too_large",
+                named.clone()
+            ))
+        );
+        assert_eq!(
+            image("22003"),
+            Some((
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "image_out_of_proportion",
                 named.clone()
             ))
         );

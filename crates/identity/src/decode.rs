@@ -3,9 +3,9 @@
 //! The format is read from the bytes (magic numbers), never from a file name or
 //! a content type. Only JPEG, PNG and WebP are decoded. Before any pixel is
 //! decoded the header's dimensions are checked against [`MAX_PIXELS`] and
-//! [`MAX_SIDE`], and the decoder runs under an allocation limit, so a small
-//! file that claims a huge image (a decompression bomb) is refused without
-//! allocating for it. EXIF orientation is applied, so checks see the document
+//! [`MAX_SIDE`] and its proportions against [`MAX_ASPECT`], and the decoder
+//! runs under an allocation limit, so a small file that claims a huge image
+//! (a decompression bomb) is refused without allocating for it. EXIF orientation is applied, so checks see the document
 //! the way a person would.
 
 use std::io::Cursor;
@@ -18,6 +18,12 @@ pub const MAX_BYTES: usize = 10 * 1024 * 1024;
 pub const MAX_PIXELS: u64 = 40_000_000;
 /// Longest side, in pixels.
 pub const MAX_SIDE: u32 = 12_000;
+/// Most one side may be of the other: 4 to 1. A document is 1.4 to 1.6 to 1
+/// and a phone's photo of one at most 2.2 to 1 (a tall screen). The checks
+/// scale their working copies to fixed widths, which a sliver turns into
+/// millions of rows: a 5x12000 PNG of 266 bytes once made a backend's copy
+/// 426 x 5.1 million pixels, beyond cancel (issue 60).
+pub const MAX_ASPECT: u32 = 4;
 /// Largest decoded image, in bytes, checked from the header before decoding:
 /// any image of 8 bits per channel within [`MAX_PIXELS`] (RGBA: 4 bytes a
 /// pixel). An image of 16 bits per channel takes twice as many bytes a
@@ -38,6 +44,8 @@ pub enum DecodeError {
     Unsupported { received: String },
     /// A supported format whose header claims more than the pixel limits.
     TooManyPixels { width: u32, height: u32 },
+    /// One side more than [`MAX_ASPECT`] times the other.
+    OutOfProportion { width: u32, height: u32 },
     /// Within the pixel limits, but more than [`MAX_DECODED_BYTES`] decoded
     /// (16 bits per channel).
     TooDeep {
@@ -65,6 +73,11 @@ impl DecodeError {
             }
             DecodeError::TooManyPixels { width, height } => format!(
                 "the image is {width}x{height} pixels; at most {MAX_PIXELS} pixels and {MAX_SIDE} per side are accepted"
+            ),
+            DecodeError::OutOfProportion { width, height } => format!(
+                "the image is {width}x{height} pixels, {:.1} to 1; at most {MAX_ASPECT} to 1 is accepted \
+                 (a document, or a photo of one, is about 1.5 to 1)",
+                f64::from(*width.max(height)) / f64::from((*width.min(height)).max(1))
             ),
             DecodeError::TooDeep {
                 width,
@@ -195,6 +208,9 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
     if u64::from(width) * u64::from(height) > MAX_PIXELS {
         return Err(DecodeError::TooManyPixels { width, height });
     }
+    if out_of_proportion(width, height) {
+        return Err(DecodeError::OutOfProportion { width, height });
+    }
     if decoder.total_bytes() > MAX_DECODED_BYTES {
         return Err(DecodeError::TooDeep {
             width,
@@ -214,6 +230,11 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
         rgb: image.into_rgb8(),
         exif,
     })
+}
+
+/// Whether one side is more than [`MAX_ASPECT`] times the other.
+pub fn out_of_proportion(width: u32, height: u32) -> bool {
+    u64::from(width.max(height)) > u64::from(MAX_ASPECT) * u64::from(width.min(height))
 }
 
 /// Whether a JPEG's last scan reaches its end-of-image marker. The decoder
@@ -356,6 +377,37 @@ mod tests {
             decode(&png_header(6000, 6000, 8, 6)),
             Err(DecodeError::Corrupt { .. })
         ));
+    }
+
+    #[test]
+    fn slivers_are_refused_with_their_proportions_before_decoding() {
+        // Issue 60's 5x12000 PNG (a header is enough: refused before decoding).
+        for (w, h) in [(5, 12_000), (12_000, 5), (1, 5), (300, 6000), (100, 12_000)] {
+            match decode(&png_header(w, h, 8, 2)) {
+                Err(e @ DecodeError::OutOfProportion { .. }) => {
+                    assert_eq!(
+                        e,
+                        DecodeError::OutOfProportion {
+                            width: w,
+                            height: h
+                        }
+                    );
+                    let ratio = format!("{:.1} to 1", f64::from(w.max(h)) / f64::from(w.min(h)));
+                    assert!(e.message().contains(&ratio), "{}", e.message());
+                }
+                other => panic!("{w}x{h}: {:?}", other.map(|_| "decoded")),
+            }
+        }
+        // 4 to 1 passes the checks (and then, a header only, fails to decode).
+        for (w, h) in [(3000, 12_000), (4, 1), (1, 1)] {
+            assert!(
+                matches!(
+                    decode(&png_header(w, h, 8, 2)),
+                    Err(DecodeError::Corrupt { .. })
+                ),
+                "{w}x{h}"
+            );
+        }
     }
 
     #[test]

@@ -275,11 +275,10 @@ fn measure(
     // at; interpolated, not averaged: the face detector finds fewer faces in
     // a box-averaged copy.
     let crop = image::imageops::crop_imm(mid, mx, my, mw, mh);
-    let region_h = ((u64::from(mh) * u64::from(quality::WORK_WIDTH)) / u64::from(mw)).max(1) as u32;
     let region = image::imageops::resize(
         &*crop,
         quality::WORK_WIDTH,
-        region_h,
+        height_at(mw, mh, quality::WORK_WIDTH),
         image::imageops::FilterType::Triangle,
     );
     let quality = quality::measure(&region);
@@ -401,7 +400,18 @@ fn shrink(image: &RgbImage, factor: u32) -> RgbImage {
     RgbImage::from_raw(w as u32, h as u32, out).unwrap_or_else(|| RgbImage::new(w as u32, h as u32))
 }
 
-/// `image` scaled to `width` (height in proportion): averaged when shrinking,
+/// The height of a `w` x `h` image scaled to `width`: in proportion, but never
+/// more than [`decode::MAX_ASPECT`] times `width`, so that no working copy
+/// grows with a sliver. Uploads are refused past that proportion
+/// ([`decode::DecodeError::OutOfProportion`]); a region cut from one (a
+/// document's crop) is squeezed to it instead.
+pub(crate) fn height_at(w: u32, h: u32, width: u32) -> u32 {
+    let most = u64::from(decode::MAX_ASPECT) * u64::from(width.max(1));
+    ((u64::from(h) * u64::from(width)) / u64::from(w.max(1))).clamp(1, most) as u32
+}
+
+/// `image` scaled to `width` (height in proportion, within [`height_at`]'s
+/// bound): averaged when shrinking,
 /// which is fast and smooths as a low-pass should; interpolated when growing.
 pub(crate) fn to_width<I, P>(image: &I, width: u32) -> ImageBuffer<P, Vec<u8>>
 where
@@ -409,7 +419,7 @@ where
     P: Pixel<Subpixel = u8> + 'static,
 {
     let (w, h) = image.dimensions();
-    let height = ((u64::from(h) * u64::from(width)) / u64::from(w.max(1))).max(1) as u32;
+    let height = height_at(w, h, width);
     if width < w {
         image::imageops::thumbnail(image, width, height)
     } else {
@@ -420,6 +430,17 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn working_copies_are_never_more_than_four_widths_tall() {
+        assert_eq!(height_at(1000, 1500, 640), 960);
+        assert_eq!(height_at(5, 12_000, 426), 4 * 426);
+        assert_eq!(height_at(1, 12_000, 640), 4 * 640);
+        assert_eq!(height_at(12_000, 1, 640), 1);
+        assert_eq!(height_at(0, 0, 640), 1);
+        let sliver = to_width(&image::GrayImage::new(3, 9000), 426);
+        assert_eq!(sliver.dimensions(), (426, 4 * 426));
+    }
 
     #[test]
     fn shrink_gives_each_block_its_mean_and_drops_partial_blocks() {

@@ -139,6 +139,8 @@ fn sqlstate(e: &DecodeError) -> PgSqlErrorCode {
         DecodeError::TooManyBytes { .. }
         | DecodeError::TooManyPixels { .. }
         | DecodeError::TooDeep { .. } => PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+        // 422: one side more than four times the other.
+        DecodeError::OutOfProportion { .. } => PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
         // 422: a supported format that does not decode.
         DecodeError::Empty | DecodeError::Corrupt { .. } => {
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE

@@ -55,7 +55,8 @@ pub enum UploadRefusals {
     /// unsupported_image_type (the image is not JPEG, PNG or WebP; the message says what it is)
     #[response(status = 415)]
     UnsupportedMediaType(crate::error::ErrorBody<'static>),
-    /// invalid_image (truncated or damaged), image_too_large (over 40 megapixels)
+    /// invalid_image (truncated or damaged), image_too_large (over 40 megapixels),
+    /// image_out_of_proportion (one side over four times the other)
     #[response(status = 422)]
     Unprocessable(crate::error::ErrorBody<'static>),
 }

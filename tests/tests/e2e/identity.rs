@@ -275,6 +275,59 @@ fn refused_uploads_have_their_status_and_code_and_record_nothing() {
     assert_eq!(recorded(env, &key), before + 1);
 }
 
+/// A grey PNG of `width` x `height`: a few hundred bytes, however tall.
+fn plain_png(width: u32, height: u32) -> Vec<u8> {
+    let mut png = Vec::new();
+    image::DynamicImage::ImageLuma8(image::GrayImage::from_pixel(
+        width,
+        height,
+        image::Luma([200]),
+    ))
+    .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+    .unwrap();
+    png
+}
+
+/// Issue 60: a 5x12000 PNG of 266 bytes took a backend to 8.6 GB and beyond
+/// cancel; 300x6000 took 6 to 9 s. Slivers are refused from their header,
+/// with their proportions, at once, and the pool is free for the next call.
+#[test]
+fn slivers_are_refused_at_once_with_their_proportions() {
+    let env = shared();
+    let key = key(env, "identity");
+    let before = recorded(env, &key);
+    for (width, height) in [(5, 12_000), (12_000, 5), (100, 12_000), (300, 6000)] {
+        let png = plain_png(width, height);
+        let started = std::time::Instant::now();
+        let (status, body) = upload(env, Some(&key), "image", png.clone());
+        let took = started.elapsed();
+        let ratio = format!(
+            "{:.1} to 1",
+            f64::from(width.max(height)) / f64::from(width.min(height))
+        );
+        assert_eq!(
+            (
+                status,
+                body["error"]["code"].as_str(),
+                body["error"]["field"].as_str()
+            ),
+            (422, Some("image_out_of_proportion"), Some("image")),
+            "{width}x{height} ({} bytes): {body}",
+            png.len()
+        );
+        let message = body["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(&ratio), "{message}");
+        assert!(
+            took < std::time::Duration::from_secs(1),
+            "{width}x{height} took {took:?}"
+        );
+    }
+    assert_eq!(recorded(env, &key), before, "a refused upload was recorded");
+    // Four to one is taken and assessed.
+    let (status, body) = upload(env, Some(&key), "image", plain_png(400, 1600));
+    assert_eq!(status, 200, "{body}");
+}
+
 #[test]
 fn the_key_must_hold_the_identity_scope() {
     let env = shared();
