@@ -30,7 +30,7 @@ use crate::error::{render_foreign_errors, ApiError};
 use crate::metrics::MetricsLayer;
 use crate::openapi::ApiDoc;
 use crate::state::AppState;
-use crate::{auth, cors, health, identity, metrics, openapi, transaction, vectordb};
+use crate::{abandon, auth, cors, health, identity, metrics, openapi, transaction, vectordb};
 
 pub fn router(state: AppState, args: &ServeArgs) -> Result<Router, String> {
     // Each route that reads a body has its own limit: JSON routes
@@ -105,7 +105,9 @@ async fn time_limit(State(limits): State<Timeouts>, request: Request, next: Next
     } else {
         limits.request
     };
-    match tokio::time::timeout(limit, next.run(request)).await {
+    // Watched: a request dropped at its limit, or by a client that hung up,
+    // discards the connections it holds (`abandon`).
+    match tokio::time::timeout(limit, abandon::watch(next.run(request))).await {
         Ok(response) => response,
         Err(_) => ApiError::timeout().into_response(),
     }

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
-use deadpool_postgres::{Object, Transaction};
+use deadpool_postgres::Transaction;
 use futures_util::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -33,6 +33,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 use utoipa::ToSchema;
 
+use crate::abandon::Conn;
 use crate::auth::client_ip::ClientIp;
 use crate::auth::{self, AccountCredentials, ApiCaller, Limits};
 use crate::db::on_replica;
@@ -93,7 +94,7 @@ impl<S: Scope> FromRequestParts<AppState> for ApiKey<S> {
 /// connection for the endpoint's call, taken once the body was read.
 pub struct KeyedJson<S, T> {
     pub caller: ApiCaller,
-    pub db: Object,
+    pub db: Conn,
     pub body: T,
     scope: PhantomData<fn() -> S>,
 }
@@ -155,7 +156,7 @@ pub struct AccountJson<T> {
 /// turn for something else (a store's model time) without holding one.
 pub struct Account {
     state: AppState,
-    db: Option<Object>,
+    db: Option<Conn>,
     ip: IpAddr,
     credentials: AccountCredentials,
     db_name: String,
@@ -300,7 +301,7 @@ impl Account {
     }
 
     /// The request's connection, taken from the pool when first asked for.
-    pub async fn connection(&mut self) -> Result<Object, ApiError> {
+    pub async fn connection(&mut self) -> Result<Conn, ApiError> {
         match self.db.take() {
             Some(db) => Ok(db),
             None => self.state.db().await,

@@ -5,6 +5,7 @@
 //! `user-keys` manage credentials through the extension's admin functions.
 //! See `app` for the routes and the layers every request goes through.
 
+mod abandon;
 mod admin;
 mod app;
 mod auth;

@@ -29,9 +29,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
-use deadpool_postgres::{Client, Object, Pool};
+use deadpool_postgres::{Client, Pool};
 use tokio_postgres::types::PgLsn;
 
+use crate::abandon::Conn;
 use crate::db::on_replica;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
@@ -125,11 +126,11 @@ impl Reads {
 
     /// A standby's connection that has replayed `account`'s writes, or
     /// `None`: read from the primary (counted then).
-    pub async fn connection(&self, account: &str) -> Option<Object> {
+    pub async fn connection(&self, account: &str) -> Option<Conn> {
         let pool = self.usable()?;
         let need = self.needs(account);
         let db = match on_replica(pool.get()).await {
-            Ok(db) => db,
+            Ok(db) => Conn::new(db),
             Err(e) => {
                 tracing::info!(error = %e, "no replica answers: reading from the primary");
                 self.unreachable();

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::extract::FromRef;
-use deadpool_postgres::{Object, Pool};
+use deadpool_postgres::Pool;
 use ipnet::IpNet;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
+use crate::abandon::Conn;
 use crate::auth::Limits;
 use crate::error::ApiError;
 use crate::metrics::{Metrics, ReadPool};
@@ -73,11 +74,12 @@ impl AppState {
 
     /// A pooled connection, or 503 when the database cannot be reached. The
     /// time spent waiting for it is measured: a busy pool shows there first.
-    pub async fn db(&self) -> Result<Object, ApiError> {
+    /// Discarded, not reused, if the request is abandoned ([`Conn`]).
+    pub async fn db(&self) -> Result<Conn, ApiError> {
         let start = Instant::now();
         let connection = self.pool.get().await;
         self.metrics.pool_waited(start.elapsed());
-        Ok(connection?)
+        Ok(Conn::new(connection?))
     }
 }
 

@@ -42,9 +42,9 @@ use rate::{retry_after_secs, Buckets, Quota};
 use recent::{fingerprint, Check, Recent};
 
 /// A pooled connection being taken (`AppState::db`), for a check that may need one.
-pub trait Connecting: Future<Output = Result<deadpool_postgres::Object, ApiError>> + Send {}
+pub trait Connecting: Future<Output = Result<crate::abandon::Conn, ApiError>> + Send {}
 
-impl<F: Future<Output = Result<deadpool_postgres::Object, ApiError>> + Send> Connecting for F {}
+impl<F: Future<Output = Result<crate::abandon::Conn, ApiError>> + Send> Connecting for F {}
 
 /// The header that carries API keys.
 pub const API_KEY_HEADER: &str = "x-api-key";

@@ -2,7 +2,8 @@
 //! one else: an unauthenticated body is refused after its first 64 KiB,
 //! whatever its length; a client sending its body slowly holds no database
 //! connection meanwhile; a database that holds a lock makes a request wait
-//! no longer than the request timeout, answered 503 with `Retry-After`.
+//! no longer than the request timeout, answered 503 with `Retry-After`, and
+//! the connection of a request that timed out is never handed on.
 //!
 //! Each test has a sidecar of its own, so its memory and its pool are its own.
 
@@ -246,6 +247,61 @@ fn a_database_holding_a_lock_answers_503_with_retry_after_within_the_timeout() {
         waited < Duration::from_secs(12),
         "answered after {waited:?}"
     );
+}
+
+/// Issue 60: a request that timed out returned its connection to the pool
+/// while the server still ran its statement, and the next requests waited
+/// behind it and failed: with one pooled connection, the whole API was down.
+/// Here the pool's one backend stops answering (SIGSTOP, as a statement
+/// that ignores cancels would): the request that meets it times out, and
+/// the next, unrelated one is served on a new connection; the stopped one,
+/// once it runs again, finds its statement cancelled and its client gone.
+#[test]
+fn a_timed_out_request_hands_no_busy_connection_on() {
+    // A cluster of its own: its one pooled connection is the one stopped.
+    let env = vigil_e2e::start(&["--pool-size", "1", "--request-timeout-ms", "2000"]);
+    let key = env.admin_ok(&[
+        "keys",
+        "create",
+        "--name",
+        "stopped",
+        "--scope",
+        "transaction",
+    ]);
+    let assess = |email: &str| {
+        let response = client()
+            .post(env.url("/api/transaction"))
+            .header("x-api-key", &key)
+            .json(&json!({"customerEmail": email, "amount": 12.5}))
+            .send()
+            .expect("an answer");
+        let status = response.status().as_u16();
+        (status, response.json::<Value>().unwrap_or(Value::Null))
+    };
+    assert_eq!(assess("first@example.com").0, 200);
+    let backends = "SELECT pid FROM pg_stat_activity WHERE application_name = 'vigil-sidecar'";
+    let pid: i32 = env.psql(backends).parse().expect("the pool's one backend");
+    // SAFETY: kill(2) on a process id; no memory is shared.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    let (status, body) = assess("stuck@example.com");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (503, Some("timeout")),
+        "{body}"
+    );
+    let (status, body) = assess("next@example.com");
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+    assert_eq!(status, 200, "the request after a timeout: {body}");
+    // The stopped backend, running again, ends: its client closed it.
+    let gone = format!("SELECT count(*) FROM pg_stat_activity WHERE pid = {pid}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while env.psql(&gone) != "0" {
+        assert!(Instant::now() < deadline, "backend {pid} still runs");
+        std::thread::yield_now();
+    }
+    let pids = env.psql(backends);
+    assert_eq!(pids.lines().count(), 1, "one pooled connection: {pids}");
 }
 
 #[test]

@@ -240,8 +240,8 @@ async fn run_admitted(
                 } else if !reads.falls_back(&e) {
                     return Err(e);
                 }
-                let rows = search.run(&account.connection().await?, &embedding).await;
-                return rows;
+                let db = account.connection().await?;
+                return search.run(&db, &embedding).await;
             }
         }
     }
@@ -261,7 +261,8 @@ async fn run_admitted(
     } else if reads.replica_pool().is_none() {
         reads.served(Served::Unreachable);
     }
-    search.run(&account.connection().await?, &embedding).await
+    let db = account.connection().await?;
+    search.run(&db, &embedding).await
 }
 
 /// What a standby's embedder answers a search whose account wrote past
