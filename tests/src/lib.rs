@@ -409,3 +409,16 @@ pub fn shared() -> &'static Env {
 pub fn opted_out(group: &str) -> bool {
     std::env::var("VIGIL_TEST_OPT_OUT").is_ok_and(|v| v.split([' ', ',']).any(|g| g == group))
 }
+
+/// A maximal upload: 8000x5000 pixels of 8-bit RGBA (160 MB decoded, the
+/// most the extension decodes), in blocks of one colour, so the PNG is small.
+pub fn maximal_png() -> Vec<u8> {
+    let image = image::RgbaImage::from_fn(8000, 5000, |x, y| {
+        image::Rgba([(x / 500 * 16) as u8, (y / 500 * 24) as u8, 128, 255])
+    });
+    let mut png = Vec::new();
+    image::DynamicImage::ImageRgba8(image)
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .unwrap();
+    png
+}

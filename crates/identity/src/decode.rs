@@ -58,6 +58,8 @@ pub enum DecodeError {
         format: &'static str,
         detail: String,
     },
+    /// Stopped by the host ([`crate::interrupt`]) before it was done.
+    Interrupted,
 }
 
 impl DecodeError {
@@ -87,6 +89,7 @@ impl DecodeError {
                 "the image is {width}x{height} pixels of {bytes_per_pixel} bytes each; at most \
                  {MAX_DECODED_BYTES} bytes decoded are accepted (send 8 bits per channel, or fewer pixels)"
             ),
+            DecodeError::Interrupted => "the assessment was interrupted".into(),
             DecodeError::Corrupt { format, detail } => {
                 format!("the {format} image could not be decoded ({detail}); it may be truncated or damaged")
             }

@@ -26,6 +26,7 @@ pub mod anchored;
 pub mod decode;
 pub mod document;
 pub mod face;
+pub mod interrupt;
 pub mod mrz;
 pub mod phash;
 pub mod quality;
@@ -114,7 +115,8 @@ pub fn analyse_with(
     faces: &mut FaceDetector,
     reader: MrzReader,
 ) -> Result<Analysis, DecodeError> {
-    let decoded = decode::decode(bytes)?;
+    let decoded = decode_watched(bytes)?;
+    interrupt::check()?;
     let rgb = &decoded.rgb;
     let width = rgb.width();
     // One averaged copy, at most MID_WIDTH wide, serves the document search
@@ -126,6 +128,7 @@ pub fn analyse_with(
         std::borrow::Cow::Borrowed(rgb)
     };
     let scale = f64::from(width) / f64::from(mid.width());
+    interrupt::check()?;
     let found = match document::find(&mid) {
         document::Found::Document(quad) => document::Found::Document(quad),
         // No outline of its own (a card on a keyboard, in a hand): looked
@@ -143,6 +146,7 @@ pub fn analyse_with(
         },
     }
     .scaled(scale);
+    interrupt::check()?;
     // The zone is read on a thread of its own beside the checks below (on
     // 2 MP, about 50 ms of recognition beside 60 of the rest), unless the
     // document is surely a card, whose front (told by its portrait, below)
@@ -157,6 +161,39 @@ pub fn analyse_with(
         let reading = early.then(|| threads.spawn(move || read_zone(rgb, found, reader)));
         measure(bytes, &decoded, &mid, scale, found, faces, reader, reading)
     })
+}
+
+/// [`decode::decode`], given up on as soon as the host asks to stop
+/// ([`interrupt`]: the decode then finishes on its own thread, unwatched).
+fn decode_watched(bytes: &[u8]) -> Result<decode::Decoded, DecodeError> {
+    // Refused from their first bytes or header at once: no thread for them.
+    decode::sniff(bytes)?;
+    if !interrupt::installed() {
+        return decode::decode(bytes);
+    }
+    let owned: Vec<u8> = bytes.to_vec();
+    let (send, receive) = std::sync::mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("vigil-decode".into())
+        .spawn(move || {
+            let _ = send.send(decode::decode(&owned));
+        })
+        .map_err(|e| DecodeError::Corrupt {
+            format: "image",
+            detail: format!("no thread to decode it on: {e}"),
+        })?;
+    loop {
+        match receive.recv_timeout(std::time::Duration::from_millis(10)) {
+            Ok(decoded) => return decoded,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => interrupt::check()?,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(DecodeError::Corrupt {
+                    format: "image",
+                    detail: "its decoder failed".into(),
+                })
+            }
+        }
+    }
 }
 
 /// The document around a face in `frame`, the surest face first (a
@@ -281,8 +318,10 @@ fn measure(
         height_at(mw, mh, quality::WORK_WIDTH),
         image::imageops::FilterType::Triangle,
     );
+    interrupt::check()?;
     let quality = quality::measure(&region);
     let grey = image::imageops::grayscale(&region);
+    interrupt::check()?;
     let (faces_found, face_search) = match found {
         // The format's portrait zone on an upright document, then the rest.
         document::Found::Document(quad) if mw >= mh => {
@@ -299,6 +338,7 @@ fn measure(
         // No outline: the region is the whole frame.
         document::Found::Nothing => (faces.detect(&grey), face::Searched::Frame),
     };
+    interrupt::check()?;
     let ela = match decoded.format {
         ImageFormat::Jpeg => tamper::ela(rgb, (rx, ry, rw, rh)),
         _ => None,
@@ -310,6 +350,7 @@ fn measure(
     // A card's front, its portrait found where ID-1 puts it, carries no
     // zone (TD1 prints it on the back): not searched, which saves the
     // recognition of print taken for one (most of an assessment's time).
+    interrupt::check()?;
     let card_front = face_search == face::Searched::PortraitZone
         && matches!(found, document::Found::Document(q) if q.surely_a_card());
     let mrz = match (reading, reader) {
@@ -321,6 +362,8 @@ fn measure(
         ),
         (None, reader) => read_zone(rgb, found, reader),
     };
+    // Its thread gave up early, if asked to stop: its reading is not used.
+    interrupt::check()?;
     // A zone read in the whole frame with every check digit holding, where
     // no outline was found, running across most of the frame: the frame is
     // the page, when it has a document's proportions (a crop with a margin).
@@ -380,6 +423,11 @@ fn shrink(image: &RgbImage, factor: u32) -> RgbImage {
     let mut column_sums = vec![0u32; used];
     let mut out = Vec::with_capacity(w * h * 3);
     for oy in 0..h {
+        // A pass over the whole upload: cut short when asked to stop (the
+        // caller checks again and gives up).
+        if interrupt::pending() {
+            break;
+        }
         column_sums.fill(0);
         for y in oy * factor..((oy + 1) * factor).min(in_h) {
             let row = &raw[y * stride..y * stride + used];

@@ -4,7 +4,8 @@
 //! or past the limits, go through the whole analysis; the heap's peak (a
 //! counting allocator: its own test binary, one test, so nothing else
 //! allocates meanwhile) stays within the per-assessment budget, and an
-//! image refused by its header costs next to nothing.
+//! image refused by its header costs next to nothing. Then the host's
+//! interrupt stops an analysis (in this binary: the check is the process's).
 
 use peak_alloc::PeakAlloc;
 use proptest::prelude::*;
@@ -116,6 +117,21 @@ fn any_size_is_analysed_or_refused_within_the_budget() {
             Err(e) => panic!("{width}x{height}: {e:?}"),
         }
     }
+
+    // The host's check: asked to stop, the analysis gives up; else it runs.
+    vigil_identity::interrupt::set_check(stop_asked);
+    let png = page(4000, 3000);
+    STOP.store(true, std::sync::atomic::Ordering::Relaxed);
+    let stopped = analyse(&png, &mut faces.borrow_mut()).map(|_| ());
+    assert_eq!(stopped, Err(DecodeError::Interrupted));
+    STOP.store(false, std::sync::atomic::Ordering::Relaxed);
+    assert!(analyse(&png, &mut faces.borrow_mut()).is_ok());
+}
+
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn stop_asked() -> bool {
+    STOP.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// A PNG's signature, header chunk claiming `width` x `height` and an empty

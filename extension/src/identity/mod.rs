@@ -14,6 +14,11 @@
 //! The recogniser is loaded on a backend's first assessment and kept; where
 //! the runtime or the model cannot be loaded, the assessment goes on and its
 //! `mrz` check is not performed, the answer saying why.
+//!
+//! A cancel, a statement timeout or a terminate stops an assessment between
+//! its stages: the analysis, on any of its threads, reads PostgreSQL's
+//! pending-interrupt flag ([`interrupt_pending`]) and gives up, and the
+//! interrupt is then processed here, on the backend's thread.
 
 #[cfg(any(test, feature = "pg_test"))]
 mod pg_tests;
@@ -77,13 +82,27 @@ fn assess_id(image: Option<&[u8]>, api_key_id: default!(Option<i64>, "NULL")) ->
     let Some(bytes) = image else {
         invalid_input("image", "is required (a JPEG, PNG or WebP image)")
     };
-    let analysed = with_recognizer(|reader| {
-        DETECTOR.with(|cell| {
-            let mut cell = cell.borrow_mut();
-            let detector = cell.get_or_insert_with(FaceDetector::new);
-            vigil_identity::analyse_with(bytes, detector, reader)
+    vigil_identity::interrupt::set_check(interrupt_pending);
+    let analyse = || {
+        with_recognizer(|reader| {
+            DETECTOR.with(|cell| {
+                let mut cell = cell.borrow_mut();
+                let detector = cell.get_or_insert_with(FaceDetector::new);
+                vigil_identity::analyse_with(bytes, detector, reader)
+            })
         })
-    });
+    };
+    let mut analysed = analyse();
+    // Stopped for an interrupt: processing it raises the cancel, timeout or
+    // terminate. One that raises nothing (a signal barrier, say) was all
+    // there was: the analysis runs again.
+    for _ in 0..3 {
+        if !matches!(analysed, Err(DecodeError::Interrupted)) {
+            break;
+        }
+        pg_sys::check_for_interrupts!();
+        analysed = analyse();
+    }
     let analysis = match analysed {
         Ok(analysis) => analysis,
         Err(e) => refuse(sqlstate(&e), "image", &e.message()),
@@ -130,6 +149,21 @@ fn with_recognizer<R>(f: impl FnOnce(MrzReader) -> R) -> R {
     })
 }
 
+/// Whether PostgreSQL has an interrupt to process that processing would
+/// not hold off: what `CHECK_FOR_INTERRUPTS` reads first. Called on the
+/// analysis's threads too: the flag is a `sig_atomic_t` its signal handlers
+/// set, and the hold-off counts are the backend thread's, which waits for
+/// the analysis meanwhile.
+fn interrupt_pending() -> bool {
+    // SAFETY: plain reads of process globals of a type no write tears.
+    unsafe {
+        std::ptr::read_volatile(&raw const pg_sys::InterruptPending) != 0
+            && std::ptr::read_volatile(&raw const pg_sys::InterruptHoldoffCount) == 0
+            && std::ptr::read_volatile(&raw const pg_sys::QueryCancelHoldoffCount) == 0
+            && std::ptr::read_volatile(&raw const pg_sys::CritSectionCount) == 0
+    }
+}
+
 /// The SQLSTATE of a refused upload; the sidecar maps each to its HTTP status.
 fn sqlstate(e: &DecodeError) -> PgSqlErrorCode {
     match e {
@@ -142,6 +176,8 @@ fn sqlstate(e: &DecodeError) -> PgSqlErrorCode {
         // 422: one side more than four times the other.
         DecodeError::OutOfProportion { .. } => PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
         // 422: a supported format that does not decode.
+        // Interrupted three times by what raised nothing.
+        DecodeError::Interrupted => PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
         DecodeError::Empty | DecodeError::Corrupt { .. } => {
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE
         }

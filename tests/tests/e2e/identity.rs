@@ -422,19 +422,6 @@ fn the_analysis_queries_report_identity_outcomes() {
     );
 }
 
-/// A maximal upload: 8000x5000 pixels of 8-bit RGBA (160 MB decoded, the
-/// most the extension decodes), in blocks of one colour, so the PNG is small.
-fn maximal_png() -> Vec<u8> {
-    let image = image::RgbaImage::from_fn(8000, 5000, |x, y| {
-        image::Rgba([(x / 500 * 16) as u8, (y / 500 * 24) as u8, 128, 255])
-    });
-    let mut png = Vec::new();
-    image::DynamicImage::ImageRgba8(image)
-        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
-        .unwrap();
-    png
-}
-
 #[test]
 fn maximal_images_at_once_stay_within_the_identity_memory_budget() {
     // A sidecar of its own, whose backends are told apart by their name:
@@ -446,7 +433,7 @@ fn maximal_images_at_once_stay_within_the_identity_memory_budget() {
         ..Default::default()
     });
     let key = key(&env, "identity");
-    let picture = maximal_png();
+    let picture = vigil_e2e::maximal_png();
     assert!(
         picture.len() < 10 << 20,
         "the upload fits: {} bytes",

@@ -20,6 +20,7 @@ mod http_basics;
 mod http_surface;
 mod identity;
 mod identity_real;
+mod interrupts;
 mod reference;
 mod registries;
 mod search_quality;

@@ -169,6 +169,9 @@ pub fn locate(image: &RgbImage, outline: Option<&Quad>) -> Option<Zone> {
         return None;
     }
     let shrunk = grey_shrunk(image, factor, (x0, y0, x1, y1));
+    if crate::interrupt::pending() {
+        return None;
+    }
     let f = f64::from(factor);
     let small = Frame {
         origin: (
@@ -190,6 +193,9 @@ pub fn locate(image: &RgbImage, outline: Option<&Quad>) -> Option<Zone> {
     let mut lines = Vec::with_capacity(group.len());
     let mut heights = Vec::with_capacity(group.len());
     for band in &group {
+        if crate::interrupt::pending() {
+            return None;
+        }
         let (line, char_height) = cut_line(image, frame, band, angle, work.width())?;
         lines.push(line);
         heights.push(char_height);
@@ -273,6 +279,11 @@ fn grey_shrunk(image: &RgbImage, factor: u32, (x0, y0, x1, y1): (u32, u32, u32, 
     let mut sums = vec![0u32; w];
     let mut out = Vec::with_capacity(w * h);
     for oy in 0..h {
+        // A pass over up to the whole upload: stopped when asked (the
+        // caller checks again and gives up).
+        if crate::interrupt::pending() {
+            return GrayImage::new(1, 1);
+        }
         sums.fill(0);
         let rows = (y0 + oy * f..(y0 + (oy + 1) * f).min(y1)).len() as u32;
         for y in y0 + oy * f..(y0 + (oy + 1) * f).min(y1) {

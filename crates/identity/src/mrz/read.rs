@@ -104,22 +104,33 @@ pub fn read_mrz(
 ) -> MrzReading {
     let mut whole_frame = outline.is_none();
     let mut zone = locate(image, outline);
+    // Asked to stop (`crate::interrupt`): what is read is not used.
+    let stopped = || MrzReading {
+        zone: None,
+        text: String::new(),
+        confidence: 0.0,
+        char_probs: Vec::new(),
+        mrz: Err(ReadFailure::NoZone),
+    };
+    if crate::interrupt::pending() {
+        return stopped();
+    }
     if zone.is_none() && outline.is_some() {
         // An outline that missed the zone (or is not the document's).
         zone = locate(image, None);
         whole_frame = true;
     }
     let Some(zone) = zone else {
-        return MrzReading {
-            zone: None,
-            text: String::new(),
-            confidence: 0.0,
-            char_probs: Vec::new(),
-            mrz: Err(ReadFailure::NoZone),
-        };
+        return stopped();
     };
+    if crate::interrupt::pending() {
+        return stopped();
+    }
     let first = read_zone(&zone, whole_frame, recognizer, today);
-    if first.is_valid() || matches!(first.mrz, Err(ReadFailure::Recognizer(_))) {
+    if first.is_valid()
+        || matches!(first.mrz, Err(ReadFailure::Recognizer(_)))
+        || crate::interrupt::pending()
+    {
         return first;
     }
     let second = read_zone(&zone.turned(), whole_frame, recognizer, today);
