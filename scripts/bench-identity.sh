@@ -98,14 +98,14 @@ psql -c "DELETE FROM vigil.identity_assessments" \
      -c "VACUUM ANALYZE vigil.identity_assessments"
 # The lookup vigil.assess_id makes (vigil._identity_duplicate, identity/schema.sql).
 lookup() { # the hash expression
-    printf '\\set i random(1, %s)\nSELECT * FROM vigil._identity_duplicate(%s, 24);\n' "$hashes" "$1"
+    printf '\\set i random(1, %s)\nSELECT * FROM vigil._identity_duplicate(%s, 24, NULL);\n' "$hashes" "$1"
 }
 hit="set_bit(sha256(:i::text::bytea), 5, 1 - get_bit(sha256(:i::text::bytea), 5))"
 lookup "$hit" >"$dir/hit.sql"
 lookup "sha256(('miss ' || :i)::bytea)" >"$dir/miss.sql"
 hit_ms="$(pgbench_latency "$dir/hit.sql" -c 1 -T 10)"
 miss_ms="$(pgbench_latency "$dir/miss.sql" -c 1 -T 10)"
-found="$(psql -c "SELECT distance FROM vigil._identity_duplicate(set_bit(sha256('77'::bytea), 5, 1 - get_bit(sha256('77'::bytea), 5)), 24)")"
+found="$(psql -c "SELECT distance FROM vigil._identity_duplicate(set_bit(sha256('77'::bytea), 5, 1 - get_bit(sha256('77'::bytea), 5)), 24, NULL)")"
 [ "$found" = 1 ] || { echo "the lookup did not find a stored hash one bit away (got '$found')"; exit 1; }
 scan_start=$(date +%s%N)
 psql -c "SELECT min(vigil._phash_distance(phash, sha256('miss'::bytea))) FROM vigil.identity_assessments" >/dev/null

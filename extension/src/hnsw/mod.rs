@@ -388,6 +388,14 @@ unsafe extern "C-unwind" fn amvalidate(_opclass: pg_sys::Oid) -> bool {
     true
 }
 
+extension_sql!(
+    "-- The structural check reads a whole index, every tenant's rows of a\n\
+     -- shared one included: the owner's and the superuser's, not the application's.\n\
+     REVOKE EXECUTE ON FUNCTION vigil.hnsw_check(regclass) FROM PUBLIC;",
+    name = "hnsw_check_revoked",
+    requires = [hnsw_check]
+);
+
 /// `vigil.hnsw_check(index)`: verifies the graph's structure (every link
 /// points at an existing element of high enough level, list sizes, levels,
 /// vectors, the entry point) and returns its statistics, with how many live

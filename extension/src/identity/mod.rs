@@ -107,7 +107,7 @@ fn assess_id(image: Option<&[u8]>, api_key_id: default!(Option<i64>, "NULL")) ->
         Ok(analysis) => analysis,
         Err(e) => refuse(sqlstate(&e), "image", &e.message()),
     };
-    let duplicate = find_duplicate(&analysis.phash);
+    let duplicate = find_duplicate(&analysis.phash, api_key_id);
     let assessment = vigil_identity::judge(&analysis, duplicate.as_ref());
     let id = crate::pg::random_uuid("an identity assessment id");
     let response = assessment.to_json(&id.to_string());
@@ -207,14 +207,16 @@ fn as_hash(bytes: &[u8]) -> Option<phash::Hash> {
     bytes.try_into().ok()
 }
 
-/// The earliest, closest earlier assessment of the same picture (schema.sql).
+/// The earliest, closest earlier assessment of the same picture made with
+/// the same API key (schema.sql).
 const FIND_DUPLICATE: &str =
-    "SELECT id::text, distance, matches FROM vigil._identity_duplicate($1, $2)";
+    "SELECT id::text, distance, matches FROM vigil._identity_duplicate($1, $2, $3)";
 
-fn find_duplicate(hash: &phash::Hash) -> Option<Duplicate> {
-    let args: [DatumWithOid; 2] = [
+fn find_duplicate(hash: &phash::Hash, api_key_id: Option<i64>) -> Option<Duplicate> {
+    let args: [DatumWithOid; 3] = [
         hash.as_slice().into(),
         (phash::DUPLICATE_DISTANCE as i32).into(),
+        api_key_id.into(),
     ];
     let found = Spi::connect(|client| {
         let rows = client.select(FIND_DUPLICATE, Some(1), &args)?;

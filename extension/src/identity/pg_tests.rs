@@ -146,7 +146,7 @@ mod tests {
         // The lookup vigil.assess_id makes, inlined into the query: the band index.
         let near_77 = "set_bit(sha256('77'::bytea), 3, 1 - get_bit(sha256('77'::bytea), 3))";
         let plan = Spi::get_one::<pgrx::Json>(&format!(
-            "EXPLAIN (FORMAT JSON) SELECT * FROM vigil._identity_duplicate({near_77}, 24)"
+            "EXPLAIN (FORMAT JSON) SELECT * FROM vigil._identity_duplicate({near_77}, 24, NULL)"
         ))
         .unwrap()
         .unwrap()
@@ -155,7 +155,7 @@ mod tests {
         assert!(plan.contains("identity_assessments_phash"), "{plan}");
         // Stored hash 77 is found again one bit away.
         let found = Spi::get_one::<i32>(&format!(
-            "SELECT distance FROM vigil._identity_duplicate({near_77}, 24)"
+            "SELECT distance FROM vigil._identity_duplicate({near_77}, 24, NULL)"
         ))
         .unwrap();
         assert_eq!(found, Some(1));

@@ -42,23 +42,27 @@ ALTER TABLE vigil.identity_assessments ALTER image SET STORAGE EXTERNAL;
 -- In backups (keys/schema.sql says why).
 SELECT pg_catalog.pg_extension_config_dump('vigil.identity_assessments', '');
 
--- The earlier assessment a perceptual hash repeats: the closest within
--- max_distance bits, then the earliest, with how many matched. Multi-index
+-- The earlier assessment a perceptual hash repeats among those made with
+-- the same API key (NULL: those made without one): the closest within
+-- max_distance bits, then the earliest, with how many matched. Per key, so
+-- that one key's uploads tell nothing of another's (issue 60; per tenant
+-- once tenants hold keys). Multi-index
 -- hashing: the GIN index gives the rows sharing a band key, and only those
 -- are compared bit by bit. vigil.assess_id and make bench-identity call it.
 -- Everything is schema-qualified and there is no SET clause, so the planner
 -- inlines it into the caller's query (and keeps the GIN index).
-CREATE FUNCTION vigil._identity_duplicate(hash bytea, max_distance integer)
+CREATE FUNCTION vigil._identity_duplicate(hash bytea, max_distance integer, api_key bigint)
 RETURNS TABLE (id uuid, distance integer, matches bigint)
 LANGUAGE sql STABLE
 AS $$
     SELECT c.id, c.distance, pg_catalog.count(*) OVER ()
     FROM (SELECT a.id, a.assessed_at, vigil._phash_distance(a.phash, $1) AS distance
           FROM vigil.identity_assessments a
-          WHERE a.phash_bands OPERATOR(pg_catalog.&&) vigil._phash_bands($1)) AS c
+          WHERE a.phash_bands OPERATOR(pg_catalog.&&) vigil._phash_bands($1)
+            AND a.api_key_id IS NOT DISTINCT FROM $3) AS c
     WHERE c.distance <= $2
     ORDER BY c.distance, c.assessed_at, c.id
     LIMIT 1
 $$;
 -- Identity hashes are the owner's to compare (vigil.assess_id runs as it).
-REVOKE EXECUTE ON FUNCTION vigil._identity_duplicate(bytea, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION vigil._identity_duplicate(bytea, integer, bigint) FROM PUBLIC;

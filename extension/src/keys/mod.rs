@@ -15,6 +15,7 @@ use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 use vigil_auth::{KeyKind, SECRET_BYTES};
 
 static ACCOUNT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+static DATABASES: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 
 /// `vigil.account`: the account the transaction acts for, the key of row-level
 /// security. Superuser-only, so the application role cannot set it; the SECURITY
@@ -28,6 +29,27 @@ pub fn register_settings() {
         GucContext::Suset,
         GucFlags::default(),
     );
+    GucRegistry::define_string_guc(
+        c"vigil.databases",
+        c"The databases of the account this transaction may use, comma-separated; empty: all (set by vigil.enter_account).",
+        c"A user key limited to some databases limits the transaction it entered. Only a superuser can set it directly.",
+        &DATABASES,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+}
+
+/// Whether the transaction may use its account's database `db`: the user key
+/// that entered it (`vigil.enter_account`, which sets `vigil.databases`) is
+/// limited to none, or to `db` among others. In Rust for the reason
+/// [`current_account`] is.
+#[pg_extern(stable, parallel_safe, name = "_database_granted")]
+fn database_granted(db: &str) -> bool {
+    let granted = DATABASES
+        .get()
+        .and_then(|value| value.into_string().ok())
+        .unwrap_or_default();
+    granted.is_empty() || granted.split(',').any(|name| name == db)
 }
 
 /// The account this transaction acts for: NULL until `vigil.enter_account`
@@ -88,5 +110,11 @@ fn verify_key(presented: &str, stored: &[u8]) -> bool {
 extension_sql_file!(
     "schema.sql",
     name = "keys_schema",
-    requires = [new_key, key_prefix, verify_key, current_account]
+    requires = [
+        new_key,
+        key_prefix,
+        verify_key,
+        current_account,
+        database_granted
+    ]
 );

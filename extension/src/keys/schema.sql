@@ -282,7 +282,8 @@ END
 $$;
 
 -- Checks `user_key` for `account` and `db`; on success the rest of the
--- transaction acts for `account` (vigil.current_account()).
+-- transaction acts for `account` (vigil.current_account()), within the
+-- databases the key is limited to, if it is (vigil._database_granted).
 -- Outcome: ok, missing, unknown (401); account, revoked, expired, database (403).
 CREATE FUNCTION vigil.enter_account(account text, user_key text, db text)
 RETURNS TABLE (key_id bigint, outcome text, rate_per_second real, burst integer)
@@ -316,6 +317,9 @@ BEGIN
     END IF;
     IF outcome = 'ok' THEN
         PERFORM set_config('vigil.account', k.account, true);
+        -- The key's databases limit the rest of the transaction, whichever
+        -- `db` the vector functions are given (vigil._database).
+        PERFORM set_config('vigil.databases', coalesce(array_to_string(k.databases, ','), ''), true);
         rate_per_second := k.rate_per_second;
         burst := k.burst;
         IF k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute' THEN

@@ -353,6 +353,19 @@ BEGIN
 END
 $$;
 
+-- ERROR 42501 naming dbName when the user key that entered the account is
+-- limited to other databases (vigil.enter_account), as HTTP answers 403.
+CREATE FUNCTION vigil._require_granted(db text) RETURNS void
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    IF NOT vigil._database_granted(db) THEN
+        RAISE EXCEPTION 'the user key is limited to other databases than "%"', db
+            USING ERRCODE = 'insufficient_privilege', COLUMN = 'dbName';
+    END IF;
+END
+$$;
+
 -- ERROR 22023 naming `field`, as every refusal of a bad value is.
 CREATE FUNCTION vigil._refuse(field text, message text) RETURNS void
 LANGUAGE plpgsql IMMUTABLE
@@ -374,6 +387,7 @@ BEGIN
         RAISE EXCEPTION 'dbName must be 1 to 63 letters, digits, "_", "." or "-", starting with a letter or digit'
             USING ERRCODE = 'invalid_parameter_value', COLUMN = 'dbName';
     END IF;
+    PERFORM vigil._require_granted(db);
     name := db;
     INSERT INTO vigil.vector_databases AS d (account, name) VALUES (create_database.account, db)
     ON CONFLICT DO NOTHING
@@ -400,6 +414,7 @@ BEGIN
     IF wanted IS NULL THEN
         PERFORM vigil._refuse('dbName', 'dbName is required (pass it, or SET vigil.db)');
     END IF;
+    PERFORM vigil._require_granted(wanted);
     SELECT d.id INTO found_id FROM vector_databases d WHERE d.account = acct AND d.name = wanted;
     IF found_id IS NULL THEN
         RAISE EXCEPTION 'no database "%" in account %', wanted, acct

@@ -495,6 +495,77 @@ fn as_the_app_role_another_accounts_rows_are_invisible() {
     assert!(!ok && err.contains("permission denied"), "{err}");
 }
 
+/// Issue 60: in SQL, a user key limited to one database entered its
+/// account with `db` NULL and then used the account's other databases.
+/// The key's limit now holds for the whole transaction, as over HTTP.
+#[test]
+fn in_sql_a_key_limited_to_a_database_uses_no_other() {
+    let env = env();
+    let all = account_key(env, "limited@example.com", &[]);
+    for db in ["mine", "theirs"] {
+        let body = json!({"userKey": all, "account": "limited@example.com", "dbName": db});
+        assert_eq!(create_database(env, body).status(), StatusCode::CREATED);
+    }
+    let limited = env.admin_ok(&[
+        "user-keys",
+        "create",
+        "limited@example.com",
+        "--database",
+        "mine",
+    ]);
+    for entered_with in ["NULL", "'mine'"] {
+        let enter = format!(
+            "BEGIN; SELECT outcome FROM vigil.enter_account('limited@example.com', '{limited}', {entered_with});"
+        );
+        let (ok, out, _) = env.psql_as_app(&format!(
+            "{enter}\nSELECT count(*) FROM vigil.list_records(0, 10, 'mine'); COMMIT;"
+        ));
+        assert!(
+            ok && out.lines().collect::<Vec<_>>() == ["ok", "0"],
+            "{out}"
+        );
+        for call in [
+            "SELECT count(*) FROM vigil.list_records(0, 10, 'theirs')",
+            "SELECT vigil.store_record('t', 'c', '{}', 'theirs')",
+            "SELECT count(*) FROM vigil.keyword_search('word', 10, 'theirs')",
+            "SELECT * FROM vigil.create_database('another')",
+            "SELECT * FROM vigil.drop_database('theirs')",
+        ] {
+            let (ok, _, err) = env.psql_as_app(&format!("{enter}\n{call}; COMMIT;"));
+            assert!(
+                !ok && err.contains("the user key is limited to other databases"),
+                "entered with {entered_with}, {call}: {err}"
+            );
+        }
+    }
+    // The key without a limit uses both, in the same way.
+    let (ok, out, err) = env.psql_as_app(&format!(
+        "BEGIN; SELECT outcome FROM vigil.enter_account('limited@example.com', '{all}', NULL);
+         SELECT count(*) FROM vigil.list_records(0, 10, 'theirs'); COMMIT;"
+    ));
+    assert!(
+        ok && out.lines().collect::<Vec<_>>() == ["ok", "0"],
+        "{out} {err}"
+    );
+}
+
+/// Issue 60: the application role ran `vigil.hnsw_check` on the records'
+/// index: every tenant's counts, and a scan of the whole index.
+#[test]
+fn the_application_role_runs_no_maintenance_function() {
+    let env = env();
+    let (ok, _, err) =
+        env.psql_as_app("SELECT vigil.hnsw_check('vigil.vector_records_embedding');");
+    assert!(
+        !ok && err.contains("permission denied for function hnsw_check"),
+        "{err}"
+    );
+    // The owner still may.
+    assert!(env
+        .psql("SELECT vigil.hnsw_check('vigil.vector_records_embedding') ? 'vectors'")
+        .contains('t'));
+}
+
 #[test]
 fn behind_a_trusted_proxy_the_forwarded_address_is_checked() {
     let env = env();

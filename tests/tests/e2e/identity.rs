@@ -179,6 +179,23 @@ fn the_same_picture_again_is_flagged_with_the_first_assessment() {
     }
     let other = assess(env, &key, camera_jpeg(104));
     assert!(!codes(&other).contains(&"DUPLICATE_IMAGE"), "{other}");
+    // Issue 60: another API key's upload of the same picture is not told of
+    // the first (until tenants hold keys, duplicates are per key).
+    let elsewhere = assess(
+        env,
+        &self::key(env, "identity"),
+        s::jpeg(&picture, 92, Some(s::camera_exif())),
+    );
+    assert!(
+        !codes(&elsewhere).contains(&"DUPLICATE_IMAGE"),
+        "{elsewhere}"
+    );
+    assert!(
+        !elsewhere
+            .to_string()
+            .contains(first["assessmentId"].as_str().unwrap()),
+        "{elsewhere}"
+    );
 }
 
 #[test]

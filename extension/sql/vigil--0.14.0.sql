@@ -122,7 +122,7 @@ AS 'MODULE_PATHNAME', 'new_key_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/identity/mod.rs:157
+-- extension/src/identity/mod.rs:195
 -- vigil::identity::_phash_bands
 CREATE  FUNCTION "_phash_bands"(
 	"hash" bytea /* & [u8] */
@@ -133,7 +133,7 @@ AS 'MODULE_PATHNAME', 'phash_bands_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/identity/mod.rs:150
+-- extension/src/identity/mod.rs:188
 -- vigil::identity::_phash_distance
 CREATE  FUNCTION "_phash_distance"(
 	"a" bytea, /* & [u8] */
@@ -214,7 +214,7 @@ AS 'MODULE_PATHNAME', 'verify_key_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/identity/mod.rs:74
+-- extension/src/identity/mod.rs:79
 -- vigil::identity::assess_id
 CREATE  FUNCTION "assess_id"(
 	"image" bytea, /* Option < & [u8] > */
@@ -227,7 +227,7 @@ AS 'MODULE_PATHNAME', 'assess_id_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:441
+-- extension/src/vectordb/mod.rs:444
 -- vigil::vectordb::retired::bm25_essential_terms
 -- Skipped due to `#[pgrx(sql = false)]`
 /* </end connected objects> */
@@ -270,13 +270,13 @@ AS 'MODULE_PATHNAME', 'bm25_score_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:452
+-- extension/src/vectordb/mod.rs:455
 -- vigil::vectordb::retired::bm25_top_kept
 -- Skipped due to `#[pgrx(sql = false)]`
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:446
+-- extension/src/vectordb/mod.rs:449
 -- vigil::vectordb::retired::bm25_upper_bound
 -- Skipped due to `#[pgrx(sql = false)]`
 /* </end connected objects> */
@@ -873,7 +873,7 @@ FROM PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/identity/mod.rs:234
+-- extension/src/identity/mod.rs:272
 -- requires:
 --   risk_schema
 --   phash_bands
@@ -946,7 +946,7 @@ REVOKE EXECUTE ON FUNCTION vigil._identity_duplicate(bytea, integer) FROM PUBLIC
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/identity/mod.rs:240
+-- extension/src/identity/mod.rs:278
 -- requires:
 --   assess_id
 --   identity_schema
@@ -1049,7 +1049,7 @@ AS 'MODULE_PATHNAME', 'exact_tokens_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/vectordb/mod.rs:466
+-- extension/src/vectordb/mod.rs:469
 -- requires:
 --   keys_schema
 --   hnsw_schema
@@ -1135,9 +1135,13 @@ ALTER TABLE vigil.vector_records ALTER COLUMN opening SET STORAGE MAIN;
 CREATE INDEX vector_records_db ON vigil.vector_records (db, id);
 -- One graph per database (a partitioned vigil_hnsw index, keyed by `db`): a
 -- search of one database walks a graph of its records alone, as good as if
--- it were the only database (docs/hnsw.md, partitioned indexes).
+-- it were the only database (docs/hnsw.md, partitioned indexes). Built
+-- with a beam of 128 (the access method's default is 64, pgvector's): the
+-- better graph reaches recall@10 0.99 at a beam a third as wide, so every
+-- search costs less for inserts costing a quarter more (make
+-- bench-vectordb-recall, docs/performance.md, "The graph's build beam").
 CREATE INDEX vector_records_embedding ON vigil.vector_records
-    USING vigil_hnsw (db vigil.int8_ops, embedding vigil.cosine_ops);
+    USING vigil_hnsw (db vigil.int8_ops, embedding vigil.cosine_ops) WITH (ef_construction = 128);
 
 CREATE TABLE vigil.vector_terms (
     db      bigint NOT NULL,
@@ -1725,21 +1729,21 @@ $$;
 -- a search that runs in 1 (a database of 1,000 records answered 39
 -- searches a second over HTTP).
 -- The beam of a search for `k` records in a database of `records`: wide
--- enough for recall@10 of 0.99 against an exact search, which takes a wider
--- beam as a graph grows (make bench-vectordb-recall, docs/performance.md:
--- 120 reaches 0.994 at 50,000 records; at 100,000 among 100 other
--- databases, 400 queries, 120 reaches 0.988, 200 0.990, 300 0.993; at
--- 1,000,000 records 400 reaches 0.990 and 600 0.993), or `k` when larger;
--- at most 1,000 (the scan goes on past it, vigil.hnsw_iterative_scan, for a
--- hybrid search's 2,000). Each step up costs every search of such a
--- database: at 100,000 records 300 takes 1.3 ms where 120 takes 0.6.
+-- enough for recall@10 of 0.99 against an exact search, with a margin, in
+-- graphs built with a beam of 128 (make bench-vectordb-recall,
+-- docs/performance.md, 200 held-out queries: 80 reaches 0.9945 at 50,000
+-- records; 120 reaches 0.994 at 100,000 among 100 other databases; 200
+-- reaches 0.9935 at 1,000,000, 400 0.9945), or `k` when larger; at most
+-- 1,000 (the scan goes on past it, vigil.hnsw_iterative_scan, for a hybrid
+-- search's 2,000). Each step up costs every search of such a database: at
+-- 100,000 records 120 takes 0.5 ms where 400 takes 1.5.
 CREATE FUNCTION vigil._search_ef(k integer, records bigint) RETURNS integer
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
-    SELECT least(greatest(k, CASE WHEN records <= 50000 THEN 120
-                                  WHEN records <= 200000 THEN 300
-                                  WHEN records <= 500000 THEN 400
-                                  ELSE 600 END), 1000)
+    SELECT least(greatest(k, CASE WHEN records <= 50000 THEN 80
+                                  WHEN records <= 200000 THEN 120
+                                  WHEN records <= 1000000 THEN 200
+                                  ELSE 400 END), 1000)
 $$;
 
 CREATE FUNCTION vigil._nearest(db_id bigint, query_vector real[], k integer, openings boolean DEFAULT false)
