@@ -136,3 +136,22 @@ REVOKE EXECUTE ON FUNCTION vigil._identity_duplicate(bytea, integer, bigint) FRO
 -- The structural check of an index reads every tenant's rows of it: the
 -- owner's and the superuser's, no longer the application role's.
 REVOKE EXECUTE ON FUNCTION vigil.hnsw_check(regclass) FROM PUBLIC;
+
+-- A search's query is at most 1,000 characters (the sidecar refuses longer
+-- ones before embedding them): a 1 MB query of distinct words overflowed the
+-- keyword index's tsvector, and long ones cost seconds of CPU.
+CREATE OR REPLACE FUNCTION vigil._check_search(query text, k integer) RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+    IF query IS NULL THEN
+        PERFORM vigil._refuse('query', 'query is required');
+    ELSIF query !~ '\S' THEN
+        PERFORM vigil._refuse('query', 'query is blank: give words to search for');
+    ELSIF pg_catalog.char_length(query) > 1000 THEN
+        PERFORM vigil._refuse('query', pg_catalog.format(
+            'query is %s characters; at most 1000 are searched for', pg_catalog.char_length(query)));
+    END IF;
+    PERFORM vigil._check_limit(k);
+END
+$$;

@@ -596,7 +596,8 @@ BEGIN
 END
 $$;
 
--- 22023 naming the field unless a search has a query and 1 <= k <= 1000.
+-- 22023 naming the field unless a search has a query of words, at most
+-- 1,000 characters (the sidecar's MAX_QUERY_CHARS), and 1 <= k <= 1000.
 CREATE FUNCTION vigil._check_search(query text, k integer) RETURNS void
 LANGUAGE plpgsql IMMUTABLE
 AS $$
@@ -605,6 +606,9 @@ BEGIN
         PERFORM vigil._refuse('query', 'query is required');
     ELSIF query !~ '\S' THEN
         PERFORM vigil._refuse('query', 'query is blank: give words to search for');
+    ELSIF pg_catalog.char_length(query) > 1000 THEN
+        PERFORM vigil._refuse('query', pg_catalog.format(
+            'query is %s characters; at most 1000 are searched for', pg_catalog.char_length(query)));
     END IF;
     PERFORM vigil._check_limit(k);
 END

@@ -12,6 +12,7 @@
 
 mod records;
 mod requests;
+pub use requests::MAX_QUERY_CHARS;
 pub mod search;
 
 use axum::extract::State;

@@ -55,10 +55,17 @@ pub struct Page {
     pub limit: Option<i32>,
 }
 
+/// The longest search query, in characters: the model reads a query's first
+/// 256 tokens (about 1,000 characters of English), and keyword search's cost
+/// grows with its words (at most 500 here). A 1 MB query cost about 2 s of
+/// CPU, or a 500 from the keyword index (issue 60). The longest of the
+/// labelled queries (bench/vectordb) has 148.
+pub const MAX_QUERY_CHARS: usize = 1000;
+
 /// A search.
 #[derive(Deserialize, ToSchema)]
 pub struct Search {
-    /// The text to search for.
+    /// The text to search for, up to 1,000 characters.
     #[schema(required = true, value_type = String, example = "how do I get my money back")]
     pub query: Option<String>,
     /// How many records to return at most.
@@ -73,7 +80,7 @@ pub struct Search {
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HybridSearch {
-    /// The text to search for.
+    /// The text to search for, up to 1,000 characters.
     #[schema(required = true, value_type = String, example = "refund XK-42")]
     pub query: Option<String>,
     /// How many records to return at most.

@@ -1674,3 +1674,73 @@ fn recall_against_exact(me: &Caller, db: &str) -> f64 {
     }
     hits as f64 / wanted as f64
 }
+
+/// Issue 60: the query cache was the installation's, so an account could
+/// tell from a search's speed (3 ms against 23 to 29) and the hit counter
+/// that another had searched the same words. It is per account now.
+#[test]
+fn one_accounts_kept_queries_are_not_anothers() {
+    let (owner, prober) = (caller("cacheowner"), caller("cacheprober"));
+    // A sidecar of this test's own, so no other test moves its counters.
+    let env = owner.env.with_sidecar(SidecarOptions::default());
+    let on_it = |c: Caller| Caller {
+        env: env.clone(),
+        ..c
+    };
+    let (owner, prober) = (on_it(owner), on_it(prober));
+    for c in [&owner, &prober] {
+        c.create("probe");
+        c.store_all("probe", &VARIED[..3]);
+    }
+    let query = "a phrase only its owner searched for (cache probe)";
+    owner.query("probe", query);
+    let hits = || counter(&env, "vigil_query_cache_hits");
+    let misses = || counter(&env, "vigil_query_cache_misses");
+    let (hits_before, misses_before) = (hits(), misses());
+    prober.query("probe", query);
+    assert_eq!(
+        hits(),
+        hits_before,
+        "another account found the owner's query kept"
+    );
+    assert_eq!(misses(), misses_before + 1.0);
+    owner.query("probe", query);
+    assert_eq!(hits(), hits_before + 1.0, "the owner's own query is kept");
+}
+
+/// Issue 60: a 1 MB query of distinct words answered 500 (the keyword
+/// index's "string is too long for tsvector"), and other long ones cost
+/// about 2 s of CPU each. A query is at most 1,000 characters, refused
+/// before anything is embedded, over HTTP and in SQL.
+#[test]
+fn a_query_over_1000_characters_is_refused_naming_it() {
+    let me = caller("longquery");
+    me.create("long");
+    me.store_all("long", &VARIED[..3]);
+    let distinct: Vec<String> = (0..80_000).map(|i| format!("w{i}")).collect();
+    let long = distinct.join(" ");
+    let just_over = "abcd ".repeat(200) + "e";
+    for query in [&long, &just_over] {
+        for path in ["/queryEmbeddings", "/hybridSearch"] {
+            let (status, body) = me.send(path, "long", json!({ "query": query }));
+            assert!(
+                body["error"]["message"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("at most 1000"),
+                "{path}: {body}"
+            );
+            assert_error((status, body), 400, "invalid_field", "query");
+        }
+    }
+    let longest = "abcd ".repeat(200);
+    assert_eq!(longest.chars().count(), 1000);
+    me.query("long", &longest);
+    me.hybrid("long", &longest, 5);
+    let (ok, _, err) = me.env.psql_as_app(&format!(
+        "BEGIN; SELECT outcome FROM vigil.enter_account('{}', '{}', 'long');
+         SELECT count(*) FROM vigil.keyword_search('{just_over}', 10, 'long');",
+        me.account, me.user_key
+    ));
+    assert!(!ok && err.contains("at most 1000"), "{err}");
+}

@@ -98,14 +98,15 @@ impl QueryVectors {
     pub async fn for_transaction(
         &self,
         tx: &Transaction<'_>,
+        account: &str,
         query: &str,
     ) -> Result<Option<Embedding>, ApiError> {
-        if let Some(kept) = self.kept(query) {
+        if let Some(kept) = self.kept(account, query) {
             return Ok(Some(kept));
         }
         let embedding = match self.batch() {
             // The batch counts the wait itself.
-            Some(batch) => return batch.embed(query).await.map(Some),
+            Some(batch) => return batch.embed(account, query).await.map(Some),
             None if self.cache.enabled() => {
                 let started = Instant::now();
                 let statement = tx.prepare_cached("SELECT vigil.embed($1)").await?;
@@ -115,36 +116,36 @@ impl QueryVectors {
             }
             None => return Ok(None),
         };
-        self.keep(query, &embedding);
+        self.keep(account, query, &embedding);
         Ok(Some(embedding))
     }
 
-    /// The embedding kept for `query`, if any.
-    fn kept(&self, query: &str) -> Option<Embedding> {
-        let kept = self.cache.get(query)?;
+    /// The embedding kept for `account`'s `query`, if any.
+    fn kept(&self, account: &str, query: &str) -> Option<Embedding> {
+        let kept = self.cache.get(account, query)?;
         self.metrics.query_cache(true);
         Some(kept)
     }
 
     /// Keeps `query`'s new embedding, when the cache is on.
-    fn keep(&self, query: &str, embedding: &Embedding) {
+    fn keep(&self, account: &str, query: &str, embedding: &Embedding) {
         if self.cache.enabled() {
             self.metrics.query_cache(false);
-            self.cache.put(query, Arc::clone(embedding));
+            self.cache.put(account, query, Arc::clone(embedding));
         }
     }
 }
 
 impl Batch<'_> {
-    /// The embedding kept for `query`, if any.
-    pub fn kept(&self, query: &str) -> Option<Embedding> {
-        self.vectors.kept(query)
+    /// The embedding kept for `account`'s `query`, if any.
+    pub fn kept(&self, account: &str, query: &str) -> Option<Embedding> {
+        self.vectors.kept(account, query)
     }
 
-    /// The embedding of `query`, computed in the next batch, and kept.
-    pub async fn embed(&self, query: &str) -> Result<Embedding, ApiError> {
+    /// The embedding of `account`'s `query`, computed in the next batch, and kept.
+    pub async fn embed(&self, account: &str, query: &str) -> Result<Embedding, ApiError> {
         let embedding = self.batcher.embed(query).await?;
-        self.vectors.keep(query, &embedding);
+        self.vectors.keep(account, query, &embedding);
         Ok(embedding)
     }
 
@@ -153,11 +154,12 @@ impl Batch<'_> {
     /// and these are its rows.
     pub async fn embed_then(
         &self,
+        account: &str,
         query: &str,
         then: Then<EmbedderConnection>,
     ) -> Result<Vec<Row>, ApiError> {
         let (embedding, rows) = self.batcher.search(query, then).await?;
-        self.vectors.keep(query, &embedding);
+        self.vectors.keep(account, query, &embedding);
         Ok(rows)
     }
 }

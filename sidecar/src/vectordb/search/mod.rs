@@ -37,7 +37,9 @@ use tokio_postgres::Row;
 
 use super::call;
 use super::records::{all, ScoredRecord, SimilarRecord};
-use super::requests::{HybridSearch, HybridSearchRequest, Search, SearchRequest, DEFAULT_LIMIT};
+use super::requests::{
+    HybridSearch, HybridSearchRequest, Search, SearchRequest, DEFAULT_LIMIT, MAX_QUERY_CHARS,
+};
 use crate::db::on_replica;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Account, AccountJson, Admitted};
@@ -153,7 +155,7 @@ async fn run(
     limit: i32,
     statement: Statement,
 ) -> Result<Vec<Row>, ApiError> {
-    let query = required_text(query, "query");
+    let query = required_text(query, "query").and_then(within_length);
     if let (Ok(query), Some(batch)) = (&query, vectors.batch()) {
         if account.admit_early()? {
             let search = AdmittedSearch {
@@ -165,13 +167,18 @@ async fn run(
         }
     }
     let statement = Arc::new(statement);
+    let name: Arc<str> = Arc::from(account.name());
     account
         .read(move |entered| {
-            let (vectors, statement, query) =
-                (Arc::clone(vectors), Arc::clone(&statement), query.clone());
+            let (vectors, statement, query, name) = (
+                Arc::clone(vectors),
+                Arc::clone(&statement),
+                query.clone(),
+                Arc::clone(&name),
+            );
             Box::pin(async move {
                 let query = query?;
-                let vector = vectors.for_transaction(&entered.tx, &query).await?;
+                let vector = vectors.for_transaction(&entered.tx, &name, &query).await?;
                 let vector = vector.as_deref();
                 call(entered, statement.sql, &statement.args(&query, &vector)).await
             })
@@ -191,7 +198,8 @@ async fn run_admitted(
 ) -> Result<Vec<Row>, ApiError> {
     let reads = Arc::clone(account.reads());
     let search = Arc::new(search);
-    let mut kept = batch.kept(query);
+    let name = account.name().to_owned();
+    let mut kept = batch.kept(&name, query);
     if kept.is_none() && limit <= BATCHED_LIMIT {
         // On a standby's embedder only once it has replayed the account's
         // writes; else (or when the standby fails) on the primary below,
@@ -219,7 +227,7 @@ async fn run_admitted(
                 .await
             })
         });
-        match batch.embed_then(query, then).await {
+        match batch.embed_then(&name, query, then).await {
             Ok(rows) => {
                 // On a standby's embedder, or on the primary's: none is
                 // set, or none answered.
@@ -247,7 +255,7 @@ async fn run_admitted(
     }
     let embedding = match kept.take() {
         Some(kept) => kept,
-        None => batch.embed(query).await?,
+        None => batch.embed(&name, query).await?,
     };
     if let Some(replica) = reads.connection(account.name()).await {
         match on_replica(search.run(&replica, &embedding)).await {
@@ -283,4 +291,17 @@ impl AdmittedSearch {
         let args = self.statement.args(&self.query, &vector);
         self.account.run(db, self.statement.sql, &args).await
     }
+}
+
+/// `query` if it is at most [`MAX_QUERY_CHARS`] characters long, else a 400
+/// naming it: checked before any embedding (the extension checks it too).
+fn within_length(query: String) -> Result<String, ApiError> {
+    let chars = query.chars().count();
+    if chars > MAX_QUERY_CHARS {
+        return Err(ApiError::invalid(
+            "query",
+            format!("query is {chars} characters; at most {MAX_QUERY_CHARS} are searched for"),
+        ));
+    }
+    Ok(query)
 }
