@@ -104,8 +104,9 @@ pub fn read_mrz(
 ) -> MrzReading {
     let mut whole_frame = outline.is_none();
     let mut zone = locate(image, outline);
-    // Asked to stop (`crate::interrupt`): what is read is not used.
-    let stopped = || MrzReading {
+    // No zone found, or asked to stop (`crate::interrupt`: what is read
+    // then is not used).
+    let no_zone = || MrzReading {
         zone: None,
         text: String::new(),
         confidence: 0.0,
@@ -113,7 +114,7 @@ pub fn read_mrz(
         mrz: Err(ReadFailure::NoZone),
     };
     if crate::interrupt::pending() {
-        return stopped();
+        return no_zone();
     }
     if zone.is_none() && outline.is_some() {
         // An outline that missed the zone (or is not the document's).
@@ -121,10 +122,10 @@ pub fn read_mrz(
         whole_frame = true;
     }
     let Some(zone) = zone else {
-        return stopped();
+        return no_zone();
     };
     if crate::interrupt::pending() {
-        return stopped();
+        return no_zone();
     }
     let first = read_zone(&zone, whole_frame, recognizer, today);
     if first.is_valid()
