@@ -167,8 +167,6 @@ fn state_enforced_rules(doc: &mut serde_json::Value) -> Result<(), String> {
         ]
     });
     let text_with_words = json!({"pattern": "^[^\\u0000]*[^\\u0000\\s][^\\u0000]*$"});
-    let mut query = text_with_words.clone();
-    query["maxLength"] = json!(crate::vectordb::MAX_QUERY_CHARS);
     // A weight of 0, or one a `real` keeps above 0; not both 0.
     let weight = json!({"anyOf": [{"const": 0}, {"minimum": 1e-6, "maximum": 1e6}]});
     let rules: [(&str, serde_json::Value); 17] = [
@@ -187,8 +185,8 @@ fn state_enforced_rules(doc: &mut serde_json::Value) -> Result<(), String> {
             "/BodyCredentials/properties/account",
             json!({"pattern": NO_NUL}),
         ),
-        ("/Search/properties/query", query.clone()),
-        ("/HybridSearch/properties/query", query),
+        ("/Search/properties/query", text_with_words.clone()),
+        ("/HybridSearch/properties/query", text_with_words.clone()),
         (
             "/NewRecord/properties/title",
             json!({"pattern": NO_NUL, "maxLength": 1000}),

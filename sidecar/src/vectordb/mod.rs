@@ -12,7 +12,6 @@
 
 mod records;
 mod requests;
-pub use requests::MAX_QUERY_CHARS;
 pub mod search;
 
 use axum::extract::State;

@@ -66,7 +66,7 @@ pub const MAX_QUERY_CHARS: usize = 1000;
 #[derive(Deserialize, ToSchema)]
 pub struct Search {
     /// The text to search for, up to 1,000 characters.
-    #[schema(required = true, value_type = String, example = "how do I get my money back")]
+    #[schema(required = true, value_type = String, max_length = 1000, example = "how do I get my money back")]
     pub query: Option<String>,
     /// How many records to return at most.
     #[schema(default = 10, minimum = 1, maximum = 1000)]
@@ -81,7 +81,7 @@ pub struct Search {
 #[serde(rename_all = "camelCase")]
 pub struct HybridSearch {
     /// The text to search for, up to 1,000 characters.
-    #[schema(required = true, value_type = String, example = "refund XK-42")]
+    #[schema(required = true, value_type = String, max_length = 1000, example = "refund XK-42")]
     pub query: Option<String>,
     /// How many records to return at most.
     #[schema(default = 10, minimum = 1, maximum = 1000)]
