@@ -68,10 +68,13 @@ export VIGIL_GEOIP_MMDB="$(vigil_geoip_path)"
 
 stage "formatting (cargo fmt --check)" cargo fmt --all --check
 # With the MRZ read by the real recogniser (PP-OCRv4 on the installed ONNX
-# Runtime, crates/identity/tests/mrz_model.rs), behind a feature: in the same
-# build, since a build of other features compiles the shared crates again.
+# Runtime, crates/identity/tests/identity/mrz_model.rs), behind a feature: in
+# the same build, since a build of other features compiles the shared crates
+# again. `--tests`: the unit and integration tests, not the examples (which
+# clippy compiles below) nor doc tests (the crates have none; the docs'
+# examples are run by tests/tests/e2e/docs.rs).
 stage "unit tests of the pure crates and the sidecar, the MRZ read by the real model" \
-    cargo test --locked --release --no-fail-fast "${units[@]}" --features vigil-identity/ocr-ort
+    cargo test --locked --release --no-fail-fast "${units[@]}" --features vigil-identity/ocr-ort --tests
 stage "extension tests in PostgreSQL 15 (cargo pgrx test, in a private copy of the installation)" \
     scripts/pgrx-test.sh
 stage "lints (cargo clippy -D warnings, every crate and its tests)" \

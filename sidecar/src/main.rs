@@ -18,6 +18,10 @@ mod health;
 mod identity;
 mod json;
 mod metrics;
+// A test of the crate's own layout: a unit test, so testing the sidecar builds
+// no second, test-only copy of its binary (an integration test would).
+#[cfg(test)]
+mod module_cycles;
 mod openapi;
 mod reads;
 mod serve;

@@ -8,7 +8,7 @@
 //! the sidecar and setting of the extension (configuration.md), and the
 //! version the build installs (docs/operations.md). Each test fails naming
 //! what the page lacks. (The risk signals' table is checked by
-//! `crates/risk/tests/reference.rs`, which prints the table itself.)
+//! `crates/risk/tests/risk/reference.rs`, which prints the table itself.)
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -1,9 +1,7 @@
 //! Property tests of the contract: SPEC rule 1 (VPN), strictness monotonicity, form A =
 //! form B, and monotone grading.
 
-mod common;
-
-use common::{data, history, ip_country, Data, Form};
+use crate::common::{data, history, ip_country, Data, Form};
 use proptest::prelude::*;
 use serde_json::json;
 use vigil_risk::model::{LinkWeights, FEATURES};

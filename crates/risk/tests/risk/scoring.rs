@@ -1,10 +1,8 @@
 //! Signals, levels, results and confidence on crafted requests.
 
-mod common;
-
 use std::collections::BTreeSet;
 
-use common::busy_history;
+use crate::common::busy_history;
 
 use serde_json::{json, Value};
 use vigil_risk::score::{cutoffs, level_of_score, score_of_points};

@@ -5,7 +5,6 @@
 //! missing, unless `VIGIL_TEST_OPT_OUT` names `mrz-model`
 //! (docs/getting-started.md): then each says it was opted out and `make test`
 //! lists the group as opted out.
-#![cfg(feature = "ocr-ort")]
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -16,7 +15,7 @@ use vigil_identity::document::{self, Found};
 use vigil_identity::mrz::onnx::{OrtRecognizer, Runtime, MODEL_FILE};
 use vigil_identity::mrz::{read_mrz, CheckOutcome, Date, Format, Mrz, MrzReading, Sex};
 
-#[path = "../src/mrz/render.rs"]
+#[path = "../../src/mrz/render.rs"]
 mod render;
 use render::Kind;
 
