@@ -92,6 +92,17 @@ pub struct OpenTransaction {
     stdin: Option<std::process::ChildStdin>,
 }
 
+impl OpenTransaction {
+    /// Commits the transaction and waits for psql to end.
+    pub fn commit(mut self) {
+        let mut stdin = self.stdin.take().expect("open");
+        stdin.write_all(b"COMMIT;\n").expect("psql reads");
+        drop(stdin);
+        let status = self.child.wait().expect("psql ends");
+        assert!(status.success(), "the transaction did not commit");
+    }
+}
+
 impl Drop for OpenTransaction {
     fn drop(&mut self) {
         if let Some(mut stdin) = self.stdin.take() {
@@ -134,16 +145,22 @@ impl Env {
 
     /// Runs SQL as the cluster's superuser and returns psql's unaligned output.
     pub fn psql(&self, sql: &str) -> String {
+        self.try_psql(sql)
+            .unwrap_or_else(|e| panic!("psql failed: {e}"))
+    }
+
+    /// Runs SQL as the cluster's superuser: psql's unaligned output, or its
+    /// error messages when it fails.
+    pub fn try_psql(&self, sql: &str) -> Result<String, String> {
         let out = Command::new(workspace_root().join("scripts/pg-cluster.sh"))
             .args(["psql", self.cluster_dir.to_str().unwrap(), "-At", "-c", sql])
             .output()
             .expect("psql runs");
-        assert!(
-            out.status.success(),
-            "psql failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap().trim_end().to_owned()
+        if out.status.success() {
+            Ok(String::from_utf8(out.stdout).unwrap().trim_end().to_owned())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
     }
 
     /// Runs the repository's SQL file `path` (such as `sql/analysis.sql`) as

@@ -5,6 +5,8 @@
 mod tests {
     use pgrx::prelude::*;
 
+    use crate::pg::testing::error_of;
+
     /// The operators live in schema vigil, which `make run` puts on the path.
     fn use_vigil_path() {
         Spi::run("SET search_path TO public, vigil").unwrap();
@@ -128,35 +130,6 @@ mod tests {
         ));
         let r = recall("items", "<=>", &[1, 50, 333, 999, 2500]);
         assert!(r >= 0.95, "recall {r}");
-    }
-
-    /// The ERROR message `sql` raises, run in a subtransaction that is rolled
-    /// back (as psql would see it), or "" when it succeeds.
-    fn error_of(sql: &str) -> String {
-        // SAFETY: the usual PL pattern around an internal subtransaction.
-        let (context, owner) =
-            unsafe { (pg_sys::CurrentMemoryContext, pg_sys::CurrentResourceOwner) };
-        let restore = move || unsafe {
-            pg_sys::MemoryContextSwitchTo(context);
-            pg_sys::CurrentResourceOwner = owner;
-        };
-        unsafe { pg_sys::BeginInternalSubTransaction(std::ptr::null()) };
-        restore();
-        PgTryBuilder::new(|| {
-            Spi::run(sql).unwrap();
-            unsafe { pg_sys::ReleaseCurrentSubTransaction() };
-            restore();
-            String::new()
-        })
-        .catch_others(|e| {
-            unsafe { pg_sys::RollbackAndReleaseCurrentSubTransaction() };
-            restore();
-            match e {
-                pg_sys::panic::CaughtError::PostgresError(r) => r.message().to_string(),
-                other => format!("{other:?}"),
-            }
-        })
-        .execute()
     }
 
     #[pg_test]

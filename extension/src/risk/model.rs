@@ -155,6 +155,7 @@ fn risk_refit(
     as_of: default!(Option<pgrx::datum::TimestampWithTimeZone>, "now()"),
 ) -> Jsonb {
     let as_of = as_of.unwrap_or_else(|| error!("as_of must not be NULL"));
+    take_refit_lock();
     let rows = Spi::connect(|client| {
         let args: [DatumWithOid; 2] = [unlabelled_as_legit_after.into(), as_of.into()];
         let mut rows = Vec::new();
@@ -251,6 +252,26 @@ fn validation_json(v: Option<&vigil_risk::model::Validation>) -> Value {
             "candidate": figures(&v.candidate),
         })
     })
+}
+
+/// One refit at a time: each compares its candidate with the model in force
+/// and adopts it only when it is better, which holds only if no other refit
+/// adopts one meanwhile (three at once each adopted theirs). A second refit
+/// is refused at once with 55P03 rather than made to wait: it would refit the
+/// same labels against the model the first adopted. The lock is the
+/// transaction's, so it is held until the first one's model is committed.
+fn take_refit_lock() {
+    let taken = Spi::get_one::<bool>(
+        "SELECT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext('vigil.risk_refit'))",
+    )
+    .unwrap_or_else(|e| error!("could not take the refit lock: {e}"));
+    if taken != Some(true) {
+        ereport!(
+            PgLogLevel::ERROR,
+            PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+            "a refit is running: vigil.risk_refit runs one at a time; call it again when that one has committed"
+        );
+    }
 }
 
 /// Stores the model in force after `outcome`; its id.

@@ -5,7 +5,7 @@
 mod tests {
     use pgrx::prelude::*;
 
-    use crate::pg::testing::count;
+    use crate::pg::testing::{count, error_of};
 
     fn enter(account: &str) {
         Spi::run(&format!("SELECT vigil.create_account('{account}')")).unwrap();
@@ -140,6 +140,97 @@ mod tests {
     fn an_unknown_database_is_not_found() {
         enter("a@example.com");
         Spi::run("SELECT * FROM vigil.query_embeddings('x', 'nope')").unwrap();
+    }
+
+    #[pg_test]
+    fn a_long_name_is_echoed_cut_to_64_characters() {
+        enter("a@example.com");
+        let message = error_of(&format!(
+            "SELECT * FROM vigil.query_embeddings('x', '{}')",
+            "n".repeat(5000)
+        ));
+        assert_eq!(
+            message,
+            format!(
+                "no database \"{}…\" in account a@example.com",
+                "n".repeat(63)
+            )
+        );
+    }
+
+    #[pg_test]
+    fn unicode_and_zero_width_blanks_are_blank() {
+        enter("a@example.com");
+        Spi::run("SELECT vigil.create_database('docs'); SET vigil.db = 'docs'").unwrap();
+        // no-break, ideographic and em spaces, zero-width space and joiner,
+        // the byte-order mark, a Hangul filler, a line separator
+        let blanks = r"E'\u00a0\u3000\u2003', E'\u200b\u200d\ufeff\u3164\u2028'";
+        assert_eq!(
+            error_of(&format!("SELECT * FROM vigil.store_record({blanks})")),
+            "title and content are both empty: nothing to store"
+        );
+        assert_eq!(
+            error_of(r"SELECT * FROM vigil.keyword_search(E'\u200b\u00a0', 5)"),
+            "query is blank: give words to search for"
+        );
+        assert_eq!(
+            count(r"SELECT count(*) FROM vigil.store_record(E'\u200bcats', '')"),
+            1,
+            "a word beside a zero-width space is not blank"
+        );
+    }
+
+    #[pg_test]
+    fn internal_functions_given_a_database_of_another_account_say_so() {
+        enter("a@example.com");
+        Spi::run("SELECT vigil.create_database('docs')").unwrap();
+        let theirs = count("SELECT id FROM vigil.vector_databases WHERE name = 'docs'");
+        enter("b@example.com");
+        let vector = "array_fill(0.1::real, ARRAY[384])";
+        for sql in [
+            format!("SELECT * FROM vigil._nearest({theirs}, {vector}, 10)"),
+            format!("SELECT * FROM vigil._keyword_ranked({theirs}, 'cats', 10)"),
+        ] {
+            assert_eq!(
+                error_of(&sql),
+                format!("no database \"#{theirs}\" in account b@example.com"),
+                "{sql}"
+            );
+        }
+        Spi::run("SELECT vigil.create_database('mine')").unwrap();
+        let mine = count("SELECT id FROM vigil.vector_databases WHERE name = 'mine'");
+        assert_eq!(
+            error_of(&format!(
+                "SELECT * FROM vigil._nearest({mine}, {vector}, 0)"
+            )),
+            "k must be 1 to 2000, not 0"
+        );
+        assert_eq!(
+            error_of(&format!(
+                "SELECT * FROM vigil._nearest({mine}, ARRAY[1, 2]::real[], 5)"
+            )),
+            "query_vector must be 384 numbers"
+        );
+    }
+
+    #[pg_test]
+    fn the_weights_are_named_as_the_request_names_them() {
+        enter("a@example.com");
+        Spi::run("SELECT vigil.create_database('docs')").unwrap();
+        let search = |v: &str, k: &str| {
+            error_of(&format!(
+                "SELECT * FROM vigil.hybrid_search('cats', 5, 'docs', 'convex', {v}, {k})"
+            ))
+        };
+        assert_eq!(
+            search("0", "0"),
+            "vectorWeight and keywordWeight are both 0: at least one must be above 0"
+        );
+        assert_eq!(search("-1", "1"), "vectorWeight must be 0 or more, not -1");
+        assert_eq!(
+            search("1", "NULL"),
+            "keywordWeight must be 0 or more, not null"
+        );
     }
 
     #[pg_test(error = "dbName is required (pass it, or SET vigil.db)")]
@@ -628,16 +719,16 @@ mod tests {
         );
         Spi::run("RESET ROLE").unwrap();
         // The keyword ranking runs as its owner (to use the GIN index under
-        // row-level security): named A's database, it answers B nothing.
+        // row-level security): named A's database, it tells B there is none.
         let a_db = count(
             "SELECT id FROM vigil.vector_databases WHERE account = 'a@example.com' AND name = 'shared'",
         );
         Spi::run("SET ROLE vigil_test_vec").unwrap();
         assert_eq!(
-            count(&format!(
+            error_of(&format!(
                 "SELECT count(*) FROM vigil._keyword_ranked({a_db}, 'alpha quokka plans', 10)"
             )),
-            0,
+            format!("no database \"#{a_db}\" in account b@example.com"),
             "B cannot rank A's records by naming A's database"
         );
         Spi::run("RESET ROLE").unwrap();

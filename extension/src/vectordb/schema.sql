@@ -360,7 +360,7 @@ LANGUAGE plpgsql STABLE
 AS $$
 BEGIN
     IF NOT vigil._database_granted(db) THEN
-        RAISE EXCEPTION 'the user key is limited to other databases than "%"', db
+        RAISE EXCEPTION 'the user key is limited to other databases than "%"', vigil._echo(db)
             USING ERRCODE = 'insufficient_privilege', COLUMN = 'dbName';
     END IF;
 END
@@ -372,6 +372,39 @@ LANGUAGE plpgsql IMMUTABLE
 AS $$
 BEGIN
     RAISE EXCEPTION '%', message USING ERRCODE = 'invalid_parameter_value', COLUMN = field;
+END
+$$;
+
+-- A name the caller gave, as an error message repeats it: at most 64
+-- characters, so a 5,000-character name is not sent back whole.
+CREATE FUNCTION vigil._echo(given text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN pg_catalog.char_length(given) <= 64 THEN given
+                ELSE pg_catalog.left(given, 63) || '…' END
+$$;
+
+-- Whether `t` holds nothing to see: only white space, Unicode's included
+-- (no-break, ideographic, line and paragraph separators), and characters
+-- that print nothing (zero-width spaces and joiners, direction marks, the
+-- byte-order mark, soft hyphens, Hangul and braille fillers). `\s` alone
+-- knows ASCII's only under the C locale.
+CREATE FUNCTION vigil._blank(t text) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+    SELECT t !~ '[^\s\u0085\u00a0\u00ad\u034f\u115f\u1160\u1680\u180e\u2000-\u200f\u2028-\u202f\u205f-\u2064\u2800\u3000\u3164\uffa0\ufeff]'
+$$;
+
+-- ERROR P0002 naming dbName: the account has no database `db` (or none of
+-- that id: an internal function given one it cannot see, or one deleted
+-- while a statement used it).
+CREATE FUNCTION vigil._no_database(db text) RETURNS void
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    RAISE EXCEPTION 'no database "%" in account %', vigil._echo(db), vigil.current_account()
+        USING ERRCODE = 'no_data_found', COLUMN = 'dbName',
+              HINT = 'create it with vigil.create_database or POST /createDatabase';
 END
 $$;
 
@@ -417,9 +450,7 @@ BEGIN
     PERFORM vigil._require_granted(wanted);
     SELECT d.id INTO found_id FROM vector_databases d WHERE d.account = acct AND d.name = wanted;
     IF found_id IS NULL THEN
-        RAISE EXCEPTION 'no database "%" in account %', wanted, acct
-            USING ERRCODE = 'no_data_found', COLUMN = 'dbName',
-                  HINT = 'create it with vigil.create_database or POST /createDatabase';
+        PERFORM vigil._no_database(wanted);
     END IF;
     RETURN found_id;
 END
@@ -460,7 +491,7 @@ BEGIN
         PERFORM vigil._refuse(prefix || 'content', prefix || 'content is required (a string)');
     ELSIF length(content) > 100000 THEN
         PERFORM vigil._refuse(prefix || 'content', prefix || 'content is longer than 100,000 characters');
-    ELSIF (title || content) !~ '\S' THEN
+    ELSIF vigil._blank(title || content) THEN
         PERFORM vigil._refuse(prefix || 'content', prefix || 'title and content are both empty: nothing to store');
     ELSIF metadata IS NOT NULL AND jsonb_typeof(metadata) <> 'object' THEN
         PERFORM vigil._refuse(prefix || 'metadata', prefix || 'metadata must be a JSON object');
@@ -526,6 +557,11 @@ BEGIN
         RETURNING s.id, s.title, s.content, s.metadata, s.created_at
     )
     SELECT * FROM stored ORDER BY stored.id;
+EXCEPTION WHEN foreign_key_violation THEN
+    -- The database was deleted after it was looked up (a delete that
+    -- committed while the records were embedded): it is gone, as a store
+    -- after the delete would be told.
+    PERFORM vigil._no_database(coalesce(db, current_setting('vigil.db', true)));
 END
 $$;
 
@@ -545,6 +581,9 @@ BEGIN
            coalesce(store_record.metadata, '{}'), v.embedding, v.opening
     FROM vigil._embed_records(ARRAY[store_record.title], ARRAY[store_record.content]) v
     RETURNING s.id, s.title, s.content, s.metadata, s.created_at;
+EXCEPTION WHEN foreign_key_violation THEN
+    -- Deleted after it was looked up (see vigil.store_records).
+    PERFORM vigil._no_database(coalesce(db, current_setting('vigil.db', true)));
 END
 $$;
 
@@ -604,7 +643,7 @@ AS $$
 BEGIN
     IF query IS NULL THEN
         PERFORM vigil._refuse('query', 'query is required');
-    ELSIF query !~ '\S' THEN
+    ELSIF vigil._blank(query) THEN
         PERFORM vigil._refuse('query', 'query is blank: give words to search for');
     ELSIF pg_catalog.char_length(query) > 1000 THEN
         PERFORM vigil._refuse('query', pg_catalog.format(
@@ -711,6 +750,17 @@ DECLARE
     in_db bigint;
 BEGIN
     SELECT d.records INTO in_db FROM vector_databases d WHERE d.account = acct AND d.id = db_id;
+    IF NOT FOUND THEN
+        -- Called directly with an id the caller cannot see (the searches
+        -- look the database up by name first).
+        PERFORM vigil._no_database(format('#%s', db_id));
+    END IF;
+    IF k IS NULL OR k NOT BETWEEN 1 AND 2000 THEN
+        PERFORM vigil._refuse('k', format('k must be 1 to 2000, not %s', coalesce(k::text, 'null')));
+    END IF;
+    IF cardinality(query_vector) IS DISTINCT FROM 384 THEN
+        PERFORM vigil._refuse('query_vector', 'query_vector must be 384 numbers');
+    END IF;
     IF in_db <= 2000 THEN
         RETURN QUERY EXECUTE
             'SELECT r.id, greatest(1 - vigil.cosine_distance(r.embedding, $2),
@@ -766,7 +816,7 @@ BEGIN
     INTO n, average, version_xmin, version_ctid
     FROM vector_databases d WHERE d.account = acct AND d.id = db_id;
     IF NOT FOUND THEN
-        RETURN;
+        PERFORM vigil._no_database(format('#%s', db_id));
     END IF;
     RETURN QUERY SELECT * FROM vigil._bm25_search_kept(db_id, acct, version_xmin,
         version_ctid, tsvector_to_array(vigil.search_terms(query)), n, average, k);
@@ -914,9 +964,16 @@ BEGIN
     IF fusion IS NULL OR fusion NOT IN ('rrf', 'convex') THEN
         PERFORM vigil._refuse('fusion', 'fusion must be ''rrf'' or ''convex''');
     END IF;
-    IF vector_weight IS NULL OR keyword_weight IS NULL OR vector_weight < 0 OR keyword_weight < 0
-       OR vector_weight + keyword_weight = 0 THEN
-        PERFORM vigil._refuse('weights', 'vector_weight and keyword_weight must be 0 or more, not both 0');
+    -- Named as the request names them (vectorWeight, keywordWeight).
+    IF vector_weight IS NULL OR vector_weight < 0 THEN
+        PERFORM vigil._refuse('vectorWeight', format('vectorWeight must be 0 or more, not %s',
+                                                     coalesce(vector_weight::text, 'null')));
+    ELSIF keyword_weight IS NULL OR keyword_weight < 0 THEN
+        PERFORM vigil._refuse('keywordWeight', format('keywordWeight must be 0 or more, not %s',
+                                                      coalesce(keyword_weight::text, 'null')));
+    ELSIF vector_weight + keyword_weight = 0 THEN
+        PERFORM vigil._refuse('vectorWeight',
+            'vectorWeight and keywordWeight are both 0: at least one must be above 0');
     END IF;
     fetched := least(greatest(2 * k, 30), 2000);
     qv := vigil._query_vector(query, query_vector);

@@ -557,3 +557,21 @@ fn an_internal_failure_is_not_a_client_error() {
     assert_eq!(e["error"]["code"], "internal", "{e}");
     assert!(e["error"].get("field").is_none(), "{e}");
 }
+
+/// Issue 60: refits run one at a time. Each adopts its model only when it
+/// beats the one in force, which holds only if no other adopts one
+/// meanwhile (three at once each adopted theirs). A refit whose transaction
+/// is still open holds the lock; a second one is refused at once, naming
+/// why, and runs once the first has committed.
+#[test]
+fn a_second_refit_while_one_runs_is_refused() {
+    let env = env();
+    let first = env.open_transaction("SELECT vigil.risk_refit();");
+    let second = env
+        .try_psql("SELECT vigil.risk_refit()")
+        .expect_err("a second refit is refused while the first is open");
+    assert!(second.contains("a refit is running"), "{second}");
+    first.commit();
+    let third = env.psql("SELECT vigil.risk_refit() ->> 'fitted'");
+    assert!(third == "true" || third == "false", "{third}");
+}

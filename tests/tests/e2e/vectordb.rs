@@ -467,7 +467,7 @@ fn hybrid_fusion_and_weights_are_set_per_request() {
         (
             json!({"query": query, "vectorWeight": 0, "keywordWeight": 0}),
             "invalid_field",
-            "weights",
+            "vectorWeight",
         ),
         (
             json!({"query": query, "keywordWeight": "high"}),
@@ -1553,6 +1553,73 @@ fn stores_never_take_every_connection_from_searches() {
     });
     assert_eq!(stored.into_inner(), 2, "both stores answered");
     assert_eq!(me.count("turns"), VARIED.len() + 2 * records.len());
+}
+
+/// Issue 60: a store whose database is deleted while it runs (looked up,
+/// then the delete commits before its records are written) answers 404
+/// naming dbName, as a store after the delete would, not the foreign key's
+/// 400. The order is made by a lock, not by timing: the delete is held open
+/// until the store waits on the database's row, then committed.
+#[test]
+fn a_store_racing_a_delete_of_its_database_is_not_found() {
+    let me = caller("storerace");
+    me.create("racing");
+    me.store("racing", "first", "a record before the race");
+    let delete = me.env.open_transaction(&format!(
+        "SET application_name = 'racing-delete';\n\
+         DELETE FROM vigil.vector_databases WHERE account = '{}' AND name = 'racing';",
+        me.account
+    ));
+    let blocked_by_the_delete = || {
+        me.env.psql(
+            "SELECT count(*) FROM pg_stat_activity a WHERE a.usename = 'vigil_app' \
+             AND EXISTS (SELECT FROM pg_stat_activity b \
+                         WHERE b.pid = ANY (pg_blocking_pids(a.pid)) \
+                           AND b.application_name = 'racing-delete')",
+        ) == "1"
+    };
+    let (status, body) = std::thread::scope(|s| {
+        let store = s.spawn(|| {
+            me.send(
+                "/storeEmbeddings",
+                "racing",
+                json!({"records": [{"title": "late", "content": "written as the database goes"}]}),
+            )
+        });
+        vigil_e2e::wait_until(
+            "the store to wait for the delete",
+            std::time::Duration::from_secs(60),
+            blocked_by_the_delete,
+        );
+        delete.commit();
+        store.join().unwrap()
+    });
+    assert_error((status, body), 404, "not_found", "dbName");
+    assert_eq!(
+        me.send(
+            "/storeEmbeddings",
+            "racing",
+            json!({"records": [{"title": "t", "content": "c"}]})
+        )
+        .0,
+        404,
+        "and so is a store after it"
+    );
+}
+
+/// Issue 60: a name the caller gave comes back in an error cut to 64
+/// characters, not whole (a 5,000-character dbName was echoed in its 404).
+#[test]
+fn a_long_database_name_is_echoed_cut_short() {
+    let me = caller("longname");
+    let long = "n".repeat(5000);
+    let (status, body) = me.send("/queryEmbeddings", &long, json!({"query": "cats"}));
+    assert_eq!(status, 404, "{body}");
+    let message = body["error"]["message"].as_str().expect("a message");
+    assert!(
+        message.contains(&format!("\"{}…\"", "n".repeat(63))) && message.len() < 200,
+        "{message}"
+    );
 }
 
 #[test]
