@@ -4,8 +4,14 @@
 # (docker/fetch-data.sh). Used by `make run` and `make test`; the docs' builder
 # comes with the targets that build the docs (scripts/setup-docs.sh). Prints each
 # stage's time at the end.
+#
+#   scripts/setup.sh            everything
+#   scripts/setup.sh packages   the Debian packages alone (scripts/build.sh
+#                               builds the sidecar beside the rest)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+only="${1:-}"
+[ -z "$only" ] || [ "$only" = packages ] || die "usage: scripts/setup.sh [packages]"
 
 
 # fonts-ocr-b: the MRZ reading tests draw their zones in OCR-B (crates/identity/src/mrz/render.rs).
@@ -27,6 +33,10 @@ if ((${#missing[@]})); then
         "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
     }
     timed "Debian packages" apt_install "${missing[@]}"
+fi
+if [ "$only" = packages ]; then
+    print_times
+    exit 0
 fi
 
 # cargo-pgrx drives cargo and PostgreSQL; nothing it does is heavy, so it is
