@@ -270,6 +270,7 @@ down() {
     local dir i
     dir="$(realpath -m "$1")"
     [ -d "$dir" ] || return 0
+    stop_recorded_sidecar "$dir"
     # Replicas first, so the leader's going does not make one of them promote.
     local leader replicas=()
     leader="$( (load_settings "$dir" && leader_dir "$dir") 2>/dev/null || true)"

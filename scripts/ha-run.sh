@@ -36,9 +36,10 @@ cat <<HELP
             metric vigil_db_reads_total says which server answered)
   failover: kill -9 \$(head -1 "\$(scripts/ha-cluster.sh leader .vigil/ha)/data/postmaster.pid")
             (a replica is promoted within seconds; the sidecar follows it)
-  stop:     Ctrl-C stops the sidecar; \`make stop-ha\` stops the nodes and etcd.
+  stop:     Ctrl-C stops the sidecar; \`make stop-ha\` stops it, the nodes and etcd.
 
 HELP
 # The URL holds the role's password: in the environment, never on the command line.
 if [ -n "$read_url" ]; then export VIGIL_READ_DATABASE_URL="$read_url"; else unset VIGIL_READ_DATABASE_URL; fi
+record_sidecar "$dir"   # `make stop-ha` stops it (exec keeps this pid)
 DATABASE_URL="$database_url" exec "$VIGIL_ROOT/target/release/vigil-sidecar" serve --listen "$http_addr"

@@ -2,7 +2,9 @@
 # Source it; it defines variables and functions and runs nothing.
 
 VIGIL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VIGIL_STATE="$VIGIL_ROOT/.vigil"
+# Where the local clusters, credentials and logs live; another directory for a
+# second installation from the same checkout (the e2e test of `make stop` uses one).
+VIGIL_STATE="${VIGIL_STATE:-$VIGIL_ROOT/.vigil}"
 PG_CONFIG="${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}"
 # The server binaries beside PG_CONFIG: pointing PG_CONFIG at a relocated copy of the
 # installation (private_pg, revision_pg) runs that copy.
@@ -355,4 +357,31 @@ project does not install it. Install it as its users do (docs/scaling-out.md,
 image. Then run this again. make test does not include the cluster test.
 MSG
     exit 1
+}
+
+# The sidecar `make run` (`make run-ha`) serves in the foreground writes its
+# pid to DIR/sidecar.pid (DIR: the cluster's directory), so stopping the
+# cluster stops it first: `make stop-ha` once left it serving on 8081 in
+# front of no database. Only a process that is a vigil-sidecar is signalled
+# (the pid may have been reused); SIGTERM lets it finish its requests, and
+# this returns once it has exited.
+record_sidecar() {
+    echo "$$" >"$1/sidecar.pid"
+}
+stop_recorded_sidecar() {
+    local file="$1/sidecar.pid" pid
+    [ -f "$file" ] || return 0
+    pid="$(cat "$file")"
+    if [[ "$pid" =~ ^[0-9]+$ ]] && tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q 'vigil-sidecar serve'; then
+        step "stopping the sidecar (pid $pid)"
+        kill -TERM "$pid" 2>/dev/null || true
+        # Until it has exited: gone, or a zombie its parent (make, or a
+        # test) has yet to reap.
+        local waited=0
+        while [ -e "/proc/$pid" ] && [ "$(cut -d' ' -f3 2>/dev/null </proc/$pid/stat)" != Z ]; do
+            ((waited++ < 600)) || die "the sidecar (pid $pid) did not stop within 60 s"
+            sleep 0.1
+        done
+    fi
+    rm -f "$file"
 }

@@ -101,6 +101,7 @@ CONF
 
 down() {
     local dir; dir="$(realpath -m "$1")"
+    stop_recorded_sidecar "$dir"
     if as_pg test -f "$dir/data/PG_VERSION" 2>/dev/null && as_pg "$PG_BIN/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
         as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
     fi

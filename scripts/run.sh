@@ -22,10 +22,11 @@ cat <<HELP
   try:      set -a; . .vigil/credentials.env; set +a
             curl -s -H "x-api-key: \$VIGIL_API_KEY" http://$http_addr/api/key
             target/release/vigil-sidecar keys list
-  stop:     Ctrl-C stops the sidecar; \`make stop\` stops the database.
+  stop:     Ctrl-C stops the sidecar; \`make stop\` stops it and the database.
 
 HELP
 # The URL holds the role's password: in the environment (which only this user
 # and root can read, /proc/PID/environ), never on the command line, which `ps`
 # shows every user.
+record_sidecar "$VIGIL_STATE/pg"   # `make stop` stops it (exec keeps this pid)
 DATABASE_URL="$database_url" exec "$VIGIL_ROOT/target/release/vigil-sidecar" serve --listen "$http_addr"

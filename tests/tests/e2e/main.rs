@@ -21,6 +21,7 @@ mod http_surface;
 mod identity;
 mod identity_real;
 mod interrupts;
+mod make_run;
 mod reference;
 mod registries;
 mod search_quality;
