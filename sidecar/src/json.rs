@@ -87,10 +87,10 @@ pub async fn read_head(mut body: Body, prefix: usize) -> Result<Head, ApiError> 
 /// allocator kept the old ones (six bodies over a budget of 16 MiB grew the
 /// sidecar by 27 to 51 MiB; `tests/tests/e2e/hostile.rs`).
 pub async fn read_rest(
-    mut head: Vec<u8>,
+    head: Vec<u8>,
     mut rest: Body,
     budget: Option<Arc<Semaphore>>,
-) -> Result<(Bytes, Option<OwnedSemaphorePermit>), ApiError> {
+) -> Result<(Pieces, Option<OwnedSemaphorePermit>), ApiError> {
     let kib = |bytes: usize| u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX);
     let take = |n: u32| -> Result<Option<OwnedSemaphorePermit>, ApiError> {
         let Some(budget) = &budget else {
@@ -109,8 +109,8 @@ pub async fn read_rest(
     let declared = usize::try_from(rest.size_hint().lower()).unwrap_or(usize::MAX);
     let mut taken = kib(head.len().saturating_add(declared));
     let mut permit = take(taken)?;
-    let mut pieces = Vec::new();
     let mut len = head.len();
+    let mut pieces = vec![Bytes::from(head)];
     while let Some(frame) = rest.frame().await {
         if let Ok(data) = frame.map_err(body_error)?.into_data() {
             len += data.len();
@@ -124,11 +124,67 @@ pub async fn read_rest(
             pieces.push(data);
         }
     }
-    head.reserve_exact(len - head.len());
-    for piece in pieces {
-        head.extend_from_slice(&piece);
+    Ok((Pieces { pieces, len }, permit))
+}
+
+/// A body as [`read_rest`] read it, in the pieces it came in: joined, it is
+/// held twice while it is copied, so a body whose credentials are not known
+/// yet is read in its pieces ([`Pieces::parse`]) and joined only once they
+/// pass.
+pub struct Pieces {
+    pieces: Vec<Bytes>,
+    len: usize,
+}
+
+impl Pieces {
+    /// The body in one buffer.
+    pub fn join(self) -> Bytes {
+        if let [one] = self.pieces.as_slice() {
+            return one.clone();
+        }
+        let mut whole = Vec::with_capacity(self.len);
+        for piece in self.pieces {
+            whole.extend_from_slice(&piece);
+        }
+        Bytes::from(whole)
     }
-    Ok((Bytes::from(head), permit))
+
+    /// `T` read from the pieces where they lie, on tokio's blocking pool: a
+    /// type that skips the fields it does not name (the credentials) costs
+    /// no copy of the body.
+    pub async fn parse<T: DeserializeOwned + Send + 'static>(&self) -> Result<T, ApiError> {
+        let pieces = self.pieces.clone();
+        tokio::task::spawn_blocking(move || {
+            let reader = std::io::BufReader::new(PiecesReader {
+                rest: pieces.iter(),
+                current: &[],
+            });
+            read_json(serde_json::Deserializer::from_reader(reader))
+        })
+        .await
+        .map_err(|e| ApiError::internal(&format!("reading the body stopped: {e}")))?
+    }
+}
+
+/// The pieces of a body, read in order as one stream.
+struct PiecesReader<'a> {
+    rest: std::slice::Iter<'a, Bytes>,
+    current: &'a [u8],
+}
+
+impl std::io::Read for PiecesReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.current.is_empty() {
+            match self.rest.next() {
+                Some(piece) => self.current = piece,
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current[..n]);
+        self.current = &self.current[n..];
+        Ok(n)
+    }
 }
 
 /// 413 for a body over the route's limit, 400 for one that broke off.
@@ -275,6 +331,13 @@ pub fn refuse_nul(text: &str, field: &str) -> Result<(), ApiError> {
 }
 
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    read_json(serde_json::Deserializer::from_slice(bytes))
+}
+
+/// `T` from `de`, whose input must hold it and nothing after (see [`parse`]).
+fn read_json<'de, R: serde_json::de::Read<'de>, T: DeserializeOwned>(
+    mut de: serde_json::Deserializer<R>,
+) -> Result<T, ApiError> {
     let invalid = |message: String| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -282,7 +345,6 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             format!("the body is not valid: {message}"),
         )
     };
-    let mut de = serde_json::Deserializer::from_slice(bytes);
     let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let error = invalid(e.inner().to_string());
@@ -311,6 +373,38 @@ mod tests {
         db_name: Option<String>,
         limit: Option<u32>,
         metadata: Option<serde_json::Value>,
+    }
+
+    /// A body read in pieces parses as it does joined, errors included, and
+    /// joins to its bytes.
+    #[tokio::test]
+    async fn pieces_read_as_the_whole_body() {
+        let whole = br#"{"dbName": "d\u00e9", "limit": 7, "metadata": {"a": [1, "x"]}}"#;
+        for cut in [1, 2, 9, 30, whole.len() - 1] {
+            let pieces = Pieces {
+                pieces: vec![
+                    Bytes::copy_from_slice(&whole[..cut]),
+                    Bytes::new(),
+                    Bytes::copy_from_slice(&whole[cut..]),
+                ],
+                len: whole.len(),
+            };
+            let parsed: Body = pieces.parse().await.unwrap();
+            assert_eq!(
+                format!("{parsed:?}"),
+                format!("{:?}", parse::<Body>(whole).unwrap())
+            );
+            assert_eq!(&pieces.join()[..], &whole[..]);
+        }
+        let wrong = Pieces {
+            pieces: vec![
+                Bytes::from_static(br#"{"limit": "#),
+                Bytes::from_static(b"-1}"),
+            ],
+            len: 13,
+        };
+        let error = wrong.parse::<Body>().await.unwrap_err();
+        assert_eq!(error.field.as_deref(), Some("limit"));
     }
 
     /// A long body is read off this thread and answers as a short one does.

@@ -43,8 +43,13 @@ fn post(env: &Env, path: &str, body: &Value) -> (u16, Value) {
 /// declared (`Content-Length`) or, `chunked`, not; the statuses of the
 /// answers (None: the upload broke off, refused early).
 fn six_at_once(env: &Env, body: &str, chunked: bool) -> Vec<Option<u16>> {
+    at_once(env, 6, body, chunked)
+}
+
+/// As [`six_at_once`], from `clients` clients.
+fn at_once(env: &Env, clients: usize, body: &str, chunked: bool) -> Vec<Option<u16>> {
     std::thread::scope(|s| {
-        let sent: Vec<_> = (0..6)
+        let sent: Vec<_> = (0..clients)
             .map(|_| {
                 s.spawn(move || {
                     let body = if chunked {
@@ -64,6 +69,40 @@ fn six_at_once(env: &Env, body: &str, chunked: bool) -> Vec<Option<u16>> {
             .collect();
         sent.into_iter().map(|t| t.join().unwrap()).collect()
     })
+}
+
+/// Issue 60, part 7: a long body whose credentials come last is read within
+/// the shared budget, and its credentials are checked before its fields are
+/// parsed. Three 48 MB bodies with a wrong key at once, sent in chunks (so
+/// each is read until the default budget of 64 MiB runs out), grow the
+/// sidecar's peak by under 80 MiB: 145 MB when each read was parsed whole
+/// before its credentials were checked.
+#[test]
+fn a_body_is_not_parsed_before_its_late_credentials_are_checked() {
+    let env = shared().with_sidecar(SidecarOptions::default());
+    let mib = 1048576.0;
+    let peak = || env.metric("vigil_process_peak_resident_bytes");
+    let before = peak();
+    let pad = "x".repeat(48_000_000);
+    let wrong = format!("vu_{}", "0".repeat(64));
+    let last = format!(
+        r#"{{"records":[{{"title":"t","content":"{pad}"}}],"userKey":"{wrong}","account":"nobody@example.com","dbName":"main"}}"#
+    );
+    let statuses = at_once(&env, 3, &last, true);
+    assert!(
+        statuses.iter().flatten().all(|&s| s == 401 || s == 503),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.contains(&Some(401)),
+        "one body at least is read whole and refused for its key: {statuses:?}"
+    );
+    let grown = (peak() - before) / mib;
+    eprintln!("three bodies of 48 MB, credentials last: the peak grew {grown:.1} MiB");
+    assert!(
+        grown < 80.0,
+        "three bodies of 48 MB with their credentials last grew the sidecar's peak by {grown:.0} MiB"
+    );
 }
 
 #[test]
