@@ -23,11 +23,13 @@
 # DIR/ha.env): VIGIL_HA_PG_PORTS (28850,28851,28852), VIGIL_HA_API_PORTS (Patroni's
 # REST API, 28860,28861,28862), VIGIL_HA_ETCD_PORTS (client,peer: 28870,28871),
 # VIGIL_HA_TTL (10 s), VIGIL_HA_LOOP_WAIT (1 s), VIGIL_HA_RETRY_TIMEOUT (4 s),
-# VIGIL_HA_PRIMARY_START_TIMEOUT (0 s: a crashed primary fails over at once).
+# VIGIL_HA_PRIMARY_START_TIMEOUT (0 s: a crashed primary fails over at once),
+# VIGIL_HA_SYNC_STRICT (true: with no synchronous standby, writes wait for one;
+# false: the primary goes on alone, and what it acknowledges then is on it only).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-usage() { sed -n '2,25p' "$0" >&2; exit 2; }
+usage() { sed -n '2,27p' "$0" >&2; exit 2; }
 
 SCOPE=vigil-ha
 NODES=(node1 node2 node3)
@@ -77,6 +79,7 @@ TTL=${VIGIL_HA_TTL:-10}
 LOOP_WAIT=${VIGIL_HA_LOOP_WAIT:-1}
 RETRY_TIMEOUT=${VIGIL_HA_RETRY_TIMEOUT:-4}
 PRIMARY_START_TIMEOUT=${VIGIL_HA_PRIMARY_START_TIMEOUT:-0}
+SYNC_STRICT=${VIGIL_HA_SYNC_STRICT:-true}
 ENV
     fi
     # shellcheck disable=SC1090
@@ -86,6 +89,9 @@ ENV
     IFS=, read -r etcd_client etcd_peer <<<"$ETCD_PORTS"
     [ "${#pg_ports[@]}" -eq 3 ] && [ "${#api_ports[@]}" -eq 3 ] && [ -n "$etcd_peer" ] \
         || die "$dir/ha.env: three PostgreSQL ports, three API ports and two etcd ports are needed"
+    SYNC_STRICT="${SYNC_STRICT:-true}"   # a cluster made before the setting was
+    [[ "$SYNC_STRICT" =~ ^(true|false)$ ]] \
+        || die "$dir/ha.env: SYNC_STRICT (VIGIL_HA_SYNC_STRICT) is true or false, not '$SYNC_STRICT'"
 }
 
 start_etcd() {
@@ -138,7 +144,7 @@ bootstrap:
     primary_start_timeout: $PRIMARY_START_TIMEOUT
     maximum_lag_on_failover: 1048576
     synchronous_mode: true
-    synchronous_mode_strict: false
+    synchronous_mode_strict: $SYNC_STRICT
     postgresql:
       use_pg_rewind: true
       use_slots: true
