@@ -27,13 +27,18 @@ cargo=(cargo test --locked --release -p vigil-e2e --test e2e)
 tests="$("${cargo[@]}" -q -- --list --format terse 2>/dev/null | sed -n 's/: test$//p')"
 [ -n "$tests" ] || die "the e2e binary lists no tests"
 failed=()
+times=()
 for module in "${modules[@]}"; do
     grep -qx "mod $module;" tests/tests/e2e/main.rs || die "no module '$module' in tests/tests/e2e/main.rs"
     stray="$(grep -F "$module::" <<<"$tests" | grep -v "^$module::" || true)"
     [ -z "$stray" ] || die "the filter '$module::' would also run: $stray"
     step "e2e: $module"
+    started=$SECONDS
     "${cargo[@]}" -- "$module::" "$@" || failed+=("$module")
+    times+=("$(printf '%4dm%02ds  %s' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) "$module")")
 done
+printf 'e2e: each module\n' >&2
+printf '  %s\n' "${times[@]}" >&2
 if [ ${#failed[@]} -gt 0 ]; then
     printf 'e2e: modules with failures: %s\n' "${failed[*]}" >&2
     exit 1
