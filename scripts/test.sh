@@ -75,12 +75,20 @@ stage "formatting (cargo fmt --check)" cargo fmt --all --check
 # examples are run by tests/tests/e2e/docs.rs).
 stage "unit tests of the pure crates and the sidecar, the MRZ read by the real model" \
     cargo test --locked --release --no-fail-fast "${units[@]}" --features vigil-identity/ocr-ort --tests
+# The release build before the extension's tests: both build the extension's
+# library to one file (a cdylib's name has no hash), so each build of the
+# other features rebuilds it. In this order the test build is the last, and
+# the e2e test that runs it again beside a server (side_by_side) finds it
+# built; the other order rebuilt it there (1m34s).
+released=0
+stage "release build: extension and sidecar" \
+    bash -c '. scripts/lib.sh && install_extension && cargo build --locked --release -p vigil-sidecar' \
+    && released=1
 stage "extension tests in PostgreSQL 15 (cargo pgrx test, in a private copy of the installation)" \
     scripts/pgrx-test.sh
 stage "lints (cargo clippy -D warnings, every crate and its tests)" \
     cargo clippy --locked --release --keep-going --workspace --all-targets -- -D warnings
-if stage "release build: extension and sidecar" \
-    bash -c '. scripts/lib.sh && install_extension && cargo build --locked --release -p vigil-sidecar'; then
+if [ "$released" -eq 1 ]; then
     stage "the documentation builds (mdBook; its examples and links are checked by tests/tests/e2e/docs.rs)" \
         bash -c 'scripts/setup-docs.sh && mdbook build docs'
     stage "end-to-end tests (cluster + sidecar + HTTP), a process per module" \
