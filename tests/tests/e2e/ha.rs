@@ -270,6 +270,196 @@ FROM (SELECT q, array(SELECT cos(q * i * 0.11 + q)::real FROM generate_series(1,
       FROM generate_series(1, 20) q) qs
 ORDER BY q;";
 
+/// A sidecar in front of a cluster's three nodes, with an API key and an
+/// account whose rates the writers cannot reach (a 429 would be a failure).
+struct Front {
+    sidecar: Sidecar,
+    sidecar_log: PathBuf,
+    env: Env,
+    api_key: String,
+    creds: Value,
+}
+
+impl Front {
+    fn start(cluster: &HaCluster) -> Front {
+        let sidecar_log = cluster.dir.with_extension("sidecar.log");
+        let timeout = REQUEST_TIMEOUT_MS.to_string();
+        let sidecar = Sidecar::start(
+            &cluster.database_url,
+            SidecarOptions {
+                args: &["--request-timeout-ms", &timeout],
+                log: Some(&sidecar_log),
+                ..Default::default()
+            },
+        );
+        let env = Env {
+            base: sidecar.base.clone(),
+            database_url: cluster.database_url.clone(),
+            admin_url: cluster.admin_url.clone(),
+            cluster_dir: cluster.dir.clone(),
+        };
+        let unlimited = ["--rate-per-second", "100000", "--burst", "100000"];
+        let api_key = env.admin_ok(&[&["keys", "create", "--name", "ha"][..], &unlimited].concat());
+        env.admin_ok(&["accounts", "create", "ha@example.com"]);
+        let user_key =
+            env.admin_ok(&[&["user-keys", "create", "ha@example.com"][..], &unlimited].concat());
+        let creds = json!({"userKey": user_key, "account": "ha@example.com"});
+        Front {
+            sidecar,
+            sidecar_log,
+            env,
+            api_key,
+            creds,
+        }
+    }
+}
+
+/// Issue 60: two failures in a row. Under load, the primary's server is
+/// killed; within 3 s of the next one's promotion (once it has acknowledged
+/// writes, or after 2.5 s), that one's server is killed too. Once the
+/// cluster leads again, every acknowledged write is on the leader, once.
+/// What this shows is the double failure the issue names; what strict mode
+/// adds is not visible here, since Patroni restarts a killed server on its
+/// own disk: that a host lost for good right after a failover loses nothing
+/// (no write is acknowledged before a standby has it) is not yet tested.
+#[test]
+fn a_second_failure_right_after_a_failover_loses_no_acknowledged_write() {
+    let Some(cluster) = HaCluster::start_unless_opted_out("double-failure") else {
+        return;
+    };
+    let front = Front::start(&cluster);
+    let env = &front.env;
+    let post = |path: &str, body: Value| {
+        let mut full = front.creds.clone();
+        full.as_object_mut()
+            .unwrap()
+            .extend(body.as_object().unwrap().clone());
+        Client::new()
+            .post(env.url(path))
+            .json(&full)
+            .send()
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    assert!(matches!(
+        post("/createDatabase", json!({"dbName": "notes"})),
+        200 | 201
+    ));
+    let seen = Seen::default();
+    let stop = AtomicBool::new(false);
+    let load = Load::new(
+        env,
+        &front.api_key,
+        &front.creds,
+        "written between two failures",
+    );
+    let leader = |members: &[(String, String, String, i64)]| {
+        members
+            .iter()
+            .find(|m| m.1 == "leader" && m.2 == "running")
+            .map(|m| m.0.clone())
+    };
+    let mut second_kill_after = Duration::ZERO;
+    let mut acknowledged_by_second = 0;
+    std::thread::scope(|s| {
+        for client in 0..4 {
+            let role = if client % 2 == 0 {
+                Role::Assess
+            } else {
+                Role::Store { db: "notes" }
+            };
+            let (load, seen, stop) = (&load, &seen, &stop);
+            s.spawn(move || load.client(client, role, seen, stop));
+        }
+        wait_until("writes of both kinds before the kills", PATIENCE, || {
+            let (t, r) = seen.counts();
+            t >= 30 && r >= 15
+        });
+        let first = cluster.leader();
+        let first_name = HaCluster::node_name(&first);
+        // SAFETY: signalling the postmaster of the cluster this test made.
+        assert_eq!(
+            unsafe { libc::kill(HaCluster::postmaster_pid(&first), libc::SIGKILL) },
+            0
+        );
+        let mut second = String::new();
+        wait_until("another node to be promoted", PATIENCE, || {
+            match leader(&cluster.members()) {
+                Some(name) if name != first_name => {
+                    second = name;
+                    true
+                }
+                _ => false,
+            }
+        });
+        let promoted = Instant::now();
+        let at_promotion = seen.counts();
+        wait_until("writes on the new primary, or 2.5 s", PATIENCE, || {
+            let (t, r) = seen.counts();
+            t + r >= at_promotion.0 + at_promotion.1 + 10
+                || promoted.elapsed() >= Duration::from_millis(2500)
+        });
+        let (t1, r1) = seen.counts();
+        acknowledged_by_second = t1 + r1 - at_promotion.0 - at_promotion.1;
+        let second_dir = cluster.dir.join(&second);
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { libc::kill(HaCluster::postmaster_pid(&second_dir), libc::SIGKILL) },
+            0
+        );
+        second_kill_after = promoted.elapsed();
+        let (t0, r0) = seen.counts();
+        wait_until("writes of both kinds again", PATIENCE, || {
+            let (t, r) = seen.counts();
+            t >= t0 + 30 && r >= r0 + 15
+        });
+        stop.store(true, Ordering::SeqCst);
+    });
+    assert!(
+        second_kill_after < Duration::from_secs(3),
+        "the second kill came {second_kill_after:?} after the promotion"
+    );
+    let unexpected = seen.unexpected.into_inner().unwrap();
+    assert!(
+        unexpected.is_empty(),
+        "answers other than 2xx or 503: {unexpected:?}"
+    );
+    let transactions = seen.transactions.into_inner().unwrap();
+    let records = seen.records.into_inner().unwrap();
+    let now = cluster.leader();
+    let quoted: Vec<String> = transactions.iter().map(|t| format!("'{t}'")).collect();
+    let ids: Vec<String> = records.iter().map(i64::to_string).collect();
+    let found: usize = cluster
+        .psql(
+            &now,
+            &format!(
+                "SELECT (SELECT count(*) FROM vigil.transactions WHERE id IN ({})) \
+                      + (SELECT count(*) FROM vigil.vector_records WHERE id IN ({}))",
+                quoted.join(","),
+                ids.join(",")
+            ),
+        )
+        .parse()
+        .unwrap();
+    println!(
+        "--- two failures: the second primary's server killed {:.2} s after its promotion, \
+         having acknowledged {acknowledged_by_second} writes; {} of {} acknowledged writes on \
+         the leader after ({})",
+        second_kill_after.as_secs_f64(),
+        found,
+        transactions.len() + records.len(),
+        HaCluster::node_name(&now)
+    );
+    front.sidecar.stop();
+    assert_eq!(
+        found,
+        transactions.len() + records.len(),
+        "every acknowledged write"
+    );
+    let _ = std::fs::remove_file(&front.sidecar_log);
+}
+
 #[test]
 fn a_killed_primary_fails_over_with_every_acknowledged_write_kept() {
     let started = Instant::now();
@@ -277,29 +467,13 @@ fn a_killed_primary_fails_over_with_every_acknowledged_write_kept() {
         return;
     };
     let up = started.elapsed();
-    let sidecar_log = cluster.dir.with_extension("sidecar.log");
-    let timeout = REQUEST_TIMEOUT_MS.to_string();
-    let sidecar = Sidecar::start(
-        &cluster.database_url,
-        SidecarOptions {
-            args: &["--request-timeout-ms", &timeout],
-            log: Some(&sidecar_log),
-            ..Default::default()
-        },
-    );
-    let env = Env {
-        base: sidecar.base.clone(),
-        database_url: cluster.database_url.clone(),
-        admin_url: cluster.admin_url.clone(),
-        cluster_dir: cluster.dir.clone(),
-    };
-    // Keys whose rate the writers cannot reach: a 429 would be a failure here.
-    let unlimited = ["--rate-per-second", "100000", "--burst", "100000"];
-    let api_key = env.admin_ok(&[&["keys", "create", "--name", "ha"][..], &unlimited].concat());
-    env.admin_ok(&["accounts", "create", "ha@example.com"]);
-    let user_key =
-        env.admin_ok(&[&["user-keys", "create", "ha@example.com"][..], &unlimited].concat());
-    let creds = json!({"userKey": user_key, "account": "ha@example.com"});
+    let Front {
+        sidecar,
+        sidecar_log,
+        env,
+        api_key,
+        creds,
+    } = Front::start(&cluster);
     let http = Client::builder()
         .timeout(Duration::from_secs(30))
         .build()
