@@ -46,6 +46,17 @@ AS 'MODULE_PATHNAME', 'bm25_top_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
+-- extension/src/keys/mod.rs:46
+-- vigil::keys::_database_granted
+CREATE  FUNCTION "_database_granted"(
+	"db" TEXT /* & str */
+) RETURNS bool /* bool */
+STRICT STABLE PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'database_granted_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
 -- extension/src/vectordb/mod.rs:382
 -- vigil::vectordb::_embed_records
 CREATE  FUNCTION "_embed_records"(
@@ -95,7 +106,7 @@ AS 'MODULE_PATHNAME', 'identity_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/keys/mod.rs:75
+-- extension/src/keys/mod.rs:97
 -- vigil::keys::_key_prefix
 CREATE  FUNCTION "_key_prefix"(
 	"kind_name" TEXT, /* & str */
@@ -107,7 +118,7 @@ AS 'MODULE_PATHNAME', 'key_prefix_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/keys/mod.rs:58
+-- extension/src/keys/mod.rs:80
 -- vigil::keys::_new_key
 CREATE  FUNCTION "_new_key"(
 	"kind_name" TEXT /* & str */
@@ -202,7 +213,7 @@ AS 'MODULE_PATHNAME', 'postings_remove_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/keys/mod.rs:83
+-- extension/src/keys/mod.rs:105
 -- vigil::keys::_verify_key
 CREATE  FUNCTION "_verify_key"(
 	"presented" TEXT, /* & str */
@@ -282,7 +293,7 @@ AS 'MODULE_PATHNAME', 'bm25_score_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/keys/mod.rs:41
+-- extension/src/keys/mod.rs:63
 -- vigil::keys::current_account
 CREATE  FUNCTION "current_account"() RETURNS TEXT /* Option < String > */
 STRICT STABLE PARALLEL SAFE
@@ -291,12 +302,13 @@ AS 'MODULE_PATHNAME', 'current_account_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/keys/mod.rs:88
+-- extension/src/keys/mod.rs:110
 -- requires:
 --   new_key
 --   key_prefix
 --   verify_key
 --   current_account
+--   database_granted
 
 -- Accounts, API keys and user keys (vector databases: vectordb/schema.sql).
 --
@@ -582,7 +594,8 @@ END
 $$;
 
 -- Checks `user_key` for `account` and `db`; on success the rest of the
--- transaction acts for `account` (vigil.current_account()).
+-- transaction acts for `account` (vigil.current_account()), within the
+-- databases the key is limited to, if it is (vigil._database_granted).
 -- Outcome: ok, missing, unknown (401); account, revoked, expired, database (403).
 CREATE FUNCTION vigil.enter_account(account text, user_key text, db text)
 RETURNS TABLE (key_id bigint, outcome text, rate_per_second real, burst integer)
@@ -616,6 +629,9 @@ BEGIN
     END IF;
     IF outcome = 'ok' THEN
         PERFORM set_config('vigil.account', k.account, true);
+        -- The key's databases limit the rest of the transaction, whichever
+        -- `db` the vector functions are given (vigil._database).
+        PERFORM set_config('vigil.databases', coalesce(array_to_string(k.databases, ','), ''), true);
         rate_per_second := k.rate_per_second;
         burst := k.burst;
         IF k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute' THEN
@@ -638,6 +654,66 @@ REVOKE EXECUTE ON FUNCTION
     vigil.authenticate_api_key(text, text, inet), vigil.enter_account(text, text, text)
 FROM PUBLIC;
 REVOKE ALL ON vigil.api_key_list, vigil.user_key_list FROM PUBLIC;
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- extension/src/hnsw/mod.rs:65
+-- requires:
+--   keys_schema
+
+-- vigil_hnsw: distance operators on real[] and the HNSW index access method.
+-- The functions are C functions of this module (src/hnsw/ops.rs, mod.rs).
+
+-- Exact distances; these also back the operators when no index is used. COST
+-- reflects a few hundred multiply-adds, so the planner weighs a sequential scan
+-- that computes one per row against the index's few hundred per query.
+CREATE FUNCTION vigil.l2_distance(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_l2_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+CREATE FUNCTION vigil.cosine_distance(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_cosine_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+CREATE FUNCTION vigil.negative_inner_product(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_negative_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+CREATE FUNCTION vigil.inner_product(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+
+COMMENT ON FUNCTION vigil.l2_distance(real[], real[]) IS 'Euclidean distance; the <-> operator';
+COMMENT ON FUNCTION vigil.cosine_distance(real[], real[]) IS '1 - cosine similarity; the <=> operator';
+COMMENT ON FUNCTION vigil.negative_inner_product(real[], real[]) IS '-(a . b); the <#> operator';
+
+CREATE OPERATOR vigil.<-> (
+    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.l2_distance,
+    COMMUTATOR = OPERATOR(vigil.<->)
+);
+CREATE OPERATOR vigil.<=> (
+    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.cosine_distance,
+    COMMUTATOR = OPERATOR(vigil.<=>)
+);
+CREATE OPERATOR vigil.<#> (
+    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.negative_inner_product,
+    COMMUTATOR = OPERATOR(vigil.<#>)
+);
+
+CREATE FUNCTION vigil.vigil_hnsw_handler(internal) RETURNS index_am_handler
+    AS 'MODULE_PATHNAME', 'vigil_hnsw_handler' LANGUAGE c;
+CREATE ACCESS METHOD vigil_hnsw TYPE INDEX HANDLER vigil.vigil_hnsw_handler;
+COMMENT ON ACCESS METHOD vigil_hnsw IS 'HNSW approximate nearest-neighbour index over real[]';
+
+-- Support function 1 names the metric the index is built with.
+CREATE OPERATOR CLASS vigil.cosine_ops DEFAULT FOR TYPE real[] USING vigil_hnsw AS
+    OPERATOR 1 vigil.<=> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
+    FUNCTION 1 vigil.cosine_distance(real[], real[]);
+CREATE OPERATOR CLASS vigil.l2_ops FOR TYPE real[] USING vigil_hnsw AS
+    OPERATOR 1 vigil.<-> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
+    FUNCTION 1 vigil.l2_distance(real[], real[]);
+CREATE OPERATOR CLASS vigil.ip_ops FOR TYPE real[] USING vigil_hnsw AS
+    OPERATOR 1 vigil.<#> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
+    FUNCTION 1 vigil.negative_inner_product(real[], real[]);
+-- The key of a partitioned index, `USING vigil_hnsw (key, vector)`: one graph
+-- per key value, which a scan for `key = $1` walks alone (src/hnsw/directory.rs).
+CREATE OPERATOR CLASS vigil.int8_ops DEFAULT FOR TYPE bigint USING vigil_hnsw AS
+    OPERATOR 1 pg_catalog.= (bigint, bigint),
+    OPERATOR 1 pg_catalog.= (bigint, integer),
+    OPERATOR 1 pg_catalog.= (bigint, smallint);
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -873,7 +949,7 @@ FROM PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/identity/mod.rs:272
+-- extension/src/identity/mod.rs:274
 -- requires:
 --   risk_schema
 --   phash_bands
@@ -923,96 +999,40 @@ ALTER TABLE vigil.identity_assessments ALTER image SET STORAGE EXTERNAL;
 -- In backups (keys/schema.sql says why).
 SELECT pg_catalog.pg_extension_config_dump('vigil.identity_assessments', '');
 
--- The earlier assessment a perceptual hash repeats: the closest within
--- max_distance bits, then the earliest, with how many matched. Multi-index
+-- The earlier assessment a perceptual hash repeats among those made with
+-- the same API key (NULL: those made without one): the closest within
+-- max_distance bits, then the earliest, with how many matched. Per key, so
+-- that one key's uploads tell nothing of another's (issue 60; per tenant
+-- once tenants hold keys). Multi-index
 -- hashing: the GIN index gives the rows sharing a band key, and only those
 -- are compared bit by bit. vigil.assess_id and make bench-identity call it.
 -- Everything is schema-qualified and there is no SET clause, so the planner
 -- inlines it into the caller's query (and keeps the GIN index).
-CREATE FUNCTION vigil._identity_duplicate(hash bytea, max_distance integer)
+CREATE FUNCTION vigil._identity_duplicate(hash bytea, max_distance integer, api_key bigint)
 RETURNS TABLE (id uuid, distance integer, matches bigint)
 LANGUAGE sql STABLE
 AS $$
     SELECT c.id, c.distance, pg_catalog.count(*) OVER ()
     FROM (SELECT a.id, a.assessed_at, vigil._phash_distance(a.phash, $1) AS distance
           FROM vigil.identity_assessments a
-          WHERE a.phash_bands OPERATOR(pg_catalog.&&) vigil._phash_bands($1)) AS c
+          WHERE a.phash_bands OPERATOR(pg_catalog.&&) vigil._phash_bands($1)
+            AND a.api_key_id IS NOT DISTINCT FROM $3) AS c
     WHERE c.distance <= $2
     ORDER BY c.distance, c.assessed_at, c.id
     LIMIT 1
 $$;
 -- Identity hashes are the owner's to compare (vigil.assess_id runs as it).
-REVOKE EXECUTE ON FUNCTION vigil._identity_duplicate(bytea, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION vigil._identity_duplicate(bytea, integer, bigint) FROM PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/identity/mod.rs:278
+-- extension/src/identity/mod.rs:280
 -- requires:
 --   assess_id
 --   identity_schema
 
 -- Security definer: only the application role (sql/bootstrap.sql) and the owner assess.
 REVOKE EXECUTE ON FUNCTION vigil.assess_id(bytea, bigint) FROM PUBLIC;
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- extension/src/hnsw/mod.rs:65
--- requires:
---   keys_schema
-
--- vigil_hnsw: distance operators on real[] and the HNSW index access method.
--- The functions are C functions of this module (src/hnsw/ops.rs, mod.rs).
-
--- Exact distances; these also back the operators when no index is used. COST
--- reflects a few hundred multiply-adds, so the planner weighs a sequential scan
--- that computes one per row against the index's few hundred per query.
-CREATE FUNCTION vigil.l2_distance(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_l2_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-CREATE FUNCTION vigil.cosine_distance(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_cosine_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-CREATE FUNCTION vigil.negative_inner_product(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_negative_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-CREATE FUNCTION vigil.inner_product(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-
-COMMENT ON FUNCTION vigil.l2_distance(real[], real[]) IS 'Euclidean distance; the <-> operator';
-COMMENT ON FUNCTION vigil.cosine_distance(real[], real[]) IS '1 - cosine similarity; the <=> operator';
-COMMENT ON FUNCTION vigil.negative_inner_product(real[], real[]) IS '-(a . b); the <#> operator';
-
-CREATE OPERATOR vigil.<-> (
-    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.l2_distance,
-    COMMUTATOR = OPERATOR(vigil.<->)
-);
-CREATE OPERATOR vigil.<=> (
-    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.cosine_distance,
-    COMMUTATOR = OPERATOR(vigil.<=>)
-);
-CREATE OPERATOR vigil.<#> (
-    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.negative_inner_product,
-    COMMUTATOR = OPERATOR(vigil.<#>)
-);
-
-CREATE FUNCTION vigil.vigil_hnsw_handler(internal) RETURNS index_am_handler
-    AS 'MODULE_PATHNAME', 'vigil_hnsw_handler' LANGUAGE c;
-CREATE ACCESS METHOD vigil_hnsw TYPE INDEX HANDLER vigil.vigil_hnsw_handler;
-COMMENT ON ACCESS METHOD vigil_hnsw IS 'HNSW approximate nearest-neighbour index over real[]';
-
--- Support function 1 names the metric the index is built with.
-CREATE OPERATOR CLASS vigil.cosine_ops DEFAULT FOR TYPE real[] USING vigil_hnsw AS
-    OPERATOR 1 vigil.<=> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
-    FUNCTION 1 vigil.cosine_distance(real[], real[]);
-CREATE OPERATOR CLASS vigil.l2_ops FOR TYPE real[] USING vigil_hnsw AS
-    OPERATOR 1 vigil.<-> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
-    FUNCTION 1 vigil.l2_distance(real[], real[]);
-CREATE OPERATOR CLASS vigil.ip_ops FOR TYPE real[] USING vigil_hnsw AS
-    OPERATOR 1 vigil.<#> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
-    FUNCTION 1 vigil.negative_inner_product(real[], real[]);
--- The key of a partitioned index, `USING vigil_hnsw (key, vector)`: one graph
--- per key value, which a scan for `key = $1` walks alone (src/hnsw/directory.rs).
-CREATE OPERATOR CLASS vigil.int8_ops DEFAULT FOR TYPE bigint USING vigil_hnsw AS
-    OPERATOR 1 pg_catalog.= (bigint, bigint),
-    OPERATOR 1 pg_catalog.= (bigint, integer),
-    OPERATOR 1 pg_catalog.= (bigint, smallint);
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -1420,6 +1440,19 @@ BEGIN
 END
 $$;
 
+-- ERROR 42501 naming dbName when the user key that entered the account is
+-- limited to other databases (vigil.enter_account), as HTTP answers 403.
+CREATE FUNCTION vigil._require_granted(db text) RETURNS void
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    IF NOT vigil._database_granted(db) THEN
+        RAISE EXCEPTION 'the user key is limited to other databases than "%"', db
+            USING ERRCODE = 'insufficient_privilege', COLUMN = 'dbName';
+    END IF;
+END
+$$;
+
 -- ERROR 22023 naming `field`, as every refusal of a bad value is.
 CREATE FUNCTION vigil._refuse(field text, message text) RETURNS void
 LANGUAGE plpgsql IMMUTABLE
@@ -1441,6 +1474,7 @@ BEGIN
         RAISE EXCEPTION 'dbName must be 1 to 63 letters, digits, "_", "." or "-", starting with a letter or digit'
             USING ERRCODE = 'invalid_parameter_value', COLUMN = 'dbName';
     END IF;
+    PERFORM vigil._require_granted(db);
     name := db;
     INSERT INTO vigil.vector_databases AS d (account, name) VALUES (create_database.account, db)
     ON CONFLICT DO NOTHING
@@ -1467,6 +1501,7 @@ BEGIN
     IF wanted IS NULL THEN
         PERFORM vigil._refuse('dbName', 'dbName is required (pass it, or SET vigil.db)');
     END IF;
+    PERFORM vigil._require_granted(wanted);
     SELECT d.id INTO found_id FROM vector_databases d WHERE d.account = acct AND d.name = wanted;
     IF found_id IS NULL THEN
         RAISE EXCEPTION 'no database "%" in account %', wanted, acct
@@ -1648,7 +1683,8 @@ BEGIN
 END
 $$;
 
--- 22023 naming the field unless a search has a query and 1 <= k <= 1000.
+-- 22023 naming the field unless a search has a query of words, at most
+-- 1,000 characters (the sidecar's MAX_QUERY_CHARS), and 1 <= k <= 1000.
 CREATE FUNCTION vigil._check_search(query text, k integer) RETURNS void
 LANGUAGE plpgsql IMMUTABLE
 AS $$
@@ -1657,6 +1693,9 @@ BEGIN
         PERFORM vigil._refuse('query', 'query is required');
     ELSIF query !~ '\S' THEN
         PERFORM vigil._refuse('query', 'query is blank: give words to search for');
+    ELSIF pg_catalog.char_length(query) > 1000 THEN
+        PERFORM vigil._refuse('query', pg_catalog.format(
+            'query is %s characters; at most 1000 are searched for', pg_catalog.char_length(query)));
     END IF;
     PERFORM vigil._check_limit(k);
 END
@@ -2199,7 +2238,7 @@ REVOKE EXECUTE ON FUNCTION vigil.add_worker(text, integer) FROM PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/hnsw/mod.rs:397
+-- extension/src/hnsw/mod.rs:405
 -- vigil::hnsw::hnsw_check
 CREATE  FUNCTION "hnsw_check"(
 	"index" regclass /* pgrx :: PgRelation */
@@ -2207,6 +2246,16 @@ CREATE  FUNCTION "hnsw_check"(
 STRICT VOLATILE PARALLEL UNSAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'hnsw_check_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- extension/src/hnsw/mod.rs:391
+-- requires:
+--   hnsw_check
+
+-- The structural check reads a whole index, every tenant's rows of a
+-- shared one included: the owner's and the superuser's, not the application's.
+REVOKE EXECUTE ON FUNCTION vigil.hnsw_check(regclass) FROM PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -2223,7 +2272,7 @@ AS 'MODULE_PATHNAME', 'risk_refit_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/risk/model.rs:291
+-- extension/src/risk/model.rs:312
 -- requires:
 --   risk_refit
 
