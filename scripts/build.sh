@@ -26,7 +26,6 @@ if ! wait "$sidecar"; then
     die "the sidecar did not build (cargo build --release -p vigil-sidecar; log: $sidecar_log)"
 fi
 trap - EXIT
-TIMES+=("$(printf '%4dm%02ds  %s' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) \
-    "the sidecar (cargo build --release), beside set-up and the extension; done by then")")
+TIMES+=("$(since "$started" "the sidecar (cargo build --release), beside set-up and the extension; done by then")")
 step "built in $((SECONDS))s"
 print_times

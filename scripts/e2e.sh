@@ -35,7 +35,7 @@ for module in "${modules[@]}"; do
     step "e2e: $module"
     started=$SECONDS
     "${cargo[@]}" -- "$module::" "$@" || failed+=("$module")
-    times+=("$(printf '%4dm%02ds  %s' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) "$module")")
+    times+=("$(since "$started" "$module")")
 done
 printf 'e2e: each module\n' >&2
 printf '  %s\n' "${times[@]}" >&2

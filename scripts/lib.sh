@@ -328,7 +328,13 @@ timed() {
     local name="$1" started=$SECONDS
     shift
     "$@" || return
-    TIMES+=("$(printf '%4dm%02ds  %s' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) "$name")")
+    TIMES+=("$(since "$started" "$name")")
+}
+# "  MmSSs  NAME": the time since STARTED (a value of $SECONDS), as the
+# scripts print each stage's.
+since() {
+    local seconds=$((SECONDS - $1))
+    printf '%4dm%02ds  %s' $((seconds / 60)) $((seconds % 60)) "$2"
 }
 print_times() {
     ((${#TIMES[@]})) || return 0
