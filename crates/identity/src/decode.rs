@@ -188,11 +188,11 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
         format: name,
         detail: e.to_string(),
     };
-    if format == ImageFormat::Jpeg && !jpeg_is_complete(bytes) {
-        return Err(DecodeError::Corrupt {
+    if format == ImageFormat::Jpeg {
+        crate::jpeg::check(bytes).map_err(|detail| DecodeError::Corrupt {
             format: name,
-            detail: "it ends before its end-of-image marker".into(),
-        });
+            detail,
+        })?;
     }
     let mut limits = Limits::default();
     limits.max_image_width = Some(MAX_SIDE);
@@ -238,42 +238,6 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
 /// Whether one side is more than [`MAX_ASPECT`] times the other.
 pub fn out_of_proportion(width: u32, height: u32) -> bool {
     u64::from(width.max(height)) > u64::from(MAX_ASPECT) * u64::from(width.min(height))
-}
-
-/// Whether a JPEG's last scan reaches its end-of-image marker. The decoder
-/// conceals truncation (it fills missing rows with grey), which would let a
-/// cut upload through as a damaged-looking document; no library check says
-/// "truncated", so the markers are walked here: segments up to the scans, then
-/// entropy-coded data, where a 0xFF byte is followed by 0x00 (stuffing) or a
-/// restart marker unless a real marker starts.
-fn jpeg_is_complete(bytes: &[u8]) -> bool {
-    let mut at = 2; // after SOI
-    while at + 2 <= bytes.len() {
-        if bytes[at] != 0xFF {
-            return false;
-        }
-        let marker = bytes[at + 1];
-        match marker {
-            0xD9 => return true,
-            0xFF => at += 1, // fill byte
-            0x01 | 0xD0..=0xD7 => at += 2,
-            _ if at + 4 > bytes.len() => return false,
-            _ => {
-                let length = usize::from(u16::from_be_bytes([bytes[at + 2], bytes[at + 3]]));
-                at += 2 + length;
-                if marker == 0xDA {
-                    // Entropy-coded data runs to the next marker: a 0xFF
-                    // not followed by a stuffed 0x00, a restart or fill.
-                    while at + 1 < bytes.len()
-                        && (bytes[at] != 0xFF || matches!(bytes[at + 1], 0x00 | 0xD0..=0xD7 | 0xFF))
-                    {
-                        at += 1;
-                    }
-                }
-            }
-        }
-    }
-    false
 }
 
 /// The error of a decoder that refused the header: the limits (a bomb) or damage.
@@ -327,24 +291,27 @@ mod tests {
     }
 
     #[test]
-    fn a_jpeg_is_complete_only_up_to_its_end_marker() {
+    fn a_jpeg_cut_short_is_refused_as_corrupt_with_its_reason() {
         let image =
             image::RgbImage::from_fn(64, 48, |x, y| image::Rgb([x as u8 * 4, y as u8 * 5, 90]));
         let mut jpeg = Vec::new();
         image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 85)
             .encode_image(&image)
             .unwrap();
-        assert!(jpeg_is_complete(&jpeg));
-        // Data after the end marker (a motion photo's video) is not damage.
-        let mut trailing = jpeg.clone();
-        trailing.extend_from_slice(b"\0\0\0\x18ftypmp42");
-        assert!(jpeg_is_complete(&trailing));
-        for cut in [4, 20, jpeg.len() / 2, jpeg.len() - 2] {
-            assert!(!jpeg_is_complete(&jpeg[..cut]), "cut at {cut}");
-            assert!(matches!(
-                decode(&jpeg[..cut]),
-                Err(DecodeError::Corrupt { .. })
-            ));
+        assert!(decode(&jpeg).is_ok());
+        // Cut, and cut with an end marker appended (the whole file, cut
+        // before its end marker, is the one cut that sealing restores).
+        let cuts = [4, 20, jpeg.len() / 2, jpeg.len() - 2];
+        let sealed = cuts[..3]
+            .iter()
+            .map(|&cut| [&jpeg[..cut], &[0xFF, 0xD9]].concat());
+        for bytes in cuts.iter().map(|&cut| jpeg[..cut].to_vec()).chain(sealed) {
+            match decode(&bytes) {
+                Err(DecodeError::Corrupt { detail, .. }) => {
+                    assert!(detail.contains("cut short"), "{}: {detail}", bytes.len())
+                }
+                other => panic!("{}: {:?}", bytes.len(), other.map(|_| "decoded")),
+            }
         }
     }
 

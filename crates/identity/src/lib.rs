@@ -27,6 +27,7 @@ pub mod decode;
 pub mod document;
 pub mod face;
 pub mod interrupt;
+pub mod jpeg;
 pub mod mrz;
 pub mod phash;
 pub mod quality;

@@ -829,16 +829,27 @@ fn score(points: f64, level: Level) -> f64 {
     }
 }
 
-/// Low for a retake (the checks saw too little); High when the face search
-/// and the error-level analysis both ran; else Medium.
+/// Low for a retake (the checks saw too little); High when the document's
+/// own data held (a machine-readable zone read with every check digit valid)
+/// and the face search and the error-level analysis both ran; else Medium.
+///
+/// Without a zone, nothing on the document is verified: a drawn card (a
+/// bordered rectangle, a cartoon face, "LOREM IPSUM") passes the image
+/// checks as a real card's front does, so neither is High (issue 60).
 fn confidence(a: &Analysis, level: Level) -> Confidence {
     if level == Level::Retake {
         Confidence::Low
-    } else if a.ela.is_some() && a.faces.is_some() {
+    } else if zone_verified(a) && a.ela.is_some() && a.faces.is_some() {
         Confidence::High
     } else {
         Confidence::Medium
     }
+}
+
+/// Whether a machine-readable zone was read with every check digit valid.
+fn zone_verified(a: &Analysis) -> bool {
+    matches!(&a.mrz, MrzAttempt::Read { reading, .. }
+        if reading.mrz.as_ref().is_ok_and(|m| m.all_checks_valid()))
 }
 
 impl Assessment {
@@ -1447,6 +1458,35 @@ mod tests {
         assert_eq!(outcome(&[camera.clone(), ela]), "warning");
         assert_eq!(outcome(&[camera.clone(), editor]), "failed");
         assert_eq!(outcome(&[blurry]), "failed");
+    }
+
+    #[test]
+    fn only_a_zone_whose_check_digits_hold_makes_a_pass_high_confidence() {
+        let ela = Some(crate::tamper::Ela {
+            pixels: 1000,
+            median: 0.01,
+            outlier_ratio: 2.0,
+        });
+        // A card's front (or a drawing of one): every image check ran, no zone.
+        let mut card = analysis();
+        card.ela = ela;
+        let verdict = judge(&card, None);
+        assert_eq!(
+            (verdict.result, verdict.confidence),
+            (Verdict::Passed, Confidence::Medium)
+        );
+        // A passport page whose zone holds.
+        let mut page = passport();
+        page.ela = ela;
+        page.mrz = read(TD3, 0.98, BEFORE_EXPIRY);
+        let verdict = judge(&page, None);
+        assert_eq!(
+            (verdict.result, verdict.confidence),
+            (Verdict::Passed, Confidence::High)
+        );
+        // The same zone with a failing check digit, read unsurely: a retake.
+        page.mrz = read(&TD3.replace("7408122", "7408123"), 0.5, BEFORE_EXPIRY);
+        assert_ne!(judge(&page, None).confidence, Confidence::High);
     }
 
     #[test]

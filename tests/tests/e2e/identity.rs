@@ -225,8 +225,10 @@ fn refused_uploads_have_their_status_and_code_and_record_nothing() {
     let noise: Vec<u8> = (0..4096u32)
         .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
         .collect();
+    // Cut short, then sealed with an end-of-image marker (issue 60).
+    let sealed = [&jpeg[..jpeg.len() / 2], &[0xFF, 0xD9]].concat();
     let before = recorded(env, &key);
-    let cases: [(&str, Vec<u8>, u16, &str); 5] = [
+    let cases: [(&str, Vec<u8>, u16, &str); 6] = [
         ("random bytes", noise, 415, "unsupported_image_type"),
         (
             "a PDF",
@@ -246,6 +248,7 @@ fn refused_uploads_have_their_status_and_code_and_record_nothing() {
             422,
             "invalid_image",
         ),
+        ("a truncated JPEG sealed", sealed, 422, "invalid_image"),
         ("a huge PNG header", huge_png, 422, "image_too_large"),
     ];
     for (what, bytes, status, code) in cases {
