@@ -2,12 +2,13 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help setup build run stop reset run-ha stop-ha reset-ha test docs bench-soak bench-embed bench-risk bench-hnsw bench-vectordb bench-vectordb-recall bench-identity bench-risk-quality bench-embed-int8 bench-citus test-citus
+.PHONY: help setup build run stop reset run-ha stop-ha reset-ha test docs bench-soak bench-embed bench-risk bench-hnsw bench-vectordb bench-vectordb-recall bench-identity bench-risk-quality bench-embed-int8 bench-citus test-citus fuzz
 
 help:
 	@echo "make run          set up, build, start PostgreSQL + the sidecar (Ctrl-C to stop)"
 	@echo "make test         set up, build, run every test"
 	@echo "make test-citus   the Citus cluster test, against a Citus you installed (docs/scaling-out.md)"
+	@echo "make fuzz         fuzz the identity check's image paths for 15 minutes a target (cargo fuzz; make test fuzzes 1 minute)"
 	@echo "make docs         build docs/ into a browsable book under target/book/ (mdBook)"
 	@echo "make stop         stop make run's sidecar and its PostgreSQL cluster"
 	@echo "make reset        delete the local cluster and its data (keys, accounts, records)"
@@ -60,6 +61,9 @@ test: setup
 # before anything else and fails at once, saying how, where it is missing.
 test-citus:
 	scripts/test-citus.sh
+
+fuzz: setup
+	scripts/fuzz.sh
 
 docs: setup
 	scripts/setup-docs.sh

@@ -11,6 +11,7 @@ PG_CONFIG="${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}"
 PG_BIN="$(dirname "$PG_CONFIG")"
 PGRX_VERSION="0.18.0"
 MDBOOK_VERSION="0.4.52"
+CARGO_FUZZ_VERSION="0.13.2"
 export PATH="$HOME/.cargo/bin:$PATH"
 
 step() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

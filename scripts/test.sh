@@ -66,7 +66,8 @@ units=(-p vigil-auth -p vigil-embed -p vigil-hnsw -p vigil-hnsw-page -p vigil-id
        -p vigil-risk-sim -p vigil-search -p vigil-sidecar)
 export VIGIL_GEOIP_MMDB="$(vigil_geoip_path)"
 
-stage "formatting (cargo fmt --check)" cargo fmt --all --check
+stage "formatting (cargo fmt --check)" bash -c \
+    'cargo fmt --all --check && cargo fmt --check --manifest-path crates/identity/fuzz/Cargo.toml'
 # With the MRZ read by the real recogniser (PP-OCRv4 on the installed ONNX
 # Runtime, crates/identity/tests/identity/mrz_model.rs), behind a feature: in
 # the same build, since a build of other features compiles the shared crates
@@ -88,6 +89,11 @@ stage "extension tests in PostgreSQL 15 (cargo pgrx test, in a private copy of t
     scripts/pgrx-test.sh
 stage "lints (cargo clippy -D warnings, every crate and its tests)" \
     cargo clippy --locked --release --keep-going --workspace --all-targets -- -D warnings
+# The fuzz targets are a workspace of their own (crates/identity/fuzz).
+stage "lints of the fuzz targets" \
+    cargo clippy --locked --release --manifest-path crates/identity/fuzz/Cargo.toml -- -D warnings
+stage "fuzzing the image paths (cargo fuzz: decode 20 s, analyse 40 s, from the seeds)" \
+    scripts/fuzz.sh test
 if [ "$released" -eq 1 ]; then
     stage "the documentation builds (mdBook; its examples and links are checked by tests/tests/e2e/docs.rs)" \
         bash -c 'scripts/setup-docs.sh && mdbook build docs'
