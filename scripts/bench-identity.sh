@@ -89,23 +89,23 @@ psql -c "DELETE FROM vigil.identity_assessments" \
      -c "DROP INDEX vigil.identity_assessments_phash" \
      -c "INSERT INTO vigil.identity_assessments
              (id, sha256, phash, result, level, score, confidence, decision, reasons,
-              format, width, height, bytes, response)
+              format, width, height, bytes, response, account)
          SELECT gen_random_uuid(), sha256(i::text::bytea), sha256(i::text::bytea),
-                'Passed', 5, 0, 'High', 'accept', '{}', 'JPEG', 1, 1, 1, '{}'
+                'Passed', 5, 0, 'High', 'accept', '{}', 'JPEG', 1, 1, 1, '{}', vigil.default_account()
          FROM generate_series(1, $hashes) i" \
      -c "CREATE INDEX identity_assessments_phash ON vigil.identity_assessments
              USING gin (phash_bands) WITH (fastupdate = off)" \
      -c "VACUUM ANALYZE vigil.identity_assessments"
 # The lookup vigil.assess_id makes (vigil._identity_duplicate, identity/schema.sql).
 lookup() { # the hash expression
-    printf '\\set i random(1, %s)\nSELECT * FROM vigil._identity_duplicate(%s, 24, NULL);\n' "$hashes" "$1"
+    printf '\\set i random(1, %s)\nSELECT * FROM vigil._identity_duplicate(%s, 24, vigil.default_account());\n' "$hashes" "$1"
 }
 hit="set_bit(sha256(:i::text::bytea), 5, 1 - get_bit(sha256(:i::text::bytea), 5))"
 lookup "$hit" >"$dir/hit.sql"
 lookup "sha256(('miss ' || :i)::bytea)" >"$dir/miss.sql"
 hit_ms="$(pgbench_latency "$dir/hit.sql" -c 1 -T 10)"
 miss_ms="$(pgbench_latency "$dir/miss.sql" -c 1 -T 10)"
-found="$(psql -c "SELECT distance FROM vigil._identity_duplicate(set_bit(sha256('77'::bytea), 5, 1 - get_bit(sha256('77'::bytea), 5)), 24, NULL)")"
+found="$(psql -c "SELECT distance FROM vigil._identity_duplicate(set_bit(sha256('77'::bytea), 5, 1 - get_bit(sha256('77'::bytea), 5)), 24, vigil.default_account())")"
 [ "$found" = 1 ] || { echo "the lookup did not find a stored hash one bit away (got '$found')"; exit 1; }
 scan_start=$(date +%s%N)
 psql -c "SELECT min(vigil._phash_distance(phash, sha256('miss'::bytea))) FROM vigil.identity_assessments" >/dev/null

@@ -46,6 +46,21 @@ BEGIN
     END IF;
 END
 $$;
+-- Tenants (from 0.17.0): the sidecar enters an API key's account in the
+-- statement that acts for it and refits each account's model; a role that
+-- entered an account (an analyst in psql) reads that account's risk and
+-- identity rows, row-level security hiding every other account's.
+DO $$
+BEGIN
+    IF to_regprocedure('vigil.enter_api_key(text)') IS NOT NULL THEN
+        GRANT EXECUTE ON FUNCTION vigil.enter_api_key(text),
+                                  vigil.risk_refit_accounts(interval, timestamptz) TO vigil_app;
+        GRANT SELECT ON vigil.transactions, vigil.feedback, vigil.transaction_labels,
+                        vigil.fraud_identities, vigil.blocklist, vigil.risk_models,
+                        vigil.identity_assessments TO vigil_app;
+    END IF;
+END
+$$;
 ALTER ROLE vigil_app IN DATABASE vigil SET search_path = vigil, public;
 
 -- The role of `vigil-sidecar keys|accounts|user-keys`: the admin functions and
@@ -57,12 +72,28 @@ ALTER ROLE vigil_admin LOGIN NOSUPERUSER NOBYPASSRLS PASSWORD :'admin_password';
 GRANT CONNECT ON DATABASE vigil TO vigil_admin;
 GRANT USAGE ON SCHEMA vigil TO vigil_admin;
 GRANT EXECUTE ON FUNCTION
-    vigil.create_api_key(text, text[], timestamptz, cidr[], real, integer),
     vigil.create_account(text), vigil.delete_account(text),
     vigil.create_user_key(text, text, text[], timestamptz, real, integer),
-    vigil.key_status(text), vigil.rotate_key(text, interval, timestamptz), vigil.revoke_key(text),
-    vigil.blocklist_add(text, text, text, timestamptz), vigil.blocklist_remove(text, text)
+    vigil.key_status(text), vigil.rotate_key(text, interval, timestamptz), vigil.revoke_key(text)
 TO vigil_admin;
+-- API keys and the blocklist of an account (from 0.17.0; before, of the one
+-- installation).
+DO $$
+BEGIN
+    IF to_regprocedure('vigil.blocklist_list(text)') IS NOT NULL THEN
+        GRANT EXECUTE ON FUNCTION
+            vigil.create_api_key(text, text[], timestamptz, cidr[], real, integer, text),
+            vigil.blocklist_add(text, text, text, timestamptz, text), vigil.blocklist_remove(text, text, text),
+            vigil.blocklist_list(text)
+        TO vigil_admin;
+    ELSE
+        GRANT EXECUTE ON FUNCTION
+            vigil.create_api_key(text, text[], timestamptz, cidr[], real, integer),
+            vigil.blocklist_add(text, text, text, timestamptz), vigil.blocklist_remove(text, text)
+        TO vigil_admin;
+    END IF;
+END
+$$;
 GRANT SELECT ON vigil.blocklist TO vigil_admin;
 GRANT SELECT ON vigil.api_key_list, vigil.user_key_list, vigil.account_list TO vigil_admin;
 -- The account list reads through a function running as its owner (from 0.13.0).

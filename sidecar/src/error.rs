@@ -293,6 +293,9 @@ pub fn from_sqlstate(code: &str, message: &str, column: Option<&str>) -> ApiErro
         )),
         // no_data_found: the thing the request names does not exist.
         "P0002" => named(ApiError::new(StatusCode::NOT_FOUND, "not_found", message)),
+        // invalid_authorization_specification: vigil.enter_api_key found the
+        // key no longer live (revoked or expired since it was checked).
+        "28000" => ApiError::new(StatusCode::UNAUTHORIZED, "unknown_key", message),
         // query_canceled: the statement timeout, which equals the request timeout.
         "57014" => ApiError::timeout(),
         "XX001" => server(

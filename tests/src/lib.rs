@@ -206,6 +206,31 @@ impl Env {
     }
 
     /// Runs an admin command that must succeed; returns its stdout, trimmed.
+    /// An API key of `scopes` in an account of its own, made for it
+    /// (`<name>-<n>@tenants.test`): what one tenant of a shared installation
+    /// holds. Returns (key, account).
+    pub fn tenant_key(&self, name: &str, scopes: &[&str]) -> (String, String) {
+        static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let slug: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let account = format!("{slug}-{}-{n}@tenants.test", std::process::id());
+        self.admin_ok(&["accounts", "create", &account]);
+        let mut args = vec!["keys", "create", "--name", name, "--account", &account];
+        for scope in scopes {
+            args.extend(["--scope", scope]);
+        }
+        (self.admin_ok(&args), account)
+    }
+
     pub fn admin_ok(&self, args: &[&str]) -> String {
         let out = self.admin(args);
         assert!(

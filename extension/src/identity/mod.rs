@@ -76,6 +76,8 @@ pub fn register_settings() {
 ///
 /// Runs as the extension's owner, so the application role needs no access to
 /// the assessments table; `api_key_id` attributes the record to the caller.
+/// Acts for the account entered ([`crate::keys::acting_account`]): the
+/// duplicates are looked for among its assessments, and the record is its.
 #[pg_extern(volatile, security_definer)]
 #[search_path(pg_catalog, vigil)]
 fn assess_id(image: Option<&[u8]>, api_key_id: default!(Option<i64>, "NULL")) -> Jsonb {
@@ -107,11 +109,20 @@ fn assess_id(image: Option<&[u8]>, api_key_id: default!(Option<i64>, "NULL")) ->
         Ok(analysis) => analysis,
         Err(e) => refuse(sqlstate(&e), "image", &e.message()),
     };
-    let duplicate = find_duplicate(&analysis.phash, api_key_id);
+    let account = crate::keys::acting_account();
+    let duplicate = find_duplicate(&analysis.phash, &account);
     let assessment = vigil_identity::judge(&analysis, duplicate.as_ref());
     let id = crate::pg::random_uuid("an identity assessment id");
     let response = assessment.to_json(&id.to_string());
-    record(id, api_key_id, bytes, &analysis, &assessment, &response);
+    record(
+        id,
+        &account,
+        api_key_id,
+        bytes,
+        &analysis,
+        &assessment,
+        &response,
+    );
     Jsonb(response)
 }
 
@@ -207,16 +218,16 @@ fn as_hash(bytes: &[u8]) -> Option<phash::Hash> {
     bytes.try_into().ok()
 }
 
-/// The earliest, closest earlier assessment of the same picture made with
-/// the same API key (schema.sql).
+/// The earliest, closest earlier assessment of the same picture in the same
+/// account (schema.sql).
 const FIND_DUPLICATE: &str =
     "SELECT id::text, distance, matches FROM vigil._identity_duplicate($1, $2, $3)";
 
-fn find_duplicate(hash: &phash::Hash, api_key_id: Option<i64>) -> Option<Duplicate> {
+fn find_duplicate(hash: &phash::Hash, account: &str) -> Option<Duplicate> {
     let args: [DatumWithOid; 3] = [
         hash.as_slice().into(),
         (phash::DUPLICATE_DISTANCE as i32).into(),
-        api_key_id.into(),
+        account.into(),
     ];
     let found = Spi::connect(|client| {
         let rows = client.select(FIND_DUPLICATE, Some(1), &args)?;
@@ -235,11 +246,12 @@ fn find_duplicate(hash: &phash::Hash, api_key_id: Option<i64>) -> Option<Duplica
 const RECORD: &str = "\
 INSERT INTO vigil.identity_assessments
     (id, api_key_id, sha256, phash, result, level, score, confidence, decision,
-     reasons, format, width, height, bytes, response, image)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
+     reasons, format, width, height, bytes, response, image, account)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
 
 fn record(
     id: pgrx::Uuid,
+    account: &str,
     api_key_id: Option<i64>,
     bytes: &[u8],
     analysis: &Analysis,
@@ -248,7 +260,7 @@ fn record(
 ) {
     let kept = KEEP_IMAGES.get().then_some(bytes);
     let codes: Vec<String> = assessment.codes().into_iter().map(str::to_owned).collect();
-    let args: [DatumWithOid; 16] = [
+    let args: [DatumWithOid; 17] = [
         id.into(),
         api_key_id.into(),
         analysis.sha256.as_slice().into(),
@@ -265,6 +277,7 @@ fn record(
         (analysis.bytes as i32).into(),
         Jsonb(response.clone()).into(),
         kept.into(),
+        account.into(),
     ];
     if let Err(e) = Spi::run_with_args(RECORD, &args) {
         error!("could not record the identity assessment: {e}");

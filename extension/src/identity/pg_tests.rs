@@ -135,10 +135,10 @@ mod tests {
         Spi::run(
             "INSERT INTO vigil.identity_assessments
                  (id, sha256, phash, result, level, score, confidence, decision, reasons,
-                  format, width, height, bytes, response)
+                  format, width, height, bytes, response, account)
              SELECT gen_random_uuid(), sha256(i::text::bytea),
                     sha256(i::text::bytea), 'Passed', 5, 0, 'High', 'accept', '{}',
-                    'JPEG', 1, 1, 1, '{}'
+                    'JPEG', 1, 1, 1, '{}', vigil.default_account()
              FROM generate_series(1, 20000) i",
         )
         .unwrap();
@@ -146,7 +146,7 @@ mod tests {
         // The lookup vigil.assess_id makes, inlined into the query: the band index.
         let near_77 = "set_bit(sha256('77'::bytea), 3, 1 - get_bit(sha256('77'::bytea), 3))";
         let plan = Spi::get_one::<pgrx::Json>(&format!(
-            "EXPLAIN (FORMAT JSON) SELECT * FROM vigil._identity_duplicate({near_77}, 24, NULL)"
+            "EXPLAIN (FORMAT JSON) SELECT * FROM vigil._identity_duplicate({near_77}, 24, vigil.default_account())"
         ))
         .unwrap()
         .unwrap()
@@ -155,7 +155,7 @@ mod tests {
         assert!(plan.contains("identity_assessments_phash"), "{plan}");
         // Stored hash 77 is found again one bit away.
         let found = Spi::get_one::<i32>(&format!(
-            "SELECT distance FROM vigil._identity_duplicate({near_77}, 24, NULL)"
+            "SELECT distance FROM vigil._identity_duplicate({near_77}, 24, vigil.default_account())"
         ))
         .unwrap();
         assert_eq!(found, Some(1));

@@ -29,7 +29,9 @@ CREATE TABLE vigil.identity_assessments (
     height      integer NOT NULL,
     bytes       integer NOT NULL,
     response    jsonb NOT NULL,             -- the answer as given
-    image       bytea                       -- only with vigil.identity_keep_images
+    image       bytea,                      -- only with vigil.identity_keep_images
+    -- Whose it is (0.17.0): duplicates are looked for among the account's own.
+    account     text COLLATE "C" NOT NULL
 );
 -- fastupdate off: every insert goes straight into the index, so a lookup never
 -- scans a pending list (which would grow with the inserts between vacuums).
@@ -41,17 +43,19 @@ CREATE INDEX identity_assessments_assessed ON vigil.identity_assessments USING b
 ALTER TABLE vigil.identity_assessments ALTER image SET STORAGE EXTERNAL;
 -- In backups (keys/schema.sql says why).
 SELECT pg_catalog.pg_extension_config_dump('vigil.identity_assessments', '');
+-- An account's assessments, to a role that entered it (risk/schema.sql).
+ALTER TABLE vigil.identity_assessments ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_account ON vigil.identity_assessments USING (account = vigil.current_account());
 
--- The earlier assessment a perceptual hash repeats among those made with
--- the same API key (NULL: those made without one): the closest within
--- max_distance bits, then the earliest, with how many matched. Per key, so
--- that one key's uploads tell nothing of another's (issue 60; per tenant
--- once tenants hold keys). Multi-index
+-- The earlier assessment a perceptual hash repeats among those of the same
+-- account: the closest within max_distance bits, then the earliest, with how
+-- many matched. Per account, so that one account's uploads tell nothing of
+-- another's (issues 60 and 61; per API key in 0.15.0 and 0.16.0). Multi-index
 -- hashing: the GIN index gives the rows sharing a band key, and only those
 -- are compared bit by bit. vigil.assess_id and make bench-identity call it.
 -- Everything is schema-qualified and there is no SET clause, so the planner
 -- inlines it into the caller's query (and keeps the GIN index).
-CREATE FUNCTION vigil._identity_duplicate(hash bytea, max_distance integer, api_key bigint)
+CREATE FUNCTION vigil._identity_duplicate(hash bytea, max_distance integer, account text)
 RETURNS TABLE (id uuid, distance integer, matches bigint)
 LANGUAGE sql STABLE
 AS $$
@@ -59,10 +63,10 @@ AS $$
     FROM (SELECT a.id, a.assessed_at, vigil._phash_distance(a.phash, $1) AS distance
           FROM vigil.identity_assessments a
           WHERE a.phash_bands OPERATOR(pg_catalog.&&) vigil._phash_bands($1)
-            AND a.api_key_id IS NOT DISTINCT FROM $3) AS c
+            AND a.account OPERATOR(pg_catalog.=) $3) AS c
     WHERE c.distance <= $2
     ORDER BY c.distance, c.assessed_at, c.id
     LIMIT 1
 $$;
 -- Identity hashes are the owner's to compare (vigil.assess_id runs as it).
-REVOKE EXECUTE ON FUNCTION vigil._identity_duplicate(bytea, integer, bigint) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION vigil._identity_duplicate(bytea, integer, text) FROM PUBLIC;

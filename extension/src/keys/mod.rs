@@ -68,6 +68,16 @@ fn current_account() -> Option<String> {
         .filter(|account| !account.is_empty())
 }
 
+/// `vigil.default_account()`: what is done without an account is its.
+pub const DEFAULT_ACCOUNT: &str = "default@localhost";
+
+/// The account the risk and identity functions act for: the one entered
+/// (`vigil.enter_api_key`, `vigil.enter_account`), else the default account
+/// (`vigil._acting_account()` in SQL).
+pub fn acting_account() -> String {
+    current_account().unwrap_or_else(|| DEFAULT_ACCOUNT.to_owned())
+}
+
 fn kind(name: &str) -> KeyKind {
     match name {
         "api" => KeyKind::Api,

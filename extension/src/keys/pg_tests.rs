@@ -55,6 +55,61 @@ mod tests {
         assert_eq!(auth(&revoked, "transaction", "10.1.2.3"), "revoked");
     }
 
+    /// Issue 61: a key belongs to an account, default or named; entering
+    /// it acts for that account; a key no longer live enters nothing.
+    #[pg_test]
+    fn an_api_key_enters_its_account() {
+        let enter = |key: &str| {
+            crate::pg::testing::error_of(&format!("SELECT vigil.enter_api_key('{key}')"))
+        };
+        let (plain, prefix) = api_key("'shop'");
+        assert_eq!(
+            one(&format!(
+                "SELECT account FROM vigil.api_key_list WHERE prefix = '{prefix}'"
+            )),
+            "default@localhost"
+        );
+        assert_eq!(
+            one("SELECT vigil.default_account()"),
+            super::super::DEFAULT_ACCOUNT
+        );
+        Spi::run("SELECT vigil.create_account('brand@example.com')").unwrap();
+        let (brand, brand_prefix) = api_key("'brand', account => 'brand@example.com'");
+        assert_eq!(enter(&brand), "");
+        assert_eq!(one("SELECT vigil._acting_account()"), "brand@example.com");
+        assert_eq!(enter(&plain), "");
+        assert_eq!(one("SELECT vigil._acting_account()"), "default@localhost");
+        // Rotated, the new key keeps the account.
+        let rotated = one(&format!(
+            "SELECT key FROM vigil.rotate_key('{brand_prefix}', interval '0')"
+        ));
+        assert_eq!(enter(&rotated), "");
+        assert_eq!(one("SELECT vigil._acting_account()"), "brand@example.com");
+        assert_eq!(
+            enter(&brand),
+            "the API key is not valid",
+            "the old one expired at once"
+        );
+        assert_eq!(enter("vk_nothing"), "the API key is not valid");
+        assert_eq!(
+            crate::pg::testing::error_of(
+                "SELECT vigil.create_api_key('x', account => 'nobody@example.com')"
+            ),
+            "no account \"nobody@example.com\""
+        );
+        assert_eq!(
+            crate::pg::testing::error_of("SELECT vigil.delete_account('default@localhost')"),
+            "the default account cannot be deleted"
+        );
+        // Deleting an account deletes its keys with it.
+        assert!(
+            Spi::get_one::<bool>("SELECT vigil.delete_account('brand@example.com')")
+                .unwrap()
+                .unwrap()
+        );
+        assert_eq!(enter(&rotated), "the API key is not valid");
+    }
+
     #[pg_test]
     fn only_a_hash_of_the_key_is_stored() {
         let (key, prefix) = api_key("'hashed'");

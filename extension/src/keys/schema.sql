@@ -30,6 +30,21 @@ CREATE TABLE vigil.accounts (
     created_at timestamptz NOT NULL DEFAULT now()
 );
 
+-- The account of what is done without one (issue 61): API keys made without
+-- `--account`, and SQL callers that enter none (a single-shop installation
+-- keeps working as before tenants). The upgrade to 0.17.0 gave it every key,
+-- transaction, label, model and assessment there was.
+CREATE FUNCTION vigil.default_account() RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT 'default@localhost'::text $$;
+INSERT INTO vigil.accounts (account) VALUES (vigil.default_account());
+
+-- The account an API key reads and writes: its transactions, labels, models,
+-- blocklist and identity assessments are that account's alone.
+ALTER TABLE vigil.api_keys
+    ADD COLUMN account text NOT NULL DEFAULT vigil.default_account()
+        REFERENCES vigil.accounts (account) ON DELETE CASCADE;
+
 CREATE TABLE vigil.user_keys (
     id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     account      text NOT NULL REFERENCES vigil.accounts (account) ON DELETE CASCADE,
@@ -61,7 +76,8 @@ REVOKE ALL ON vigil.api_keys, vigil.accounts, vigil.user_keys FROM PUBLIC;
 -- registers its own tables the same way.
 SELECT pg_catalog.pg_extension_config_dump('vigil.api_keys', '');
 SELECT pg_catalog.pg_extension_config_dump('vigil.api_keys_id_seq', '');
-SELECT pg_catalog.pg_extension_config_dump('vigil.accounts', '');
+-- The default account is made by CREATE EXTENSION, so a dump leaves it out.
+SELECT pg_catalog.pg_extension_config_dump('vigil.accounts', 'WHERE account <> ''default@localhost''');
 SELECT pg_catalog.pg_extension_config_dump('vigil.user_keys', '');
 SELECT pg_catalog.pg_extension_config_dump('vigil.user_keys_id_seq', '');
 
@@ -77,23 +93,30 @@ $$;
 
 -- Admin: API keys. Each returns the new key once, with the prefix that names it.
 
+-- `account` NULL: the default account.
 CREATE FUNCTION vigil.create_api_key(
     name text,
     scopes text[] DEFAULT ARRAY['transaction', 'identity'],
     expires_at timestamptz DEFAULT NULL,
     allowed_ips cidr[] DEFAULT NULL,
     rate_per_second real DEFAULT NULL,
-    burst integer DEFAULT NULL
+    burst integer DEFAULT NULL,
+    account text DEFAULT NULL
 ) RETURNS TABLE (id bigint, key text, prefix text)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 DECLARE
     k record;
+    owner text := coalesce(create_api_key.account, vigil.default_account());
 BEGIN
+    IF NOT EXISTS (SELECT FROM vigil.accounts a WHERE a.account = owner) THEN
+        RAISE EXCEPTION 'no account "%"', vigil._echo(owner)
+            USING ERRCODE = 'no_data_found', COLUMN = 'account';
+    END IF;
     SELECT * INTO k FROM vigil._new_key('api');
-    INSERT INTO vigil.api_keys AS a (name, prefix, hash, scopes, expires_at, allowed_ips, rate_per_second, burst)
+    INSERT INTO vigil.api_keys AS a (name, prefix, hash, scopes, expires_at, allowed_ips, rate_per_second, burst, account)
     VALUES (create_api_key.name, k.prefix, k.hash, create_api_key.scopes, create_api_key.expires_at,
-            create_api_key.allowed_ips, create_api_key.rate_per_second, create_api_key.burst)
+            create_api_key.allowed_ips, create_api_key.rate_per_second, create_api_key.burst, owner)
     RETURNING a.id INTO id;
     key := k.secret;
     prefix := k.prefix;
@@ -104,7 +127,7 @@ $$;
 -- Everything about the keys but their hashes.
 CREATE VIEW vigil.api_key_list AS
 SELECT id, name, prefix, scopes, allowed_ips, rate_per_second, burst, created_at, expires_at, revoked_at,
-       last_used_at, rotated_from, vigil._key_status(revoked_at, expires_at) AS status
+       last_used_at, rotated_from, vigil._key_status(revoked_at, expires_at) AS status, account
 FROM vigil.api_keys;
 
 -- Admin: accounts and their user keys.
@@ -117,13 +140,27 @@ AS $$
     SELECT create_account.account;
 $$;
 
--- Deletes the account with its user keys and vector databases; false if none.
+-- Deletes the account with its keys, vector databases, transactions, labels,
+-- models, blocklist and identity assessments; false if none. The default
+-- account stays: what is done without an account is its.
 CREATE FUNCTION vigil.delete_account(account text) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 BEGIN
+    IF delete_account.account = vigil.default_account() THEN
+        RAISE EXCEPTION 'the default account cannot be deleted'
+            USING ERRCODE = 'invalid_parameter_value', COLUMN = 'account';
+    END IF;
     DELETE FROM vigil.accounts a WHERE a.account = delete_account.account;
-    RETURN FOUND;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    -- Not foreign keys: an assessment's insert would lock the account's row.
+    DELETE FROM vigil.transactions t WHERE t.account = delete_account.account;
+    DELETE FROM vigil.blocklist b WHERE b.account = delete_account.account;
+    DELETE FROM vigil.risk_models m WHERE m.account = delete_account.account;
+    DELETE FROM vigil.identity_assessments i WHERE i.account = delete_account.account;
+    RETURN true;
 END
 $$;
 
@@ -196,8 +233,8 @@ BEGIN
         UPDATE vigil.api_keys a SET expires_at = least(coalesce(a.expires_at, 'infinity'), now() + old_key_lives)
         WHERE a.prefix = rotate_key.key_prefix AND vigil._key_status(a.revoked_at, a.expires_at) = 'active'
         RETURNING a.id INTO old_id;
-        INSERT INTO vigil.api_keys AS a (name, prefix, hash, scopes, expires_at, allowed_ips, rate_per_second, burst, rotated_from)
-        SELECT o.name, k.prefix, k.hash, o.scopes, new_key_expires_at, o.allowed_ips, o.rate_per_second, o.burst, o.id
+        INSERT INTO vigil.api_keys AS a (name, prefix, hash, scopes, expires_at, allowed_ips, rate_per_second, burst, rotated_from, account)
+        SELECT o.name, k.prefix, k.hash, o.scopes, new_key_expires_at, o.allowed_ips, o.rate_per_second, o.burst, o.id, o.account
         FROM vigil.api_keys o WHERE o.id = old_id
         RETURNING a.id INTO id;
     ELSE
@@ -281,6 +318,38 @@ BEGIN
 END
 $$;
 
+-- The API key's account for the rest of the transaction, and the key's id:
+-- what the sidecar calls within the statement that acts for the key
+-- (`SELECT vigil.risk_score($1, vigil.enter_api_key($2))`), having checked
+-- its scope and address with vigil.authenticate_api_key. A key that is not
+-- live (revoked or expired since) raises 28000.
+CREATE FUNCTION vigil.enter_api_key(key text) RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
+AS $$
+DECLARE
+    k vigil.api_keys;
+    p text := vigil._key_prefix('api', key);
+BEGIN
+    IF p IS NOT NULL THEN
+        SELECT * INTO k FROM vigil.api_keys a WHERE a.prefix = p;
+    END IF;
+    IF k.id IS NULL OR NOT vigil._verify_key(key, k.hash)
+       OR vigil._key_status(k.revoked_at, k.expires_at) <> 'active' THEN
+        RAISE EXCEPTION 'the API key is not valid'
+            USING ERRCODE = 'invalid_authorization_specification';
+    END IF;
+    PERFORM set_config('vigil.account', k.account, true);
+    PERFORM set_config('vigil.databases', '', true);
+    RETURN k.id;
+END
+$$;
+
+-- The account the risk and identity functions act for: the one entered
+-- (vigil.enter_api_key, vigil.enter_account), else the default account.
+CREATE FUNCTION vigil._acting_account() RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$ SELECT coalesce(vigil.current_account(), vigil.default_account()) $$;
+
 -- Checks `user_key` for `account` and `db`; on success the rest of the
 -- transaction acts for `account` (vigil.current_account()), within the
 -- databases the key is limited to, if it is (vigil._database_granted).
@@ -335,10 +404,11 @@ $$;
 -- are granted to the application role by the same file.
 REVOKE EXECUTE ON FUNCTION
     vigil._new_key(text), vigil._key_prefix(text, text), vigil._verify_key(text, bytea),
-    vigil.create_api_key(text, text[], timestamptz, cidr[], real, integer),
+    vigil.create_api_key(text, text[], timestamptz, cidr[], real, integer, text),
     vigil.create_account(text), vigil.delete_account(text),
     vigil.create_user_key(text, text, text[], timestamptz, real, integer),
     vigil.key_status(text), vigil.rotate_key(text, interval, timestamptz), vigil.revoke_key(text),
-    vigil.authenticate_api_key(text, text, inet), vigil.enter_account(text, text, text)
+    vigil.authenticate_api_key(text, text, inet), vigil.enter_account(text, text, text),
+    vigil.enter_api_key(text)
 FROM PUBLIC;
 REVOKE ALL ON vigil.api_key_list, vigil.user_key_list FROM PUBLIC;

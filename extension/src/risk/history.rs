@@ -1,5 +1,5 @@
-//! What the database knows about a transaction's identities, and the record of
-//! each assessment.
+//! What the database knows about a transaction's identities within its
+//! account, and the record of each assessment.
 //!
 //! The history is read from index ranges directly ([`crate::pg::index_range`]),
 //! keyed by identity and event time (`occurred_at`): each identity's rows up to
@@ -29,31 +29,37 @@ use crate::pg::jsonb::Jsonb;
 const RECORD: &str = "
 INSERT INTO vigil.transactions
   (id, api_key_id, request, features, score, level, result, confidence, reasons,
-   email, device, ip, card, amount, occurred_at, model_x)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
+   email, device, ip, card, amount, occurred_at, model_x, account)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
 
 thread_local! {
     static RECORD_PLAN: RefCell<Option<OwnedPreparedStatement>> = const { RefCell::new(None) };
 }
 
-/// Columns of the history's indexes (schema.sql), in index order.
+/// Columns of the history's indexes (schema.sql), in index order; each
+/// index's first is the account.
 mod column {
-    /// `transactions_<identity> (<identity>, occurred_at) INCLUDE (...)`.
-    pub const OCCURRED_AT: usize = 2;
+    /// `transactions_<identity> (account, <identity>, occurred_at) INCLUDE (...)`.
+    pub const OCCURRED_AT: usize = 3;
     /// `transactions_email`: `INCLUDE (amount)`.
-    pub const AMOUNT: usize = 3;
+    pub const AMOUNT: usize = 4;
     /// `transactions_device`, `transactions_ip` and `transactions_card`: `INCLUDE (email)`.
-    pub const EMAIL: usize = 3;
-    /// `blocklist_pkey (kind, value) INCLUDE (expires_at)`.
-    pub const EXPIRES_AT: usize = 3;
-    /// `fraud_identities_pkey (kind, value, transaction_id) INCLUDE (occurred_at)`.
-    pub const FRAUD_OCCURRED_AT: usize = 4;
+    pub const EMAIL: usize = 4;
+    /// `blocklist_pkey (account, kind, value) INCLUDE (expires_at)`.
+    pub const EXPIRES_AT: usize = 4;
+    /// `fraud_identities_pkey (account, kind, value, transaction_id) INCLUDE (occurred_at)`.
+    pub const FRAUD_OCCURRED_AT: usize = 5;
 }
 
-/// Reads the history of `ids` as of `event` (the transaction's event time,
-/// [`vigil_risk::Request::event_time_us`]): rows that occurred after it are
-/// not its history. Hard rules and blocklist expiry are as of now.
-pub fn load(ids: &Identities, event: pg_sys::TimestampTz, snapshot: &Snapshot) -> History {
+/// Reads the history of `ids` in `account` as of `event` (the transaction's
+/// event time, [`vigil_risk::Request::event_time_us`]): rows that occurred
+/// after it are not its history. Hard rules and blocklist expiry are as of now.
+pub fn load(
+    account: &str,
+    ids: &Identities,
+    event: pg_sys::TimestampTz,
+    snapshot: &Snapshot,
+) -> History {
     let now = unsafe { pg_sys::GetCurrentTransactionStartTimestamp() };
     let age = |entry: &Entry| event - entry.timestamp(column::OCCURRED_AT).unwrap_or(event);
     let table = Relation::open("transactions");
@@ -72,7 +78,7 @@ pub fn load(ids: &Identities, event: pg_sys::TimestampTz, snapshot: &Snapshot) -
             &table,
             &index,
             snapshot,
-            &[Key::TextEq(email), until_event],
+            &[Key::TextEq(account), Key::TextEq(email), until_event],
             Direction::Backward,
             |entry| {
                 let age = age(entry);
@@ -89,7 +95,8 @@ pub fn load(ids: &Identities, event: pg_sys::TimestampTz, snapshot: &Snapshot) -
             },
         );
         history.customer_amounts = AmountStats::of(&amounts);
-        history.email_first_seen_us = oldest.first_seen(&table, &index, snapshot, email, event);
+        history.email_first_seen_us =
+            oldest.first_seen(&table, &index, snapshot, [account, email], event);
         index.close();
     }
     let email = ids.email.as_deref().map(str::as_bytes);
@@ -125,7 +132,7 @@ pub fn load(ids: &Identities, event: pg_sys::TimestampTz, snapshot: &Snapshot) -
         let index = Relation::open(index);
         *window = Window::with_month();
         others.clear();
-        let keys = [Key::TextEq(value), until_event];
+        let keys = [Key::TextEq(account), Key::TextEq(value), until_event];
         let mut read = 0usize;
         let mut oldest = Oldest::default();
         scan(
@@ -158,11 +165,11 @@ pub fn load(ids: &Identities, event: pg_sys::TimestampTz, snapshot: &Snapshot) -
         );
         *linkage = others.finish();
         if let Some(first) = first {
-            *first = oldest.first_seen(&table, &index, snapshot, value, event);
+            *first = oldest.first_seen(&table, &index, snapshot, [account, value], event);
         }
         index.close();
     }
-    history.hard_rules = hard_rules(ids, now, event, snapshot);
+    history.hard_rules = hard_rules(account, ids, now, event, snapshot);
     table.close();
     history
 }
@@ -185,7 +192,7 @@ impl Oldest {
         table: &Relation,
         index: &Relation,
         snapshot: &Snapshot,
-        value: &str,
+        [account, value]: [&str; 2],
         event: pg_sys::TimestampTz,
     ) -> Option<i64> {
         if !self.stopped {
@@ -193,6 +200,7 @@ impl Oldest {
         }
         let mut first = None;
         let keys = [
+            Key::TextEq(account),
             Key::TextEq(value),
             Key::Between {
                 after: None,
@@ -211,6 +219,7 @@ impl Oldest {
 /// ordered by kind name; a confirmed fraud with the time since the youngest
 /// such fraud before `event` (the engine grades a device's or IP's link by it).
 fn hard_rules(
+    account: &str,
     ids: &Identities,
     now: pg_sys::TimestampTz,
     event: pg_sys::TimestampTz,
@@ -235,7 +244,11 @@ fn hard_rules(
             let mut found = false;
             // The youngest confirmed fraud's time (None: not recorded).
             let mut youngest: Option<pg_sys::TimestampTz> = None;
-            let keys = [Key::TextEq(kind.as_str()), Key::TextEq(value)];
+            let keys = [
+                Key::TextEq(account),
+                Key::TextEq(kind.as_str()),
+                Key::TextEq(value),
+            ];
             scan(
                 &table,
                 &index,
@@ -288,6 +301,7 @@ fn identity_args(ids: &Identities) -> [DatumWithOid<'_>; 4] {
 /// Inserts the assessment with its `features` and event time; returns the transaction id it
 /// was given (a random version 4 UUID).
 pub fn record(
+    account: &str,
     api_key_id: Option<i64>,
     request: &Request,
     ids: &Identities,
@@ -319,6 +333,7 @@ pub fn record(
                     T::FLOAT8OID,
                     T::TIMESTAMPTZOID,
                     T::FLOAT4ARRAYOID,
+                    T::TEXTOID,
                 ]
                 .map(oid);
                 *plan = Some(client.prepare_mut(RECORD, &types)?.keep());
@@ -332,7 +347,7 @@ pub fn record(
                 .iter()
                 .map(|v| *v as f32)
                 .collect();
-            let args: [DatumWithOid; 16] = [
+            let args: [DatumWithOid; 17] = [
                 id.into(),
                 api_key_id.into(),
                 Jsonb(request.to_json()).into(),
@@ -349,6 +364,7 @@ pub fn record(
                 request.amount.into(),
                 DatumWithOid::from(occurred_at),
                 model_x.into(),
+                account.into(),
             ];
             client.update(statement, None, &args)?;
             Ok(())

@@ -47,6 +47,8 @@ pub fn review_budget() -> Option<f64> {
 ///
 /// Runs as the extension's owner, so the application role needs no access to
 /// the history tables; `api_key_id` attributes the record to the sidecar's caller.
+/// Acts for the account entered ([`crate::keys::acting_account`]): its
+/// history, its hard rules and its model, and the record is its.
 #[pg_extern(volatile, security_definer)]
 #[search_path(pg_catalog, vigil)]
 fn risk_score(body: Option<Jsonb>, api_key_id: default!(Option<i64>, "NULL")) -> Jsonb {
@@ -58,10 +60,11 @@ fn risk_score(body: Option<Jsonb>, api_key_id: default!(Option<i64>, "NULL")) ->
     };
     let identities = request.identities();
     let event = event_time(&request);
+    let account = crate::keys::acting_account();
     // One snapshot for the history and the model.
     let snapshot = Snapshot::take();
-    let history = history::load(&identities, event, &snapshot);
-    let model = model::current(&snapshot);
+    let history = history::load(&account, &identities, event, &snapshot);
+    let model = model::current(&account, &snapshot);
     snapshot.release();
     let ip_country = request.ip_address.and_then(geo::country);
     let mut assessment = vigil_risk::assess_with(&request, &history, ip_country, model.as_ref());
@@ -70,6 +73,7 @@ fn risk_score(body: Option<Jsonb>, api_key_id: default!(Option<i64>, "NULL")) ->
     let occurred_at = pgrx::datum::TimestampWithTimeZone::try_from(event)
         .unwrap_or_else(|_| error!("event time {event} is out of range"));
     let id = history::record(
+        &account,
         api_key_id,
         &request,
         &identities,
@@ -105,7 +109,7 @@ fn identity(kind: &str, value: &str) -> String {
 extension_sql_file!(
     "schema.sql",
     name = "risk_schema",
-    requires = ["keys_schema", identity]
+    requires = ["keys_schema", identity, current_account]
 );
 
 extension_sql!(

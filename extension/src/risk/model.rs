@@ -1,15 +1,17 @@
-//! The model learned from feedback labels: `vigil.risk_refit()` fits one
-//! ([`vigil_risk::model`]) on labelled transactions, judges it against the
-//! scoring in force on the newest labels, and stores what is in force from
-//! then on (the new model if it won, else the one before, with the link
-//! weights the labels set) in `vigil.risk_models`; `vigil.risk_score` uses
-//! the newest row.
+//! The model learned from feedback labels, one per account:
+//! `vigil.risk_refit()` fits one ([`vigil_risk::model`]) on an account's
+//! labelled transactions, judges it against the scoring in force on that
+//! account's newest labels, and stores what is in force from then on (the new
+//! model if it won, else the one before, with the link weights the labels
+//! set) in `vigil.risk_models`; `vigil.risk_score` uses the account's newest
+//! row. An account with too few labels keeps the rules alone.
 //!
-//! A backend keeps the model it last loaded and checks the newest id with one
-//! descent of the primary key per assessment, so a refit reaches every backend
-//! on its next call without a query per call.
+//! A backend keeps the models it last loaded and checks an account's newest id
+//! with one descent of `risk_models_account` per assessment, so a refit
+//! reaches every backend on its next call without a query per call.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ops::ControlFlow;
 
 use pgrx::datum::DatumWithOid;
@@ -17,44 +19,52 @@ use pgrx::prelude::*;
 use serde_json::{json, Value};
 use vigil_risk::model::{refit, Labelled, LinkWeights, Model, Refit, FEATURES, FEATURE_NAMES};
 
-use crate::pg::index_range::{scan, Direction, Relation, Snapshot};
+use crate::pg::index_range::{scan, Direction, Key, Relation, Snapshot};
 use crate::pg::jsonb::Jsonb;
 
+/// Models a backend keeps: past this many accounts it forgets them all (a
+/// model is a few hundred bytes; this bounds a pooled backend that serves
+/// many accounts).
+const LOADED_ACCOUNTS: usize = 1000;
+
 thread_local! {
-    /// The newest model's id and the model (None: that row is unusable).
-    static LOADED: RefCell<Option<(i64, Option<Model>)>> = const { RefCell::new(None) };
+    /// Per account, the newest model's id and the model (None: that row is unusable).
+    static LOADED: RefCell<HashMap<String, (i64, Option<Model>)>> = RefCell::new(HashMap::new());
 }
 
-/// The newest model as of `snapshot`, if there is one and it has this
-/// build's features.
-pub fn current(snapshot: &Snapshot) -> Option<Model> {
-    let newest = newest_id(snapshot)?;
+/// `account`'s newest model as of `snapshot`, if there is one and it has
+/// this build's features.
+pub fn current(account: &str, snapshot: &Snapshot) -> Option<Model> {
+    let newest = newest_id(account, snapshot)?;
     LOADED.with(|cell| {
         let mut loaded = cell.borrow_mut();
-        if let Some((id, model)) = loaded.as_ref() {
+        if let Some((id, model)) = loaded.get(account) {
             if *id == newest {
                 return model.clone();
             }
         }
         let model = load(newest);
-        *loaded = Some((newest, model.clone()));
+        if loaded.len() >= LOADED_ACCOUNTS {
+            loaded.clear();
+        }
+        loaded.insert(account.to_owned(), (newest, model.clone()));
         model
     })
 }
 
-/// The largest visible id in `vigil.risk_models`.
-fn newest_id(snapshot: &Snapshot) -> Option<i64> {
+/// The largest visible id of `account`'s rows in `vigil.risk_models`.
+fn newest_id(account: &str, snapshot: &Snapshot) -> Option<i64> {
     let table = Relation::open("risk_models");
-    let index = Relation::open("risk_models_pkey");
+    let index = Relation::open("risk_models_account");
     let mut newest = None;
     scan(
         &table,
         &index,
         snapshot,
-        &[],
+        &[Key::TextEq(account)],
         Direction::Backward,
         |entry| {
-            newest = entry.int8(1);
+            newest = entry.int8(2);
             ControlFlow::Break(())
         },
     );
@@ -114,7 +124,7 @@ fn load(id: i64) -> Option<Model> {
     Some(model)
 }
 
-/// The labelled assessments as of `$2`, found from the labels (the latest
+/// Account `$3`'s labelled assessments as of `$2`, found from the labels (the latest
 /// of each; fraud or chargeback is fraud), and with
 /// `unlabelled_as_legit_after` (`$1`), the most recent 200,000 unlabelled
 /// ones that occurred at least that long before `$2`, as legitimate (about
@@ -126,28 +136,30 @@ SELECT t.model_x, (t.features ->> 'expertPoints')::float8, l.label IN ('fraud', 
        t.features -> 'fraudLinks' ->> 'ip' IS NOT NULL
 FROM vigil.transaction_labels l
 JOIN vigil.transactions t ON t.id = l.transaction_id
-WHERE t.model_x IS NOT NULL AND t.occurred_at <= $2
+WHERE l.account = $3 AND t.account = $3 AND t.model_x IS NOT NULL AND t.occurred_at <= $2
 UNION ALL
 (SELECT t.model_x, (t.features ->> 'expertPoints')::float8, false,
         t.occurred_at, t.features -> 'fraudLinks' ->> 'device' IS NOT NULL,
         t.features -> 'fraudLinks' ->> 'ip' IS NOT NULL
  FROM vigil.transactions t
- WHERE $1::interval IS NOT NULL AND t.occurred_at < $2 - $1 AND t.model_x IS NOT NULL
+ WHERE $1::interval IS NOT NULL AND t.account = $3 AND t.occurred_at < $2 - $1 AND t.model_x IS NOT NULL
    AND NOT EXISTS (SELECT FROM vigil.feedback f WHERE f.transaction_id = t.id)
  ORDER BY t.occurred_at DESC
  LIMIT 200000)";
 
 const STORE: &str = "
 INSERT INTO vigil.risk_models (features, weights, intercept, expert_intercept, frauds, legit,
-                               ranges, link_weights, adopted, validation, review_cutoff)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id";
+                               ranges, link_weights, adopted, validation, review_cutoff, account)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id";
 
-/// Fits a model on the labelled transactions as of `as_of` and makes it the
-/// current one if it beats the scoring in force on the newest labels
+/// Fits a model on the acting account's labelled transactions as of `as_of`
+/// ([`crate::keys::acting_account`]) and makes it the account's current one
+/// if it beats the scoring in force on the account's newest labels
 /// ([`vigil_risk::model::refit`]). Returns what it did: `{"fitted": true,
 /// "adopted", "reason", "modelId", "frauds", "legit", "linkWeights",
-/// "validation", "weights"}`, or `{"fitted": false, "reason"}` when there are
-/// too few labels (then the current model, if any, stays).
+/// "validation", "weights", "account"}`, or `{"fitted": false, "reason",
+/// "account"}` when there are too few labels (then the current model, if
+/// any, stays).
 #[pg_extern(volatile, security_definer)]
 #[search_path(pg_catalog, vigil)]
 fn risk_refit(
@@ -155,9 +167,73 @@ fn risk_refit(
     as_of: default!(Option<pgrx::datum::TimestampWithTimeZone>, "now()"),
 ) -> Jsonb {
     let as_of = as_of.unwrap_or_else(|| error!("as_of must not be NULL"));
-    take_refit_lock();
+    Jsonb(refit_account(
+        &crate::keys::acting_account(),
+        unlabelled_as_legit_after,
+        as_of,
+    ))
+}
+
+/// Refits every account with labels, each on its own (what the sidecar's
+/// schedule calls): one row per account, with what `vigil.risk_refit` would
+/// have answered for it. An account whose refit is running is skipped.
+#[pg_extern(volatile, security_definer)]
+#[search_path(pg_catalog, vigil)]
+fn risk_refit_accounts(
+    unlabelled_as_legit_after: default!(Option<pgrx::datum::Interval>, "NULL"),
+    as_of: default!(Option<pgrx::datum::TimestampWithTimeZone>, "now()"),
+) -> TableIterator<'static, (name!(account, String), name!(outcome, Jsonb))> {
+    let as_of = as_of.unwrap_or_else(|| error!("as_of must not be NULL"));
+    let accounts = Spi::connect(|client| {
+        client
+            .select(
+                "SELECT DISTINCT account FROM vigil.feedback ORDER BY account",
+                None,
+                &[],
+            )?
+            .map(|row| row.get::<String>(1))
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .unwrap_or_else(|e| error!("could not list the accounts with labels: {e}"));
+    let outcomes: Vec<_> = accounts
+        .into_iter()
+        .flatten()
+        .filter(|account| try_refit_lock(account))
+        .map(|account| {
+            let outcome = refit_locked(&account, unlabelled_as_legit_after, as_of);
+            (account, Jsonb(outcome))
+        })
+        .collect();
+    TableIterator::new(outcomes)
+}
+
+fn refit_account(
+    account: &str,
+    unlabelled_as_legit_after: Option<pgrx::datum::Interval>,
+    as_of: pgrx::datum::TimestampWithTimeZone,
+) -> Value {
+    if !try_refit_lock(account) {
+        ereport!(
+            PgLogLevel::ERROR,
+            PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+            "a refit is running: vigil.risk_refit runs one at a time for an account; call it again when that one has committed"
+        );
+    }
+    refit_locked(account, unlabelled_as_legit_after, as_of)
+}
+
+/// Refits `account`, its refit lock held.
+fn refit_locked(
+    account: &str,
+    unlabelled_as_legit_after: Option<pgrx::datum::Interval>,
+    as_of: pgrx::datum::TimestampWithTimeZone,
+) -> Value {
     let rows = Spi::connect(|client| {
-        let args: [DatumWithOid; 2] = [unlabelled_as_legit_after.into(), as_of.into()];
+        let args: [DatumWithOid; 3] = [
+            unlabelled_as_legit_after.into(),
+            as_of.into(),
+            account.into(),
+        ];
         let mut rows = Vec::new();
         for row in client.select(TRAINING, None, &args)? {
             let (Some(x), Some(points), Some(fraud), Some(at)) = (
@@ -186,15 +262,15 @@ fn risk_refit(
     })
     .unwrap_or_else(|e| error!("could not read the labelled transactions: {e}"));
     let snapshot = Snapshot::take();
-    let in_force = current(&snapshot);
+    let in_force = current(account, &snapshot);
     snapshot.release();
     let budget = crate::risk::review_budget();
     let rate = budget.unwrap_or(vigil_risk::model::DEFAULT_REVIEW_RATE);
     let outcome = match refit(&rows, in_force.as_ref(), rate, budget) {
         Ok(outcome) => outcome,
-        Err(e) => return Jsonb(json!({"fitted": false, "reason": e.to_string()})),
+        Err(e) => return json!({"fitted": false, "reason": e.to_string(), "account": account}),
     };
-    let id = store(&outcome);
+    let id = store(account, &outcome);
     let Refit {
         model,
         fitted,
@@ -224,7 +300,7 @@ fn risk_refit(
         .zip(fitted.weights)
         .map(|(n, w)| ((*n).to_owned(), Value::from((w * 1000.0).round() / 1000.0)))
         .collect();
-    Jsonb(json!({
+    json!({
         "fitted": true,
         "adopted": adopted,
         "reason": reason,
@@ -238,7 +314,8 @@ fn risk_refit(
         "intercept": fitted.intercept,
         "expertIntercept": fitted.expert_intercept,
         "weights": weights,
-    }))
+        "account": account,
+    })
 }
 
 fn validation_json(v: Option<&vigil_risk::model::Validation>) -> Value {
@@ -254,32 +331,29 @@ fn validation_json(v: Option<&vigil_risk::model::Validation>) -> Value {
     })
 }
 
-/// One refit at a time: each compares its candidate with the model in force
-/// and adopts it only when it is better, which holds only if no other refit
-/// adopts one meanwhile (three at once each adopted theirs). A second refit
-/// is refused at once with 55P03 rather than made to wait: it would refit the
-/// same labels against the model the first adopted. The lock is the
-/// transaction's, so it is held until the first one's model is committed.
-fn take_refit_lock() {
-    let taken = Spi::get_one::<bool>(
-        "SELECT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext('vigil.risk_refit'))",
+/// One refit of an account at a time: each compares its candidate with the
+/// model in force and adopts it only when it is better, which holds only if
+/// no other refit adopts one meanwhile (three at once each adopted theirs). A
+/// second refit is refused at once with 55P03 rather than made to wait: it
+/// would refit the same labels against the model the first adopted. The lock
+/// is the transaction's, so it is held until the first one's model is
+/// committed. Whether it was taken.
+fn try_refit_lock(account: &str) -> bool {
+    let args: [DatumWithOid; 1] = [account.into()];
+    Spi::get_one_with_args::<bool>(
+        "SELECT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext('vigil.risk_refit'), pg_catalog.hashtext($1))",
+        &args,
     )
-    .unwrap_or_else(|e| error!("could not take the refit lock: {e}"));
-    if taken != Some(true) {
-        ereport!(
-            PgLogLevel::ERROR,
-            PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
-            "a refit is running: vigil.risk_refit runs one at a time; call it again when that one has committed"
-        );
-    }
+    .unwrap_or_else(|e| error!("could not take the refit lock: {e}"))
+        == Some(true)
 }
 
-/// Stores the model in force after `outcome`; its id.
-fn store(outcome: &Refit) -> i64 {
+/// Stores `account`'s model in force after `outcome`; its id.
+fn store(account: &str, outcome: &Refit) -> i64 {
     let m = &outcome.model;
     let names: Vec<String> = FEATURE_NAMES.iter().map(|s| (*s).to_owned()).collect();
     let ranges: Vec<f64> = m.ranges.iter().flat_map(|(lo, hi)| [*lo, *hi]).collect();
-    let args: [DatumWithOid; 11] = [
+    let args: [DatumWithOid; 12] = [
         names.into(),
         m.weights.to_vec().into(),
         m.intercept.into(),
@@ -291,6 +365,7 @@ fn store(outcome: &Refit) -> i64 {
         outcome.adopted.into(),
         pgrx::JsonB(validation_json(outcome.validation.as_ref())).into(),
         m.review_cutoff.into(),
+        account.into(),
     ];
     Spi::get_one_with_args::<i64>(STORE, &args)
         .unwrap_or_else(|e| error!("could not store the risk model: {e}"))
@@ -310,7 +385,8 @@ fn vector(x: &[f32]) -> Option<[f64; FEATURES]> {
 }
 
 extension_sql!(
-    "REVOKE EXECUTE ON FUNCTION vigil.risk_refit(interval, timestamptz) FROM PUBLIC;",
+    "REVOKE EXECUTE ON FUNCTION vigil.risk_refit(interval, timestamptz) FROM PUBLIC;\n\
+     REVOKE EXECUTE ON FUNCTION vigil.risk_refit_accounts(interval, timestamptz) FROM PUBLIC;",
     name = "risk_refit_grants",
-    requires = [risk_refit]
+    requires = [risk_refit, risk_refit_accounts]
 );

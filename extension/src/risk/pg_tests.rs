@@ -22,6 +22,67 @@ mod tests {
         .unwrap();
     }
 
+    /// An API key of a new account `account`, to enter it with
+    /// `vigil.enter_api_key` for the rest of the test's transaction.
+    fn other_account_key(account: &str) -> String {
+        Spi::run(&format!("SELECT vigil.create_account('{account}')")).unwrap();
+        Spi::get_one::<String>(&format!(
+            "SELECT key FROM vigil.create_api_key('{account}', account => '{account}')"
+        ))
+        .unwrap()
+        .unwrap()
+    }
+
+    /// Back to no account entered: the default account's, as SQL callers are.
+    fn leave_account() {
+        Spi::run("SELECT set_config('vigil.account', '', true)").unwrap();
+    }
+
+    #[pg_test]
+    fn each_account_has_its_own_history_labels_and_blocklist() {
+        let (a, b) = (
+            other_account_key("a@example.com"),
+            other_account_key("b@example.com"),
+        );
+        let enter = |key: &str| Spi::run(&format!("SELECT vigil.enter_api_key('{key}')")).unwrap();
+        let carol = format!(
+            r#"{{"customerEmail": "carol@example.com", "deviceFingerprint": "dev-c", "ipAddress": "198.51.100.9", {BASE}}}"#
+        );
+        enter(&b);
+        let before = score(&carol);
+        assert_eq!(before["Result"], "Passed", "{before}");
+        // A: a burst on carol's device, and carol's e-mail labelled fraud.
+        enter(&a);
+        for i in 0..8 {
+            score(&format!(
+                r#"{{"customerEmail": "bot{i}@example.com", "deviceFingerprint": "dev-c", {BASE}}}"#
+            ));
+        }
+        let invented = score(&carol);
+        let id = invented["transactionId"].as_str().unwrap().to_owned();
+        feedback(&id, "fraud");
+        Spi::run("SELECT vigil.blocklist_add('ip', '198.51.100.9', 'a', NULL, 'a@example.com')")
+            .unwrap();
+        assert_eq!(score(&carol)["Result"], "Failed");
+        // B sees none of it.
+        enter(&b);
+        let after = score(&carol);
+        assert_eq!(after["Result"], "Passed", "{after}");
+        assert_eq!(codes(&after), codes(&before), "{after}");
+        // Nor can it label A's transaction: it is not found, as none would be.
+        let refused = crate::pg::testing::error_of(&format!(
+            "SELECT vigil.transaction_feedback('{id}', 'legit')"
+        ));
+        assert_eq!(refused, format!("no transaction {id}"));
+        leave_account();
+        // The default account's customer is untouched too.
+        assert_eq!(score(&carol)["Result"], "Passed");
+        assert_eq!(
+            count("SELECT count(*) FROM vigil.transactions WHERE account = 'b@example.com'"),
+            2
+        );
+    }
+
     const BASE: &str = r#""amount": 120, "paymentMethod": "card", "billingAddress": "1 Main St, Springfield, USA", "accountAge": 400"#;
 
     #[pg_test]
@@ -273,6 +334,19 @@ mod tests {
             "{fitted}"
         );
         assert_eq!(count("SELECT count(*) FROM vigil.risk_models"), 1);
+        // Another account's purchases are scored by its own scoring, the
+        // rules alone, and its refit has none of these labels.
+        let other = other_account_key("refit@example.com");
+        Spi::run(&format!("SELECT vigil.enter_api_key('{other}')")).unwrap();
+        let elsewhere = score(
+            r#"{"customerEmail": "new@example.com", "time": "2026-03-09T15:00:00Z", "amount": 800, "accountAge": 400}"#,
+        );
+        assert!(
+            !codes(&elsewhere).iter().any(|c| c == "LEARNED_MODEL"),
+            "{elsewhere}"
+        );
+        assert_eq!(refit()["fitted"], false);
+        Spi::run("SELECT set_config('vigil.account', '', true)").unwrap();
         // The next purchase of 800 gets the model's points, with a reason.
         let risky = score(
             r#"{"customerEmail": "new@example.com", "time": "2026-03-09T15:00:00Z", "amount": 800, "accountAge": 400}"#,
@@ -352,7 +426,7 @@ mod tests {
     fn reference() -> String {
         format!(
             "
-    WITH h AS (SELECT * FROM vigil.transactions WHERE occurred_at <= $5)
+    WITH h AS (SELECT * FROM vigil.transactions WHERE occurred_at <= $5 AND account = 'default@localhost')
     SELECT
       (SELECT ARRAY[count(*) FILTER (WHERE occurred_at > $5 - interval '1 hour'),
                     count(*) FILTER (WHERE occurred_at > $5 - interval '1 day'),
@@ -365,11 +439,13 @@ mod tests {
                 WHERE email = $1 AND amount IS NOT NULL ORDER BY occurred_at DESC LIMIT 100) recent),
       (SELECT array_agg(kind || ':' || source ORDER BY source, kind) FROM (
          SELECT kind, 'blocklist' AS source FROM vigil.blocklist
-          WHERE (kind, value) IN (('email', $1), ('device', $2), ('ip', $3), ('card', $4))
+          WHERE account = 'default@localhost'
+            AND (kind, value) IN (('email', $1), ('device', $2), ('ip', $3), ('card', $4))
             AND (expires_at IS NULL OR expires_at > now())
          UNION
          SELECT kind, 'fraud' FROM vigil.fraud_identities
-          WHERE (kind, value) IN (('email', $1), ('device', $2), ('ip', $3), ('card', $4))) rules)",
+          WHERE account = 'default@localhost'
+            AND (kind, value) IN (('email', $1), ('device', $2), ('ip', $3), ('card', $4))) rules)",
             linkage_reference("device", "$2"),
             linkage_reference("ip", "$3"),
             linkage_reference("card", "$4"),
@@ -381,27 +457,33 @@ mod tests {
         // 20 e-mails, 15 devices, 12 IPs, 10 cards, some absent; occurred over
         // a hundred days, the last five after now (a replay's later purchases,
         // which are not the history of earlier ones); a fifth without an
-        // amount; e0 with 170 rows, for its last 100 amounts.
+        // amount; e0 with 170 rows, for its last 100 amounts. A quarter are
+        // another account's, which is no part of the default account's history.
         Spi::run(
             "INSERT INTO vigil.transactions (occurred_at, request, features, score, level, result,
-                                             confidence, reasons, email, device, ip, card, amount)
+                                             confidence, reasons, email, device, ip, card, amount, account)
              SELECT now() - (i * 7919 % 144000) * interval '1 minute' + interval '5 days',
                     '{}', '{}', 0, 0, 'Passed', 'Low', '[]',
                     CASE WHEN i % 13 <> 0 THEN 'e' || (CASE WHEN i > 400 THEN 0 ELSE i % 20 END) END,
                     CASE WHEN i % 11 <> 0 THEN 'd' || i % 15 END,
                     CASE WHEN i % 7 <> 0 THEN 'ip' || i % 12 END,
                     CASE WHEN i % 3 <> 0 THEN 'c' || i % 10 END,
-                    CASE WHEN i % 5 <> 0 THEN (i * 37 % 1000) / 4.0 END
+                    CASE WHEN i % 5 <> 0 THEN (i * 37 % 1000) / 4.0 END,
+                    CASE WHEN i % 4 = 1 THEN 'other@example.com' ELSE 'default@localhost' END
              FROM generate_series(1, 550) i",
         )
         .unwrap();
         let some_id = "(SELECT id FROM vigil.transactions LIMIT 1)";
         Spi::run(&format!(
-            "INSERT INTO vigil.blocklist (kind, value, expires_at) VALUES
-               ('email', 'e1', now() - interval '1 second'), ('email', 'e2', now() + interval '1 day'),
-               ('device', 'd3', NULL), ('card', 'c4', NULL);
-             INSERT INTO vigil.fraud_identities (kind, value, transaction_id) VALUES
-               ('email', 'e2', {some_id}), ('ip', 'ip5', {some_id}), ('device', 'd3', {some_id})"
+            "INSERT INTO vigil.blocklist (kind, value, expires_at, account) VALUES
+               ('email', 'e1', now() - interval '1 second', 'default@localhost'),
+               ('email', 'e2', now() + interval '1 day', 'default@localhost'),
+               ('device', 'd3', NULL, 'default@localhost'), ('card', 'c4', NULL, 'default@localhost'),
+               ('email', 'e5', NULL, 'other@example.com'), ('card', 'c6', NULL, 'other@example.com');
+             INSERT INTO vigil.fraud_identities (kind, value, transaction_id, account) VALUES
+               ('email', 'e2', {some_id}, 'default@localhost'), ('ip', 'ip5', {some_id}, 'default@localhost'),
+               ('device', 'd3', {some_id}, 'default@localhost'),
+               ('email', 'e7', {some_id}, 'other@example.com'), ('ip', 'ip8', {some_id}, 'other@example.com')"
         ))
         .unwrap();
 
@@ -420,7 +502,7 @@ mod tests {
             // Now, 40 days back, and before anything happened.
             let event = now - [0, 40, 200][n % 3] * vigil_risk::Window::DAY_US;
             let snapshot = crate::pg::index_range::Snapshot::take();
-            let direct = super::super::history::load(&ids, event, &snapshot);
+            let direct = super::super::history::load("default@localhost", &ids, event, &snapshot);
             snapshot.release();
             let at = pgrx::datum::TimestampWithTimeZone::try_from(event).unwrap();
             let mut args: Vec<pgrx::datum::DatumWithOid> =

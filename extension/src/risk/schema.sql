@@ -3,7 +3,14 @@
 --
 -- vigil.risk_score (Rust, SECURITY DEFINER) reads the history through the
 -- per-identity indexes and records the assessment in the same transaction; the
--- application role reaches these tables only through the functions here.
+-- application role writes these tables only through the functions here.
+--
+-- Every row is an account's (issue 61): its `account`, the first key of every
+-- index the history reads, so velocity, reuse, confirmed fraud, the blocklist
+-- and the model are each account's own. The functions act for
+-- vigil._acting_account() and name it in every statement (they run as the
+-- owner); row-level security lets a role that entered an account read that
+-- account's rows and no other (an analyst in psql, sql/bootstrap.sql).
 
 -- The assessment's value ranges are domains rather than CHECK constraints: a
 -- table's CHECK expressions are parsed and planned again for every execution of
@@ -44,7 +51,9 @@ CREATE TABLE vigil.transactions (
     occurred_at timestamptz NOT NULL DEFAULT now(),
     -- The learned model's features (vigil_risk::model::FEATURE_NAMES), for
     -- vigil.risk_refit: a real[] of 24 is a third of the size of the jsonb.
-    model_x     real[]
+    model_x     real[],
+    -- Whose it is (0.17.0). Not a foreign key, for the reason api_key_id is not.
+    account     text COLLATE "C" NOT NULL
 );
 -- A typical record is past the 2 kB at which PostgreSQL compresses a row, so
 -- every insert compresses its largest jsonb: with the default pglz that was 6%
@@ -65,10 +74,10 @@ $$;
 -- carried in the index (INCLUDE), those ranges need no heap visits once vacuum
 -- has marked the pages all-visible (a profile showed the heap fetches at 14% of
 -- an assessment), hence the low insert threshold for autovacuum below.
-CREATE INDEX transactions_email ON vigil.transactions (email, occurred_at) INCLUDE (amount) WHERE email IS NOT NULL;
-CREATE INDEX transactions_device ON vigil.transactions (device, occurred_at) INCLUDE (email) WHERE device IS NOT NULL;
-CREATE INDEX transactions_ip ON vigil.transactions (ip, occurred_at) INCLUDE (email) WHERE ip IS NOT NULL;
-CREATE INDEX transactions_card ON vigil.transactions (card, occurred_at) INCLUDE (email) WHERE card IS NOT NULL;
+CREATE INDEX transactions_email ON vigil.transactions (account, email, occurred_at) INCLUDE (amount) WHERE email IS NOT NULL;
+CREATE INDEX transactions_device ON vigil.transactions (account, device, occurred_at) INCLUDE (email) WHERE device IS NOT NULL;
+CREATE INDEX transactions_ip ON vigil.transactions (account, ip, occurred_at) INCLUDE (email) WHERE ip IS NOT NULL;
+CREATE INDEX transactions_card ON vigil.transactions (account, card, occurred_at) INCLUDE (email) WHERE card IS NOT NULL;
 -- Analysis by day: rows arrive in time order, so a BRIN index is tiny and enough.
 CREATE INDEX transactions_received ON vigil.transactions USING brin (received_at);
 CREATE INDEX transactions_occurred ON vigil.transactions USING brin (occurred_at);
@@ -79,7 +88,8 @@ CREATE TABLE vigil.feedback (
     transaction_id uuid NOT NULL REFERENCES vigil.transactions (id) ON DELETE CASCADE,
     label          text NOT NULL CHECK (label IN ('fraud', 'legit', 'chargeback')),
     note           text CHECK (length(note) <= 1000),
-    created_at     timestamptz NOT NULL DEFAULT now()
+    created_at     timestamptz NOT NULL DEFAULT now(),
+    account        text COLLATE "C" NOT NULL    -- the transaction's
 );
 CREATE INDEX ON vigil.feedback (transaction_id, created_at);
 
@@ -94,7 +104,8 @@ CREATE TABLE vigil.fraud_identities (
     transaction_id uuid NOT NULL REFERENCES vigil.transactions (id) ON DELETE CASCADE,
     created_at     timestamptz NOT NULL DEFAULT now(),
     occurred_at    timestamptz,
-    PRIMARY KEY (kind, value, transaction_id) INCLUDE (occurred_at)
+    account        text COLLATE "C" NOT NULL,   -- the transaction's
+    PRIMARY KEY (account, kind, value, transaction_id) INCLUDE (occurred_at)
 );
 CREATE INDEX ON vigil.fraud_identities (transaction_id);
 
@@ -104,8 +115,9 @@ CREATE TABLE vigil.blocklist (
     reason     text CHECK (length(reason) <= 1000),
     created_at timestamptz NOT NULL DEFAULT now(),
     expires_at timestamptz,
+    account    text COLLATE "C" NOT NULL,
     -- The history reads the expiry from the index (risk/history.rs).
-    PRIMARY KEY (kind, value) INCLUDE (expires_at)
+    PRIMARY KEY (account, kind, value) INCLUDE (expires_at)
 );
 
 -- Models fitted on the labels by vigil.risk_refit(); risk_score uses the
@@ -131,8 +143,25 @@ CREATE TABLE vigil.risk_models (
     validation       jsonb,
     -- The Review cut-off a review budget set (vigil.risk_review_rate), as a
     -- score at strictness 50 in place of 60; NULL: the default cut-offs.
-    review_cutoff    double precision
+    review_cutoff    double precision,
+    -- Whose labels it was fitted on and whose transactions it scores.
+    account          text COLLATE "C" NOT NULL
 );
+-- An account's newest model: one descent (risk/model.rs).
+CREATE INDEX risk_models_account ON vigil.risk_models (account, id);
+
+-- An account's rows, to a role that entered it; the owner's functions name
+-- the account themselves.
+ALTER TABLE vigil.transactions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_account ON vigil.transactions USING (account = vigil.current_account());
+ALTER TABLE vigil.feedback ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_account ON vigil.feedback USING (account = vigil.current_account());
+ALTER TABLE vigil.fraud_identities ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_account ON vigil.fraud_identities USING (account = vigil.current_account());
+ALTER TABLE vigil.blocklist ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_account ON vigil.blocklist USING (account = vigil.current_account());
+ALTER TABLE vigil.risk_models ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_account ON vigil.risk_models USING (account = vigil.current_account());
 
 REVOKE ALL ON vigil.transactions, vigil.feedback, vigil.fraud_identities, vigil.blocklist, vigil.risk_models FROM PUBLIC;
 
@@ -145,21 +174,25 @@ SELECT pg_catalog.pg_extension_config_dump('vigil.blocklist', '');
 SELECT pg_catalog.pg_extension_config_dump('vigil.risk_models', '');
 SELECT pg_catalog.pg_extension_config_dump('vigil.risk_models_id_seq', '');
 
--- The latest label of each transaction.
-CREATE VIEW vigil.transaction_labels AS
-SELECT DISTINCT ON (transaction_id) transaction_id, label, note, created_at
+-- The latest label of each transaction. As its reader (security_invoker), so
+-- row-level security holds through it.
+CREATE VIEW vigil.transaction_labels WITH (security_invoker = true) AS
+SELECT DISTINCT ON (transaction_id) transaction_id, label, note, created_at, account
 FROM vigil.feedback
 ORDER BY transaction_id, created_at DESC, id DESC;
 
--- Records a label for a transaction; `fraud` and `chargeback` mark its
--- identities (e-mail and card: hard rules; device and IP: graded links),
--- `legit` withdraws them. Returns the marks as they now stand.
+-- Records a label for a transaction of the acting account; `fraud` and
+-- `chargeback` mark its identities (e-mail and card: hard rules; device and
+-- IP: graded links) for that account, `legit` withdraws them. Returns the
+-- marks as they now stand. Another account's transaction is not found, as
+-- one that does not exist is (never a refusal that confirms it exists).
 CREATE FUNCTION vigil.transaction_feedback(transaction_id uuid, label text, note text DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 DECLARE
     t vigil.transactions;
+    acct text := vigil._acting_account();
 BEGIN
     IF label IS NULL OR label NOT IN ('fraud', 'legit', 'chargeback') THEN
         RAISE EXCEPTION 'label must be fraud, legit or chargeback'
@@ -169,56 +202,79 @@ BEGIN
         RAISE EXCEPTION 'note must be at most 1000 characters'
             USING ERRCODE = 'invalid_parameter_value', COLUMN = 'note';
     END IF;
-    SELECT * INTO t FROM vigil.transactions x WHERE x.id = transaction_feedback.transaction_id;
+    SELECT * INTO t FROM vigil.transactions x
+    WHERE x.id = transaction_feedback.transaction_id AND x.account = acct;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no transaction %', transaction_feedback.transaction_id
             USING ERRCODE = 'no_data_found', COLUMN = 'transactionId';
     END IF;
-    INSERT INTO vigil.feedback (transaction_id, label, note) VALUES (t.id, label, note);
+    INSERT INTO vigil.feedback (transaction_id, label, note, account) VALUES (t.id, label, note, acct);
     IF label = 'legit' THEN
-        DELETE FROM vigil.fraud_identities f WHERE f.transaction_id = t.id;
+        DELETE FROM vigil.fraud_identities f WHERE f.transaction_id = t.id AND f.account = acct;
     ELSE
-        INSERT INTO vigil.fraud_identities (kind, value, transaction_id, occurred_at)
-        SELECT i.kind, i.value, t.id, t.occurred_at
+        INSERT INTO vigil.fraud_identities (kind, value, transaction_id, occurred_at, account)
+        SELECT i.kind, i.value, t.id, t.occurred_at, acct
         FROM (VALUES ('email', t.email), ('device', t.device), ('ip', t.ip), ('card', t.card)) AS i (kind, value)
         WHERE i.value IS NOT NULL
         ON CONFLICT DO NOTHING;
     END IF;
     RETURN jsonb_build_object('transactionId', t.id, 'label', label,
                               'hardRules', (SELECT coalesce(jsonb_agg(f.kind ORDER BY f.kind), '[]') FROM vigil.fraud_identities f
-                                            WHERE f.transaction_id = t.id AND f.kind IN ('email', 'card')),
+                                            WHERE f.transaction_id = t.id AND f.account = acct AND f.kind IN ('email', 'card')),
                               'linked', (SELECT coalesce(jsonb_agg(f.kind ORDER BY f.kind), '[]') FROM vigil.fraud_identities f
-                                         WHERE f.transaction_id = t.id AND f.kind IN ('device', 'ip')));
+                                         WHERE f.transaction_id = t.id AND f.account = acct AND f.kind IN ('device', 'ip')));
 END
 $$;
 
--- Admin: the blocklist. Values are normalised as the history normalises them
--- (vigil._identity), so 'Bob@Example.com ' blocks bob@example.com.
-CREATE FUNCTION vigil.blocklist_add(kind text, value text, reason text DEFAULT NULL, expires_at timestamptz DEFAULT NULL)
+-- Admin: an account's blocklist (`account` NULL: the default account's).
+-- Values are normalised as the history normalises them (vigil._identity), so
+-- 'Bob@Example.com ' blocks bob@example.com.
+CREATE FUNCTION vigil.blocklist_add(kind text, value text, reason text DEFAULT NULL, expires_at timestamptz DEFAULT NULL,
+                                    account text DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 DECLARE
     normalised text := vigil._identity(kind, value);
+    owner text := coalesce(blocklist_add.account, vigil.default_account());
 BEGIN
-    INSERT INTO vigil.blocklist AS b (kind, value, reason, expires_at)
-    VALUES (kind, normalised, reason, expires_at)
+    IF NOT EXISTS (SELECT FROM vigil.accounts a WHERE a.account = owner) THEN
+        RAISE EXCEPTION 'no account "%"', vigil._echo(owner)
+            USING ERRCODE = 'no_data_found', COLUMN = 'account';
+    END IF;
+    INSERT INTO vigil.blocklist AS b (kind, value, reason, expires_at, account)
+    VALUES (kind, normalised, reason, expires_at, owner)
     ON CONFLICT ON CONSTRAINT blocklist_pkey
     DO UPDATE SET reason = excluded.reason, expires_at = excluded.expires_at;
     RETURN normalised;
 END
 $$;
 
-CREATE FUNCTION vigil.blocklist_remove(kind text, value text) RETURNS boolean
+CREATE FUNCTION vigil.blocklist_remove(kind text, value text, account text DEFAULT NULL) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 BEGIN
-    DELETE FROM vigil.blocklist b WHERE b.kind = blocklist_remove.kind AND b.value = vigil._identity(blocklist_remove.kind, blocklist_remove.value);
+    DELETE FROM vigil.blocklist b
+    WHERE b.account = coalesce(blocklist_remove.account, vigil.default_account())
+      AND b.kind = blocklist_remove.kind AND b.value = vigil._identity(blocklist_remove.kind, blocklist_remove.value);
     RETURN FOUND;
 END
 $$;
 
 REVOKE EXECUTE ON FUNCTION
     vigil.transaction_feedback(uuid, text, text),
-    vigil.blocklist_add(text, text, text, timestamptz), vigil.blocklist_remove(text, text)
+    vigil.blocklist_add(text, text, text, timestamptz, text), vigil.blocklist_remove(text, text, text)
 FROM PUBLIC;
+
+-- Admin: the blocklist of one account, or of all (`account` NULL), as the
+-- admin command lists it; row-level security would show its role none.
+CREATE FUNCTION vigil.blocklist_list(account text DEFAULT NULL)
+RETURNS TABLE (account text, kind text, value text, reason text, created_at timestamptz, expires_at timestamptz)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, vigil
+AS $$
+    SELECT b.account, b.kind, b.value, b.reason, b.created_at, b.expires_at
+    FROM vigil.blocklist b
+    WHERE blocklist_list.account IS NULL OR b.account = blocklist_list.account
+    ORDER BY b.account, b.kind, b.value
+$$;
+REVOKE EXECUTE ON FUNCTION vigil.blocklist_list(text) FROM PUBLIC;

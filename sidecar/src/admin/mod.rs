@@ -29,7 +29,8 @@ pub enum AdminCommand {
         #[command(subcommand)]
         action: KeysAction,
     },
-    /// Vector accounts: the owners of user keys and vector databases.
+    /// Accounts: the tenants. Each owns its API keys, user keys, vector databases,
+    /// transactions, labels, models, blocklist and identity assessments.
     Accounts {
         #[command(flatten)]
         connection: Connection,
@@ -63,9 +64,14 @@ pub enum BlocklistAction {
         reason: Option<String>,
         #[command(flatten)]
         expiry: Expiry,
+        /// The account whose transactions it blocks. Default: the default account.
+        #[arg(long)]
+        account: Option<String>,
     },
-    /// List the entries.
+    /// List the entries, every account's unless `--account` names one.
     List {
+        #[arg(long)]
+        account: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -74,6 +80,9 @@ pub enum BlocklistAction {
         #[arg(value_parser = ["email", "device", "ip", "card"])]
         kind: String,
         value: String,
+        /// Default: the default account.
+        #[arg(long)]
+        account: Option<String>,
     },
 }
 
@@ -140,6 +149,11 @@ pub enum KeysAction {
         expiry: Expiry,
         #[command(flatten)]
         rate: RateLimit,
+        /// The account whose transactions, labels, models and assessments the
+        /// key reads and writes (create it with `accounts create`). Default:
+        /// the default account, `default@localhost`.
+        #[arg(long)]
+        account: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -177,7 +191,8 @@ pub enum AccountsAction {
         #[arg(long)]
         json: bool,
     },
-    /// Delete an account with its user keys and vector databases.
+    /// Delete an account with its keys, vector databases, transactions, labels,
+    /// models, blocklist and identity assessments (not the default account).
     Delete { account: String },
 }
 
@@ -304,23 +319,38 @@ async fn keys(db: &Client, action: KeysAction) -> Result<(), BoxError> {
             allowed_ips,
             expiry,
             rate,
+            account,
             json,
         } => {
             let scopes = unless_empty(scopes);
             let ips = unless_empty(allowed_ips.iter().map(ToString::to_string).collect());
+            let expiry_at = expiry.timestamp()?;
+            // The account only when named: a key of the default account is
+            // made by the same call as before 0.17.0 (a cluster not yet
+            // upgraded still takes it).
+            let mut args: Vec<&(dyn ToSql + Sync)> = vec![
+                &name,
+                &scopes,
+                &expiry_at,
+                &ips,
+                &rate.rate_per_second,
+                &rate.burst,
+            ];
+            if let Some(account) = &account {
+                args.push(account);
+            }
             let rows = call(
                 db,
-                "SELECT id, key, prefix FROM vigil.create_api_key(
-                     $1, coalesce($2, ARRAY['transaction', 'identity']), $3::text::timestamptz,
-                     $4::text[]::cidr[], $5, $6)",
-                &[
-                    &name,
-                    &scopes,
-                    &expiry.timestamp()?,
-                    &ips,
-                    &rate.rate_per_second,
-                    &rate.burst,
-                ],
+                if account.is_some() {
+                    "SELECT id, key, prefix FROM vigil.create_api_key(
+                         $1, coalesce($2, ARRAY['transaction', 'identity']), $3::text::timestamptz,
+                         $4::text[]::cidr[], $5, $6, $7)"
+                } else {
+                    "SELECT id, key, prefix FROM vigil.create_api_key(
+                         $1, coalesce($2, ARRAY['transaction', 'identity']), $3::text::timestamptz,
+                         $4::text[]::cidr[], $5, $6)"
+                },
+                &args,
             )
             .await?;
             print_created("API key", &rows, json)
@@ -328,7 +358,7 @@ async fn keys(db: &Client, action: KeysAction) -> Result<(), BoxError> {
         KeysAction::List { all, json } => {
             let rows = call(
                 db,
-                "SELECT prefix, name, array_to_string(scopes, ',') AS scopes, status,
+                "SELECT prefix, account, name, array_to_string(scopes, ',') AS scopes, status,
                         coalesce(array_to_string(allowed_ips, ','), 'any') AS allowed_ips,
                         to_char(created_at, 'YYYY-MM-DD HH24:MI') AS created,
                         coalesce(to_char(expires_at, 'YYYY-MM-DD HH24:MI'), 'never') AS expires,
@@ -405,7 +435,7 @@ async fn accounts(db: &Client, action: AccountsAction) -> Result<(), BoxError> {
                 db,
                 "SELECT vigil.delete_account($1)",
                 &[&account],
-                format!("deleted {account}, its user keys and its databases"),
+                format!("deleted {account} and everything of it"),
                 format!("no account {account}"),
             )
             .await
@@ -464,34 +494,39 @@ async fn blocklist(db: &Client, action: BlocklistAction) -> Result<(), BoxError>
             value,
             reason,
             expiry,
+            account,
         } => {
             let rows = call(
                 db,
-                "SELECT vigil.blocklist_add($1, $2, $3, $4::text::timestamptz)",
-                &[&kind, &value, &reason, &expiry.timestamp()?],
+                "SELECT vigil.blocklist_add($1, $2, $3, $4::text::timestamptz, $5)",
+                &[&kind, &value, &reason, &expiry.timestamp()?, &account],
             )
             .await?;
             let normalised: String = rows.first().ok_or("no answer")?.try_get(0)?;
             eprintln!("blocked {kind} {normalised}");
             Ok(())
         }
-        BlocklistAction::List { json } => {
+        BlocklistAction::List { account, json } => {
             let rows = call(
                 db,
-                "SELECT kind, value, coalesce(reason, '') AS reason,
+                "SELECT account, kind, value, coalesce(reason, '') AS reason,
                         to_char(created_at, 'YYYY-MM-DD HH24:MI') AS created,
                         coalesce(to_char(expires_at, 'YYYY-MM-DD HH24:MI'), 'never') AS expires
-                 FROM vigil.blocklist ORDER BY kind, value",
-                &[],
+                 FROM vigil.blocklist_list($1)",
+                &[&account],
             )
             .await?;
             print_listing(&rows, json)
         }
-        BlocklistAction::Remove { kind, value } => {
+        BlocklistAction::Remove {
+            kind,
+            value,
+            account,
+        } => {
             call_found(
                 db,
-                "SELECT vigil.blocklist_remove($1, $2)",
-                &[&kind, &value],
+                "SELECT vigil.blocklist_remove($1, $2, $3)",
+                &[&kind, &value, &account],
                 format!("unblocked {kind} {value}"),
                 format!("no blocklist entry for {kind} {value}"),
             )

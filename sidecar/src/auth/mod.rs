@@ -211,12 +211,36 @@ impl Limits {
 pub struct ApiCaller {
     /// The key's database id, recorded with what it does.
     pub key_id: i64,
+    /// The key itself, which the handler's statement gives to
+    /// `vigil.enter_api_key` so that it acts for the key's account.
+    pub key: ApiKeySecret,
     pub name: String,
     pub prefix: String,
     pub scopes: Vec<String>,
     /// ISO 8601, or None for a key that does not expire.
     pub expires_at: Option<String>,
     pub quota: Quota,
+}
+
+/// An API key as sent, kept out of logs.
+#[derive(Clone)]
+pub struct ApiKeySecret(String);
+
+impl ApiKeySecret {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    #[cfg(test)]
+    pub fn for_tests(key: &str) -> Self {
+        ApiKeySecret(key.to_owned())
+    }
+}
+
+impl fmt::Debug for ApiKeySecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
 }
 
 /// Checks the `x-api-key` header for `scope` (None: any scope) from `ip`, on
@@ -271,6 +295,7 @@ pub async fn check_api_key<C: Connecting>(
     let quota = limits.quota_of(row.try_get(6)?, row.try_get(7)?);
     let caller = ApiCaller {
         key_id,
+        key: ApiKeySecret(key.to_owned()),
         name: row.try_get(2)?,
         prefix: row.try_get(3)?,
         scopes: row.try_get(4)?,

@@ -139,6 +139,7 @@ mod tests {
     fn caller(key_id: i64) -> ApiCaller {
         ApiCaller {
             key_id,
+            key: crate::auth::ApiKeySecret::for_tests("vk_1_secret"),
             name: "shop".into(),
             prefix: "vk_1".into(),
             scopes: vec!["transaction".into()],

@@ -95,9 +95,11 @@ pub async fn assess(
     let image = read_image(form).await?;
     let _turn = state.identity_turn().await?;
     let db = state.db().await?;
-    let statement = db.prepare_cached("SELECT vigil.assess_id($1, $2)").await?;
+    let statement = db
+        .prepare_cached("SELECT vigil.assess_id($1, vigil.enter_api_key($2))")
+        .await?;
     let row = db
-        .query_one(&statement, &[&&image[..], &key.caller.key_id])
+        .query_one(&statement, &[&&image[..], &key.caller.key.as_str()])
         .await
         .map_err(ApiError::from_image_error)?;
     let assessment: Value = row.try_get(0)?;

@@ -1,6 +1,7 @@
 //! `POST /api/transaction` and its feedback endpoint: API key with scope
 //! `transaction` ([`KeyedJson`]), then one call of `vigil.risk_score` or
-//! `vigil.transaction_feedback`.
+//! `vigil.transaction_feedback`, acting for the key's account: the statement
+//! enters it first (`vigil.enter_api_key`, an argument, so one round trip).
 //!
 //! The body goes to the extension as it is: the extension validates it and
 //! refuses bad input with SQLSTATE 22023 naming the field, which `error`
@@ -42,9 +43,14 @@ pub async fn assess(
     request: KeyedJson<TransactionScope, Map<String, Value>>,
 ) -> Result<Json<Value>, ApiError> {
     let db = &request.db;
-    let statement = db.prepare_cached("SELECT vigil.risk_score($1, $2)").await?;
+    let statement = db
+        .prepare_cached("SELECT vigil.risk_score($1, vigil.enter_api_key($2))")
+        .await?;
     let row = db
-        .query_one(&statement, &[&Jsonb(&request.body), &request.caller.key_id])
+        .query_one(
+            &statement,
+            &[&Jsonb(&request.body), &request.caller.key.as_str()],
+        )
         .await?;
     let assessment: Value = row.try_get(0)?;
     state
@@ -91,12 +97,20 @@ pub async fn feedback(
     }
     let (db, feedback) = (&request.db, &request.body);
     let statement = db
-        .prepare_cached("SELECT vigil.transaction_feedback($1::text::uuid, $2, $3)")
+        .prepare_cached(
+            "SELECT vigil.transaction_feedback($1::text::uuid, $2, $3) \
+             FROM vigil.enter_api_key($4)",
+        )
         .await?;
     let row = db
         .query_one(
             &statement,
-            &[&transaction_id, &feedback.label, &feedback.note],
+            &[
+                &transaction_id,
+                &feedback.label,
+                &feedback.note,
+                &request.caller.key.as_str(),
+            ],
         )
         .await?;
     Ok(Json(row.try_get(0)?))
@@ -110,9 +124,10 @@ fn is_uuid(s: &str) -> bool {
         })
 }
 
-/// Calls `vigil.risk_refit()` every `every` (skipping the first tick, so a
-/// restart loop does not refit each time). A failure is logged and retried at
-/// the next tick: learning is an improvement, never a reason to stop serving.
+/// Calls `vigil.risk_refit_accounts()` every `every` (skipping the first
+/// tick, so a restart loop does not refit each time): every account with
+/// labels refits its own model. A failure is logged and retried at the next
+/// tick: learning is an improvement, never a reason to stop serving.
 pub async fn refit_periodically(pool: deadpool_postgres::Pool, every: std::time::Duration) {
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -121,15 +136,22 @@ pub async fn refit_periodically(pool: deadpool_postgres::Pool, every: std::time:
         ticks.tick().await;
         let outcome = async {
             let client = pool.get().await.map_err(|e| e.to_string())?;
-            let row = client
-                .query_one("SELECT vigil.risk_refit()::text", &[])
+            client
+                .query(
+                    "SELECT account, outcome::text FROM vigil.risk_refit_accounts()",
+                    &[],
+                )
                 .await
-                .map_err(|e| e.to_string())?;
-            Ok::<String, String>(row.get(0))
+                .map_err(|e| e.to_string())
         }
         .await;
         match outcome {
-            Ok(summary) => tracing::info!(%summary, "risk model refitted"),
+            Ok(rows) => {
+                for row in rows {
+                    let (account, summary): (String, String) = (row.get(0), row.get(1));
+                    tracing::info!(%account, %summary, "risk model refitted");
+                }
+            }
             Err(error) => tracing::warn!(%error, "risk model refit failed"),
         }
     }

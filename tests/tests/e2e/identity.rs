@@ -12,15 +12,10 @@ use serde_json::Value;
 use vigil_e2e::{shared, Env};
 use vigil_identity::synthetic as s;
 
+/// A key of `scope` in an account of its own: duplicates are per account,
+/// and each test's uploads are its own.
 fn key(env: &Env, scope: &str) -> String {
-    env.admin_ok(&[
-        "keys",
-        "create",
-        "--name",
-        &format!("identity {scope}"),
-        "--scope",
-        scope,
-    ])
+    env.tenant_key(&format!("identity {scope}"), &[scope]).0
 }
 
 /// Uploads `bytes` as the part `part` (file name and type deliberately
@@ -179,8 +174,8 @@ fn the_same_picture_again_is_flagged_with_the_first_assessment() {
     }
     let other = assess(env, &key, camera_jpeg(104));
     assert!(!codes(&other).contains(&"DUPLICATE_IMAGE"), "{other}");
-    // Issue 60: another API key's upload of the same picture is not told of
-    // the first (until tenants hold keys, duplicates are per key).
+    // Issues 60 and 61: another account's upload of the same picture is not
+    // told of the first.
     let elsewhere = assess(
         env,
         &self::key(env, "identity"),

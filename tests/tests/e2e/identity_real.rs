@@ -200,12 +200,12 @@ fn no_drawing_or_picture_of_no_document_is_accepted_with_high_confidence() {
     use vigil_identity::mrz::render;
     use vigil_identity::synthetic as s;
     let env = shared();
-    // Two keys: duplicates are per key, and a JPEG of a PNG is its duplicate.
+    // Two accounts: duplicates are per account, and a JPEG of a PNG is its duplicate.
     let keys = [
         "no documents, as shipped",
         "no documents, as a phone sends them",
     ]
-    .map(|name| env.admin_ok(&["keys", "create", "--name", name, "--scope", "identity"]));
+    .map(|name| env.tenant_key(name, &["identity"]).0);
     let dir = pictures();
     let mut uploads: Vec<(String, usize, Vec<u8>)> = Vec::new();
     for doc in labelled().into_iter().filter(|d| d.format == "none") {

@@ -26,6 +26,7 @@ mod reference;
 mod registries;
 mod search_quality;
 mod side_by_side;
+mod tenants;
 mod transaction;
 mod upgrade;
 mod vectordb;

@@ -66,7 +66,8 @@ fn transaction(n: usize) -> Value {
 fn census(cluster: &Cluster) -> String {
     cluster.psql(
         "SELECT (SELECT count(*) FROM vigil.api_keys), (SELECT count(*) FROM vigil.user_keys), \
-                (SELECT count(*) FROM vigil.accounts), (SELECT count(*) FROM vigil.vector_databases), \
+                (SELECT count(*) FROM vigil.accounts WHERE account <> 'default@localhost'), \
+                (SELECT count(*) FROM vigil.vector_databases), \
                 (SELECT count(*) FROM vigil.transactions), (SELECT count(*) FROM vigil.blocklist), \
                 (SELECT string_agg(label, ',' ORDER BY label) FROM vigil.feedback), \
                 (SELECT count(*) FROM public.notes)",
@@ -121,13 +122,12 @@ fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
             ))
         })
         .collect();
-    let (status, body) = post(
-        &env,
-        &format!("/api/transaction/{}/feedback", ids[0]),
-        Some(&api_key),
-        json!({"label": "fraud"}),
-    );
-    assert_eq!(status, 200, "{body}");
+    // Labelled as the previous version's sidecar did (this build's enters
+    // the key's account first, which 0.17.0 brings).
+    cluster.psql(&format!(
+        "SELECT vigil.transaction_feedback('{}', 'fraud')",
+        ids[0]
+    ));
     cluster.psql(
         "SELECT vigil.blocklist_add('email', 'blocked@example.com', 'upgrade test', NULL);
          CREATE TABLE public.notes (id int PRIMARY KEY, body text, v real[]);
@@ -148,6 +148,18 @@ fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
         CURRENT
     );
     assert_eq!(census(&cluster), before, "every row is still there");
+    // 0.17.0: every key and row there was is the default account's.
+    assert_eq!(
+        cluster.psql(
+            "SELECT (SELECT count(*) FROM vigil.transactions WHERE account = vigil.default_account()) || ' ' ||
+                    (SELECT count(*) FROM vigil.feedback WHERE account = vigil.default_account()) || ' ' ||
+                    (SELECT count(*) FROM vigil.fraud_identities WHERE account = vigil.default_account()) || ' ' ||
+                    (SELECT count(*) FROM vigil.blocklist WHERE account = vigil.default_account()) || ' ' ||
+                    (SELECT count(*) FROM vigil.identity_assessments WHERE account <> vigil.default_account()) || ' ' ||
+                    (SELECT string_agg(DISTINCT account, ',') FROM vigil.api_keys)"
+        ),
+        "6 1 3 1 0 default@localhost"
+    );
     assert_eq!(
         cluster.psql(
             "SELECT count(*) FILTER (WHERE f.occurred_at = t.occurred_at) || '/' || count(*)
@@ -250,6 +262,15 @@ fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
     let (status, body) = post(&env, "/createDatabase", None, db);
     assert_eq!((status, &body["created"]), (200, &json!(false)), "{body}");
     let (status, body) = post(&env, "/api/transaction", Some(&api_key), transaction(0));
+    assert_eq!(status, 200, "{body}");
+    // The fraud labelled before holds for the key made before: its e-mail.
+    assert_eq!(body["Result"], "Failed", "{body}");
+    let (status, body) = post(
+        &env,
+        &format!("/api/transaction/{}/feedback", ids[1]),
+        Some(&api_key),
+        json!({"label": "legit"}),
+    );
     assert_eq!(status, 200, "{body}");
     let (status, body) = post(
         &env,

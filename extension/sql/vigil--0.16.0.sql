@@ -657,66 +657,6 @@ REVOKE ALL ON vigil.api_key_list, vigil.user_key_list FROM PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/hnsw/mod.rs:65
--- requires:
---   keys_schema
-
--- vigil_hnsw: distance operators on real[] and the HNSW index access method.
--- The functions are C functions of this module (src/hnsw/ops.rs, mod.rs).
-
--- Exact distances; these also back the operators when no index is used. COST
--- reflects a few hundred multiply-adds, so the planner weighs a sequential scan
--- that computes one per row against the index's few hundred per query.
-CREATE FUNCTION vigil.l2_distance(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_l2_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-CREATE FUNCTION vigil.cosine_distance(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_cosine_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-CREATE FUNCTION vigil.negative_inner_product(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_negative_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-CREATE FUNCTION vigil.inner_product(real[], real[]) RETURNS float8
-    AS 'MODULE_PATHNAME', 'vigil_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
-
-COMMENT ON FUNCTION vigil.l2_distance(real[], real[]) IS 'Euclidean distance; the <-> operator';
-COMMENT ON FUNCTION vigil.cosine_distance(real[], real[]) IS '1 - cosine similarity; the <=> operator';
-COMMENT ON FUNCTION vigil.negative_inner_product(real[], real[]) IS '-(a . b); the <#> operator';
-
-CREATE OPERATOR vigil.<-> (
-    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.l2_distance,
-    COMMUTATOR = OPERATOR(vigil.<->)
-);
-CREATE OPERATOR vigil.<=> (
-    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.cosine_distance,
-    COMMUTATOR = OPERATOR(vigil.<=>)
-);
-CREATE OPERATOR vigil.<#> (
-    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.negative_inner_product,
-    COMMUTATOR = OPERATOR(vigil.<#>)
-);
-
-CREATE FUNCTION vigil.vigil_hnsw_handler(internal) RETURNS index_am_handler
-    AS 'MODULE_PATHNAME', 'vigil_hnsw_handler' LANGUAGE c;
-CREATE ACCESS METHOD vigil_hnsw TYPE INDEX HANDLER vigil.vigil_hnsw_handler;
-COMMENT ON ACCESS METHOD vigil_hnsw IS 'HNSW approximate nearest-neighbour index over real[]';
-
--- Support function 1 names the metric the index is built with.
-CREATE OPERATOR CLASS vigil.cosine_ops DEFAULT FOR TYPE real[] USING vigil_hnsw AS
-    OPERATOR 1 vigil.<=> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
-    FUNCTION 1 vigil.cosine_distance(real[], real[]);
-CREATE OPERATOR CLASS vigil.l2_ops FOR TYPE real[] USING vigil_hnsw AS
-    OPERATOR 1 vigil.<-> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
-    FUNCTION 1 vigil.l2_distance(real[], real[]);
-CREATE OPERATOR CLASS vigil.ip_ops FOR TYPE real[] USING vigil_hnsw AS
-    OPERATOR 1 vigil.<#> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
-    FUNCTION 1 vigil.negative_inner_product(real[], real[]);
--- The key of a partitioned index, `USING vigil_hnsw (key, vector)`: one graph
--- per key value, which a scan for `key = $1` walks alone (src/hnsw/directory.rs).
-CREATE OPERATOR CLASS vigil.int8_ops DEFAULT FOR TYPE bigint USING vigil_hnsw AS
-    OPERATOR 1 pg_catalog.= (bigint, bigint),
-    OPERATOR 1 pg_catalog.= (bigint, integer),
-    OPERATOR 1 pg_catalog.= (bigint, smallint);
-/* </end connected objects> */
-
-/* <begin connected objects> */
 -- extension/src/risk/mod.rs:105
 -- requires:
 --   keys_schema
@@ -1033,6 +973,66 @@ REVOKE EXECUTE ON FUNCTION vigil._identity_duplicate(bytea, integer, bigint) FRO
 
 -- Security definer: only the application role (sql/bootstrap.sql) and the owner assess.
 REVOKE EXECUTE ON FUNCTION vigil.assess_id(bytea, bigint) FROM PUBLIC;
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- extension/src/hnsw/mod.rs:65
+-- requires:
+--   keys_schema
+
+-- vigil_hnsw: distance operators on real[] and the HNSW index access method.
+-- The functions are C functions of this module (src/hnsw/ops.rs, mod.rs).
+
+-- Exact distances; these also back the operators when no index is used. COST
+-- reflects a few hundred multiply-adds, so the planner weighs a sequential scan
+-- that computes one per row against the index's few hundred per query.
+CREATE FUNCTION vigil.l2_distance(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_l2_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+CREATE FUNCTION vigil.cosine_distance(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_cosine_distance' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+CREATE FUNCTION vigil.negative_inner_product(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_negative_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+CREATE FUNCTION vigil.inner_product(real[], real[]) RETURNS float8
+    AS 'MODULE_PATHNAME', 'vigil_inner_product' LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 10;
+
+COMMENT ON FUNCTION vigil.l2_distance(real[], real[]) IS 'Euclidean distance; the <-> operator';
+COMMENT ON FUNCTION vigil.cosine_distance(real[], real[]) IS '1 - cosine similarity; the <=> operator';
+COMMENT ON FUNCTION vigil.negative_inner_product(real[], real[]) IS '-(a . b); the <#> operator';
+
+CREATE OPERATOR vigil.<-> (
+    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.l2_distance,
+    COMMUTATOR = OPERATOR(vigil.<->)
+);
+CREATE OPERATOR vigil.<=> (
+    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.cosine_distance,
+    COMMUTATOR = OPERATOR(vigil.<=>)
+);
+CREATE OPERATOR vigil.<#> (
+    LEFTARG = real[], RIGHTARG = real[], FUNCTION = vigil.negative_inner_product,
+    COMMUTATOR = OPERATOR(vigil.<#>)
+);
+
+CREATE FUNCTION vigil.vigil_hnsw_handler(internal) RETURNS index_am_handler
+    AS 'MODULE_PATHNAME', 'vigil_hnsw_handler' LANGUAGE c;
+CREATE ACCESS METHOD vigil_hnsw TYPE INDEX HANDLER vigil.vigil_hnsw_handler;
+COMMENT ON ACCESS METHOD vigil_hnsw IS 'HNSW approximate nearest-neighbour index over real[]';
+
+-- Support function 1 names the metric the index is built with.
+CREATE OPERATOR CLASS vigil.cosine_ops DEFAULT FOR TYPE real[] USING vigil_hnsw AS
+    OPERATOR 1 vigil.<=> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
+    FUNCTION 1 vigil.cosine_distance(real[], real[]);
+CREATE OPERATOR CLASS vigil.l2_ops FOR TYPE real[] USING vigil_hnsw AS
+    OPERATOR 1 vigil.<-> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
+    FUNCTION 1 vigil.l2_distance(real[], real[]);
+CREATE OPERATOR CLASS vigil.ip_ops FOR TYPE real[] USING vigil_hnsw AS
+    OPERATOR 1 vigil.<#> (real[], real[]) FOR ORDER BY pg_catalog.float_ops,
+    FUNCTION 1 vigil.negative_inner_product(real[], real[]);
+-- The key of a partitioned index, `USING vigil_hnsw (key, vector)`: one graph
+-- per key value, which a scan for `key = $1` walks alone (src/hnsw/directory.rs).
+CREATE OPERATOR CLASS vigil.int8_ops DEFAULT FOR TYPE bigint USING vigil_hnsw AS
+    OPERATOR 1 pg_catalog.= (bigint, bigint),
+    OPERATOR 1 pg_catalog.= (bigint, integer),
+    OPERATOR 1 pg_catalog.= (bigint, smallint);
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -1447,7 +1447,7 @@ LANGUAGE plpgsql STABLE
 AS $$
 BEGIN
     IF NOT vigil._database_granted(db) THEN
-        RAISE EXCEPTION 'the user key is limited to other databases than "%"', db
+        RAISE EXCEPTION 'the user key is limited to other databases than "%"', vigil._echo(db)
             USING ERRCODE = 'insufficient_privilege', COLUMN = 'dbName';
     END IF;
 END
@@ -1459,6 +1459,39 @@ LANGUAGE plpgsql IMMUTABLE
 AS $$
 BEGIN
     RAISE EXCEPTION '%', message USING ERRCODE = 'invalid_parameter_value', COLUMN = field;
+END
+$$;
+
+-- A name the caller gave, as an error message repeats it: at most 64
+-- characters, so a 5,000-character name is not sent back whole.
+CREATE FUNCTION vigil._echo(given text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN pg_catalog.char_length(given) <= 64 THEN given
+                ELSE pg_catalog.left(given, 63) || '…' END
+$$;
+
+-- Whether `t` holds nothing to see: only white space, Unicode's included
+-- (no-break, ideographic, line and paragraph separators), and characters
+-- that print nothing (zero-width spaces and joiners, direction marks, the
+-- byte-order mark, soft hyphens, Hangul and braille fillers). `\s` alone
+-- knows ASCII's only under the C locale.
+CREATE FUNCTION vigil._blank(t text) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+    SELECT t !~ '[^\s\u0085\u00a0\u00ad\u034f\u115f\u1160\u1680\u180e\u2000-\u200f\u2028-\u202f\u205f-\u2064\u2800\u3000\u3164\uffa0\ufeff]'
+$$;
+
+-- ERROR P0002 naming dbName: the account has no database `db` (or none of
+-- that id: an internal function given one it cannot see, or one deleted
+-- while a statement used it).
+CREATE FUNCTION vigil._no_database(db text) RETURNS void
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    RAISE EXCEPTION 'no database "%" in account %', vigil._echo(db), vigil.current_account()
+        USING ERRCODE = 'no_data_found', COLUMN = 'dbName',
+              HINT = 'create it with vigil.create_database or POST /createDatabase';
 END
 $$;
 
@@ -1504,9 +1537,7 @@ BEGIN
     PERFORM vigil._require_granted(wanted);
     SELECT d.id INTO found_id FROM vector_databases d WHERE d.account = acct AND d.name = wanted;
     IF found_id IS NULL THEN
-        RAISE EXCEPTION 'no database "%" in account %', wanted, acct
-            USING ERRCODE = 'no_data_found', COLUMN = 'dbName',
-                  HINT = 'create it with vigil.create_database or POST /createDatabase';
+        PERFORM vigil._no_database(wanted);
     END IF;
     RETURN found_id;
 END
@@ -1547,7 +1578,7 @@ BEGIN
         PERFORM vigil._refuse(prefix || 'content', prefix || 'content is required (a string)');
     ELSIF length(content) > 100000 THEN
         PERFORM vigil._refuse(prefix || 'content', prefix || 'content is longer than 100,000 characters');
-    ELSIF (title || content) !~ '\S' THEN
+    ELSIF vigil._blank(title || content) THEN
         PERFORM vigil._refuse(prefix || 'content', prefix || 'title and content are both empty: nothing to store');
     ELSIF metadata IS NOT NULL AND jsonb_typeof(metadata) <> 'object' THEN
         PERFORM vigil._refuse(prefix || 'metadata', prefix || 'metadata must be a JSON object');
@@ -1613,6 +1644,11 @@ BEGIN
         RETURNING s.id, s.title, s.content, s.metadata, s.created_at
     )
     SELECT * FROM stored ORDER BY stored.id;
+EXCEPTION WHEN foreign_key_violation THEN
+    -- The database was deleted after it was looked up (a delete that
+    -- committed while the records were embedded): it is gone, as a store
+    -- after the delete would be told.
+    PERFORM vigil._no_database(coalesce(db, current_setting('vigil.db', true)));
 END
 $$;
 
@@ -1632,6 +1668,9 @@ BEGIN
            coalesce(store_record.metadata, '{}'), v.embedding, v.opening
     FROM vigil._embed_records(ARRAY[store_record.title], ARRAY[store_record.content]) v
     RETURNING s.id, s.title, s.content, s.metadata, s.created_at;
+EXCEPTION WHEN foreign_key_violation THEN
+    -- Deleted after it was looked up (see vigil.store_records).
+    PERFORM vigil._no_database(coalesce(db, current_setting('vigil.db', true)));
 END
 $$;
 
@@ -1691,7 +1730,7 @@ AS $$
 BEGIN
     IF query IS NULL THEN
         PERFORM vigil._refuse('query', 'query is required');
-    ELSIF query !~ '\S' THEN
+    ELSIF vigil._blank(query) THEN
         PERFORM vigil._refuse('query', 'query is blank: give words to search for');
     ELSIF pg_catalog.char_length(query) > 1000 THEN
         PERFORM vigil._refuse('query', pg_catalog.format(
@@ -1798,6 +1837,17 @@ DECLARE
     in_db bigint;
 BEGIN
     SELECT d.records INTO in_db FROM vector_databases d WHERE d.account = acct AND d.id = db_id;
+    IF NOT FOUND THEN
+        -- Called directly with an id the caller cannot see (the searches
+        -- look the database up by name first).
+        PERFORM vigil._no_database(format('#%s', db_id));
+    END IF;
+    IF k IS NULL OR k NOT BETWEEN 1 AND 2000 THEN
+        PERFORM vigil._refuse('k', format('k must be 1 to 2000, not %s', coalesce(k::text, 'null')));
+    END IF;
+    IF cardinality(query_vector) IS DISTINCT FROM 384 THEN
+        PERFORM vigil._refuse('query_vector', 'query_vector must be 384 numbers');
+    END IF;
     IF in_db <= 2000 THEN
         RETURN QUERY EXECUTE
             'SELECT r.id, greatest(1 - vigil.cosine_distance(r.embedding, $2),
@@ -1853,7 +1903,7 @@ BEGIN
     INTO n, average, version_xmin, version_ctid
     FROM vector_databases d WHERE d.account = acct AND d.id = db_id;
     IF NOT FOUND THEN
-        RETURN;
+        PERFORM vigil._no_database(format('#%s', db_id));
     END IF;
     RETURN QUERY SELECT * FROM vigil._bm25_search_kept(db_id, acct, version_xmin,
         version_ctid, tsvector_to_array(vigil.search_terms(query)), n, average, k);
@@ -2001,9 +2051,16 @@ BEGIN
     IF fusion IS NULL OR fusion NOT IN ('rrf', 'convex') THEN
         PERFORM vigil._refuse('fusion', 'fusion must be ''rrf'' or ''convex''');
     END IF;
-    IF vector_weight IS NULL OR keyword_weight IS NULL OR vector_weight < 0 OR keyword_weight < 0
-       OR vector_weight + keyword_weight = 0 THEN
-        PERFORM vigil._refuse('weights', 'vector_weight and keyword_weight must be 0 or more, not both 0');
+    -- Named as the request names them (vectorWeight, keywordWeight).
+    IF vector_weight IS NULL OR vector_weight < 0 THEN
+        PERFORM vigil._refuse('vectorWeight', format('vectorWeight must be 0 or more, not %s',
+                                                     coalesce(vector_weight::text, 'null')));
+    ELSIF keyword_weight IS NULL OR keyword_weight < 0 THEN
+        PERFORM vigil._refuse('keywordWeight', format('keywordWeight must be 0 or more, not %s',
+                                                      coalesce(keyword_weight::text, 'null')));
+    ELSIF vector_weight + keyword_weight = 0 THEN
+        PERFORM vigil._refuse('vectorWeight',
+            'vectorWeight and keywordWeight are both 0: at least one must be above 0');
     END IF;
     fetched := least(greatest(2 * k, 30), 2000);
     qv := vigil._query_vector(query, query_vector);
