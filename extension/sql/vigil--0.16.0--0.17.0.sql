@@ -355,4 +355,16 @@ AS $$
 $$;
 REVOKE EXECUTE ON FUNCTION vigil._identity_duplicate(bytea, integer, text) FROM PUBLIC;
 
--- RUST_FUNCTIONS
+-- Every account with labels refits its own model (risk/model.rs).
+CREATE FUNCTION vigil."risk_refit_accounts"(
+	"unlabelled_as_legit_after" interval DEFAULT NULL, /* Option < pgrx :: datum :: Interval > */
+	"as_of" timestamp with time zone DEFAULT now() /* Option < pgrx :: datum :: TimestampWithTimeZone > */
+) RETURNS TABLE (
+	"account" TEXT,  /* alloc :: string :: String */
+	"outcome" jsonb  /* crate :: pg :: jsonb :: Jsonb */
+)
+VOLATILE SECURITY DEFINER
+SET search_path TO pg_catalog, vigil
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'risk_refit_accounts_wrapper';
+REVOKE EXECUTE ON FUNCTION vigil.risk_refit_accounts(interval, timestamptz) FROM PUBLIC;
