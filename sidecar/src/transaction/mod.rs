@@ -79,7 +79,7 @@ pub struct Feedback {
     request_body = Feedback,
     responses(
         (status = 200, description = "The label was recorded", body = FeedbackResult),
-        (status = 404, description = "not_found: no such transaction", body = crate::error::ErrorBody),
+        (status = 404, description = "not_found: no such transaction in the key's account", body = crate::error::ErrorBody),
         AuthRefusals,
         BodyRefusals,
     ),
