@@ -84,7 +84,7 @@ BEGIN
         GRANT EXECUTE ON FUNCTION
             vigil.create_api_key(text, text[], timestamptz, cidr[], real, integer, text),
             vigil.blocklist_add(text, text, text, timestamptz, text), vigil.blocklist_remove(text, text, text),
-            vigil.blocklist_list(text)
+            vigil.blocklist_list(text), vigil.set_risk_sharing(text, boolean)
         TO vigil_admin;
     ELSE
         GRANT EXECUTE ON FUNCTION

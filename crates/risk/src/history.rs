@@ -271,6 +271,21 @@ pub struct History {
     pub customer_amounts: AmountStats,
     /// Blocklist entries and confirmed-fraud identities matching this request.
     pub hard_rules: Vec<HardRule>,
+    /// The network layer (accounts that opted in to share risk signals): this
+    /// request's identities confirmed as fraud by other such accounts. Empty
+    /// unless this account opted in too.
+    pub network: Vec<NetworkLink>,
+}
+
+/// An identity of the request that other accounts of the network confirmed
+/// as fraud. What they share is a hash of the identity, never its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NetworkLink {
+    /// An e-mail, device or card (IP addresses are not shared: too many
+    /// honest people share them).
+    pub identity: IdentityKind,
+    /// How many other accounts confirmed it.
+    pub accounts: u32,
 }
 
 impl History {

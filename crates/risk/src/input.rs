@@ -675,6 +675,22 @@ fn bounded_identity(identity: String) -> String {
     key
 }
 
+/// What the network layer shares of a normalised identity of `kind`
+/// (`email`, `device`, `card`): the SHA-256 of `kind:value`, in 64 hex
+/// digits, never the value (`vigil._network_hash` in SQL computes the same).
+pub fn network_hash(kind: &str, identity: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(kind.as_bytes());
+    hasher.update(b":");
+    hasher.update(identity.as_bytes());
+    let mut hex = String::with_capacity(64);
+    for byte in hasher.finalize() {
+        // Writing to a String cannot fail.
+        let _ = write!(hex, "{byte:02x}");
+    }
+    hex
+}
+
 fn is_identity_digest(text: &str) -> bool {
     text.strip_prefix("sha256:")
         .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))

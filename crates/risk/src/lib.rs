@@ -44,9 +44,11 @@ pub mod signals;
 
 pub use geo::{address_country, GeoIp};
 pub use history::{
-    AmountStats, HardRule, HardRuleSource, History, IdentityKind, Linkage, LinkageCounter, Window,
+    AmountStats, HardRule, HardRuleSource, History, IdentityKind, Linkage, LinkageCounter, Window, NetworkLink,
 };
-pub use input::{normalise_identity, parse_request, Identities, InputError, Request, Timestamp};
+pub use input::{
+    network_hash, normalise_identity, parse_request, Identities, InputError, Request, Timestamp,
+};
 pub use model::Model;
 pub use score::{assess, assess_with, Assessment, Confidence, Verdict};
 pub use signals::{Reason, SignalInfo, SignalKind, SIGNALS};

@@ -242,12 +242,20 @@ pub const FRAUD_LINKED_IP: SignalInfo = SignalInfo {
     description: "the IP address was in a transaction confirmed as fraud: as FRAUD_LINKED_DEVICE from 12, with the other e-mails from the IP in 30 days (households, offices and carriers share addresses)",
 };
 
+pub const NETWORK_FRAUD_LINK: SignalInfo = SignalInfo {
+    code: "NETWORK_FRAUD_LINK",
+    kind: SignalKind::Strong,
+    points: &[5.0, 10.0, 15.0, 20.0],
+    description: "another account of the network (accounts that opted in to share risk signals) confirmed the e-mail, card or device as fraud: 12 for an e-mail or card, 6 for a device, each grown by half for every further account that confirmed it, summed; the highest grade at or under that, 20 at most, and never a failure alone",
+};
+
 /// Every reason code, strongest kinds first.
 pub const SIGNALS: &[SignalInfo] = &[
     BLOCKLISTED,
     CONFIRMED_FRAUD,
     FRAUD_LINKED_DEVICE,
     FRAUD_LINKED_IP,
+    NETWORK_FRAUD_LINK,
     VPN_OR_PROXY,
     IP_COUNTRY_MISMATCH,
     DISPOSABLE_EMAIL,
@@ -502,7 +510,9 @@ pub(crate) struct Features {
     pub amount_z: Option<f64>,
     /// Days since the confirmed fraud the device and the IP were linked to.
     pub fraud_links: [Option<f64>; 2],
-    /// The points those links fired.
+    /// The points those links fired, and the network's
+    /// ([`NETWORK_FRAUD_LINK`]): what feedback adds, which never fails a
+    /// transaction alone.
     pub fraud_link_points: f64,
 }
 
@@ -518,6 +528,7 @@ pub(crate) fn evaluate(
     hard_rules(hist, out);
     let before = out.total;
     f.fraud_links = fraud_links(hist, links, out);
+    network(hist, out);
     f.fraud_link_points = out.total - before;
     vpn(req, out);
     (f.address_country, f.ip_country_mismatch) = ip_mismatch(req, ip_country, out);
@@ -628,6 +639,41 @@ fn fraud_links(hist: &History, weights: LinkWeights, out: &mut Collector) -> [Op
         );
     }
     days
+}
+
+/// The network layer's evidence: identities other opted-in accounts
+/// confirmed as fraud. Bounded (20 at most), and counted with what feedback
+/// adds, so it never fails a transaction alone.
+fn network(hist: &History, out: &mut Collector) {
+    if hist.network.is_empty() {
+        return;
+    }
+    let mut strength = 0.0;
+    let mut said = Vec::new();
+    for link in &hist.network {
+        let base = match link.identity {
+            IdentityKind::Email | IdentityKind::Card => 12.0,
+            IdentityKind::Device => 6.0,
+            // Not shared; a caller that sends one adds nothing.
+            IdentityKind::Ip => continue,
+        };
+        let accounts = link.accounts.max(1);
+        strength += base * (1.0 + 0.5 * f64::from(accounts - 1));
+        said.push(format!(
+            "the {} by {accounts} other account{}",
+            link.identity.describe(),
+            if accounts == 1 { "" } else { "s" }
+        ));
+    }
+    let info = &NETWORK_FRAUD_LINK;
+    let Some(grade) = info.points.iter().rposition(|p| *p <= strength) else {
+        return;
+    };
+    out.fire(
+        info,
+        grade,
+        format!("confirmed as fraud in the network: {}", said.join("; ")),
+    );
 }
 
 fn vpn(req: &Request, out: &mut Collector) {

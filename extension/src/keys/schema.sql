@@ -27,8 +27,14 @@ CREATE TABLE vigil.api_keys (
 
 CREATE TABLE vigil.accounts (
     account    text PRIMARY KEY CHECK (length(account) <= 320 AND account ~ '^[^@\s]+@[^@\s]+$'),
-    created_at timestamptz NOT NULL DEFAULT now()
+    created_at timestamptz NOT NULL DEFAULT now(),
+    -- The network layer (0.17.0, risk/schema.sql): the account contributes its
+    -- confirmed frauds' identities, as hashes, and receives other sharing
+    -- accounts'. Off unless set (vigil.set_risk_sharing).
+    share_risk_signals boolean NOT NULL DEFAULT false
 );
+-- "Does this account share?": one descent per assessment (risk/history.rs).
+CREATE INDEX accounts_sharing ON vigil.accounts (account) WHERE share_risk_signals;
 
 -- The account of what is done without one (issue 61): API keys made without
 -- `--account`, and SQL callers that enter none (a single-shop installation

@@ -12,6 +12,7 @@
 //! indexes and triggers.
 
 use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
 use pgrx::datum::DatumWithOid;
@@ -19,8 +20,8 @@ use pgrx::prelude::*;
 use pgrx::spi::OwnedPreparedStatement;
 use vigil_risk::history::{LinkageCounter, LINKAGE_SCAN_CAP};
 use vigil_risk::{
-    AmountStats, Assessment, HardRule, HardRuleSource, History, Identities, IdentityKind, Request,
-    Window,
+    network_hash, AmountStats, Assessment, HardRule, HardRuleSource, History, Identities,
+    IdentityKind, NetworkLink, Request, Window,
 };
 
 use crate::pg::index_range::{scan, Direction, Entry, Key, Relation, Snapshot};
@@ -49,7 +50,13 @@ mod column {
     pub const EXPIRES_AT: usize = 4;
     /// `fraud_identities_pkey (account, kind, value, transaction_id) INCLUDE (occurred_at)`.
     pub const FRAUD_OCCURRED_AT: usize = 5;
+    /// `network_fraud_pkey (kind, hash, account, transaction_id)`.
+    pub const NETWORK_ACCOUNT: usize = 3;
 }
+
+/// Other accounts counted per identity: past this, more say nothing new
+/// (the points are capped long before).
+const NETWORK_ACCOUNTS_CAP: usize = 50;
 
 /// Reads the history of `ids` in `account` as of `event` (the transaction's
 /// event time, [`vigil_risk::Request::event_time_us`]): rows that occurred
@@ -170,6 +177,7 @@ pub fn load(
         index.close();
     }
     history.hard_rules = hard_rules(account, ids, now, event, snapshot);
+    history.network = network(account, ids, snapshot);
     table.close();
     history
 }
@@ -287,6 +295,76 @@ fn hard_rules(
     }
     rules.sort_by_key(|rule| rule.identity.as_str());
     rules
+}
+
+/// The network layer: this request's e-mail, device and card as other
+/// accounts sharing risk signals confirmed them as fraud, with how many
+/// accounts did; nothing unless `account` shares too. Read by their hashes
+/// (`vigil.network_fraud`), the only thing the network holds.
+fn network(account: &str, ids: &Identities, snapshot: &Snapshot) -> Vec<NetworkLink> {
+    let mut links = Vec::new();
+    if !shares(account, snapshot) {
+        return links;
+    }
+    let (table, index) = (
+        Relation::open("network_fraud"),
+        Relation::open("network_fraud_pkey"),
+    );
+    for (kind, value) in [
+        (IdentityKind::Email, &ids.email),
+        (IdentityKind::Device, &ids.device),
+        (IdentityKind::Card, &ids.card),
+    ] {
+        let Some(value) = value else { continue };
+        let hash = network_hash(kind.as_str(), value);
+        let mut others = BTreeSet::new();
+        let keys = [Key::TextEq(kind.as_str()), Key::TextEq(&hash)];
+        scan(&table, &index, snapshot, &keys, Direction::Forward, |entry| {
+            if let Some(other) = entry.text(column::NETWORK_ACCOUNT) {
+                if other != account.as_bytes() {
+                    others.insert(other.to_vec());
+                }
+            }
+            if others.len() >= NETWORK_ACCOUNTS_CAP {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        if !others.is_empty() {
+            links.push(NetworkLink {
+                identity: kind,
+                accounts: others.len() as u32,
+            });
+        }
+    }
+    index.close();
+    table.close();
+    links
+}
+
+/// Whether `account` shares risk signals (`accounts_sharing`, a partial
+/// index of the accounts that do).
+fn shares(account: &str, snapshot: &Snapshot) -> bool {
+    let (table, index) = (
+        Relation::open("accounts"),
+        Relation::open("accounts_sharing"),
+    );
+    let mut found = false;
+    scan(
+        &table,
+        &index,
+        snapshot,
+        &[Key::TextEq(account)],
+        Direction::Forward,
+        |_| {
+            found = true;
+            ControlFlow::Break(())
+        },
+    );
+    index.close();
+    table.close();
+    found
 }
 
 fn identity_args(ids: &Identities) -> [DatumWithOid<'_>; 4] {

@@ -163,7 +163,29 @@ CREATE POLICY own_account ON vigil.blocklist USING (account = vigil.current_acco
 ALTER TABLE vigil.risk_models ENABLE ROW LEVEL SECURITY;
 CREATE POLICY own_account ON vigil.risk_models USING (account = vigil.current_account());
 
-REVOKE ALL ON vigil.transactions, vigil.feedback, vigil.fraud_identities, vigil.blocklist, vigil.risk_models FROM PUBLIC;
+-- The network layer (issue 61): identities confirmed as fraud by accounts
+-- that opted in to share risk signals (vigil.accounts.share_risk_signals),
+-- each as the SHA-256 of "kind:value" in hex (vigil._network_hash,
+-- vigil_risk::network_hash): what is shared is the hash, never the value. An
+-- assessment in another sharing account reads how many accounts confirmed
+-- each of its e-mail, device and card (NETWORK_FRAUD_LINK, bounded, never a
+-- failure alone). IP addresses are not shared: too many honest people share one.
+CREATE TABLE vigil.network_fraud (
+    kind           text COLLATE "C" NOT NULL CHECK (kind IN ('email', 'device', 'card')),
+    hash           text COLLATE "C" NOT NULL CHECK (hash ~ '^[0-9a-f]{64}$'),
+    account        text COLLATE "C" NOT NULL,
+    transaction_id uuid NOT NULL REFERENCES vigil.transactions (id) ON DELETE CASCADE,
+    PRIMARY KEY (kind, hash, account, transaction_id)
+);
+CREATE INDEX ON vigil.network_fraud (transaction_id);
+CREATE INDEX ON vigil.network_fraud (account);
+
+CREATE FUNCTION vigil._network_hash(kind text, value text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$ SELECT pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(kind || ':' || value, 'UTF8')), 'hex') $$;
+
+REVOKE ALL ON vigil.transactions, vigil.feedback, vigil.fraud_identities, vigil.blocklist, vigil.risk_models,
+              vigil.network_fraud FROM PUBLIC;
 
 -- In backups (keys/schema.sql says why).
 SELECT pg_catalog.pg_extension_config_dump('vigil.transactions', '');
@@ -173,6 +195,7 @@ SELECT pg_catalog.pg_extension_config_dump('vigil.fraud_identities', '');
 SELECT pg_catalog.pg_extension_config_dump('vigil.blocklist', '');
 SELECT pg_catalog.pg_extension_config_dump('vigil.risk_models', '');
 SELECT pg_catalog.pg_extension_config_dump('vigil.risk_models_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.network_fraud', '');
 
 -- The latest label of each transaction. As its reader (security_invoker), so
 -- row-level security holds through it.
@@ -211,11 +234,19 @@ BEGIN
     INSERT INTO vigil.feedback (transaction_id, label, note, account) VALUES (t.id, label, note, acct);
     IF label = 'legit' THEN
         DELETE FROM vigil.fraud_identities f WHERE f.transaction_id = t.id AND f.account = acct;
+        DELETE FROM vigil.network_fraud n WHERE n.transaction_id = t.id;
     ELSE
         INSERT INTO vigil.fraud_identities (kind, value, transaction_id, occurred_at, account)
         SELECT i.kind, i.value, t.id, t.occurred_at, acct
         FROM (VALUES ('email', t.email), ('device', t.device), ('ip', t.ip), ('card', t.card)) AS i (kind, value)
         WHERE i.value IS NOT NULL
+        ON CONFLICT DO NOTHING;
+        -- Shared with the network when the account opted in: hashes only.
+        INSERT INTO vigil.network_fraud (kind, hash, account, transaction_id)
+        SELECT i.kind, vigil._network_hash(i.kind, i.value), acct, t.id
+        FROM (VALUES ('email', t.email), ('device', t.device), ('card', t.card)) AS i (kind, value)
+        WHERE i.value IS NOT NULL
+          AND EXISTS (SELECT FROM vigil.accounts a WHERE a.account = acct AND a.share_risk_signals)
         ON CONFLICT DO NOTHING;
     END IF;
     RETURN jsonb_build_object('transactionId', t.id, 'label', label,
@@ -278,3 +309,31 @@ AS $$
     ORDER BY b.account, b.kind, b.value
 $$;
 REVOKE EXECUTE ON FUNCTION vigil.blocklist_list(text) FROM PUBLIC;
+
+-- Admin: whether `account` shares risk signals with the other accounts that
+-- do (the network layer). On, its confirmed frauds so far join the network
+-- as hashes; off, they leave it. False when there is no such account.
+CREATE FUNCTION vigil.set_risk_sharing(account text, share boolean) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
+AS $$
+BEGIN
+    IF share IS NULL THEN
+        RAISE EXCEPTION 'share must be true or false'
+            USING ERRCODE = 'invalid_parameter_value', COLUMN = 'share';
+    END IF;
+    UPDATE vigil.accounts a SET share_risk_signals = share WHERE a.account = set_risk_sharing.account;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    DELETE FROM vigil.network_fraud n WHERE n.account = set_risk_sharing.account;
+    IF share THEN
+        INSERT INTO vigil.network_fraud (kind, hash, account, transaction_id)
+        SELECT f.kind, vigil._network_hash(f.kind, f.value), f.account, f.transaction_id
+        FROM vigil.fraud_identities f
+        WHERE f.account = set_risk_sharing.account AND f.kind IN ('email', 'device', 'card')
+        ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN true;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION vigil.set_risk_sharing(text, boolean) FROM PUBLIC;

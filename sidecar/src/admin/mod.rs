@@ -194,6 +194,15 @@ pub enum AccountsAction {
     /// Delete an account with its keys, vector databases, transactions, labels,
     /// models, blocklist and identity assessments (not the default account).
     Delete { account: String },
+    /// Change an account's settings.
+    Set {
+        account: String,
+        /// Join (true) or leave (false) the network layer: share the
+        /// account's confirmed frauds' e-mails, devices and cards, as hashes,
+        /// with the other accounts that share, and receive theirs.
+        #[arg(long, action = clap::ArgAction::Set)]
+        share_risk_signals: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -417,6 +426,22 @@ async fn accounts(db: &Client, action: AccountsAction) -> Result<(), BoxError> {
             call(db, "SELECT vigil.create_account($1)", &[&account]).await?;
             eprintln!("account {account} exists");
             Ok(())
+        }
+        AccountsAction::Set {
+            account,
+            share_risk_signals,
+        } => {
+            call_found(
+                db,
+                "SELECT vigil.set_risk_sharing($1, $2)",
+                &[&account, &share_risk_signals],
+                format!(
+                    "{account} {} risk signals",
+                    if share_risk_signals { "shares" } else { "does not share" }
+                ),
+                format!("no account {account}"),
+            )
+            .await
         }
         AccountsAction::List { json } => {
             let rows = call(

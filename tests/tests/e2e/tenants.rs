@@ -1,7 +1,9 @@
 //! Tenants for risk and identity (issue 61): the four attacks that one API
 //! key's holder made on another merchant's customers, each now leaving the
-//! other account's scores, labels and model untouched. Two accounts, A (the
-//! attacker) and B, each with a transaction-scope key, on one installation.
+//! other account's scores, labels and model untouched; and the network layer,
+//! which shares a confirmed fraud only between accounts that both opted in,
+//! as bounded evidence. Two accounts, A (the attacker) and B, each with a
+//! transaction-scope key, on one installation.
 //!
 //! `cargo test --release -p vigil-e2e --test e2e tenants:: -- --nocapture`
 
@@ -236,4 +238,67 @@ fn an_analyst_who_entered_an_account_sees_its_transactions_only() {
     ));
     assert_eq!(seen.lines().last(), Some("t|0"), "{seen}");
     assert_eq!(as_app("SELECT count(*) FROM vigil.transactions"), "0");
+}
+
+/// The network layer: A's fraud label on B's customer's e-mail reaches B only
+/// when both accounts opted in to share risk signals, and then as bounded
+/// evidence (`NETWORK_FRAUD_LINK`, at most 20 points), never a failure alone.
+#[test]
+fn the_network_shares_a_fraud_only_between_accounts_that_opted_in_and_boundedly() {
+    let env = shared();
+    let (a, a_account) = env.tenant_key("network attacker", &["transaction"]);
+    let (b, b_account) = env.tenant_key("network merchant", &["transaction"]);
+    let share = |account: &str, on: bool| {
+        env.admin_ok(&[
+            "accounts",
+            "set",
+            account,
+            "--share-risk-signals",
+            if on { "true" } else { "false" },
+        ]);
+    };
+    let customer = "hana@shop-b.example";
+    let purchase = || ordinary(customer, "dev-hana", "198.51.100.50");
+    let before = assess(env, b, &purchase());
+    // A invents a purchase with B's customer's e-mail, and labels it fraud.
+    let invented = assess(env, a, &ordinary(customer, "dev-a2", "203.0.113.67"));
+    let id = invented["transactionId"].as_str().unwrap();
+    assert_eq!(label(env, a, id, "fraud").0, 200);
+    let network = |a: &Value| {
+        a["reasons"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["code"] == "NETWORK_FRAUD_LINK")
+            .cloned()
+    };
+    // One side opted in, then the other alone: nothing reaches B.
+    for (a_on, b_on) in [(true, false), (false, true)] {
+        share(&a_account, a_on);
+        share(&b_account, b_on);
+        let after = assess(env, b, &purchase());
+        assert_eq!(network(&after), None, "A {a_on}, B {b_on}: {after}");
+        assert_eq!(after["Result"], before["Result"], "{after}");
+    }
+    // Both: bounded evidence, never a failure alone; what it says names no value.
+    share(&a_account, true);
+    share(&b_account, true);
+    let after = assess(env, b, &purchase());
+    let link = network(&after).unwrap_or_else(|| panic!("{after}"));
+    let points = link["points"].as_f64().unwrap();
+    assert!((5.0..=20.0).contains(&points), "{link}");
+    assert_ne!(after["Result"], "Failed", "{after}");
+    assert!(!link["detail"].as_str().unwrap().contains(customer), "{link}");
+    // What the network holds is hashes: no e-mail in it.
+    assert_eq!(
+        env.psql(&format!(
+            "SELECT bool_and(hash ~ '^[0-9a-f]{{64}}$' AND kind <> 'ip') AND count(*) >= 2
+             FROM vigil.network_fraud WHERE account = '{a_account}'"
+        )),
+        "t",
+        "the e-mail, device (and card) of A's labelled purchase, as hashes"
+    );
+    // A leaves the network: its hashes go with it.
+    share(&a_account, false);
+    assert_eq!(network(&assess(env, b, &purchase())), None);
 }

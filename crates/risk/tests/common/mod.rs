@@ -384,6 +384,7 @@ pub fn history() -> impl Strategy<Value = History> {
                         max: mean * maxf,
                     },
                     hard_rules,
+                    network: Vec::new(),
                 }
             },
         )
@@ -437,5 +438,6 @@ pub fn busy_history() -> History {
             max: 1_200.0,
         },
         hard_rules: vec![],
+        network: vec![],
     }
 }

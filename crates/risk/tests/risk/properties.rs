@@ -245,6 +245,37 @@ proptest! {
             "{:?} -> {:?}: {:?}", before.result, after.result, after.reasons);
     }
 
+    /// The network layer is bounded and never fails alone: identities other
+    /// accounts confirmed as fraud add at most 20 points, and never turn a
+    /// result into `Failed`, whatever the model in force.
+    #[test]
+    fn the_network_alone_never_fails_and_adds_at_most_20(
+        d in data(),
+        h in history(),
+        c in ip_country(),
+        links in proptest::collection::vec(
+            (proptest::sample::select(vec![IdentityKind::Email, IdentityKind::Device, IdentityKind::Card]), 1u32..50),
+            1..=3,
+        ),
+        model in proptest::option::of(model()),
+    ) {
+        let req = parse_request(&d.body(Form::B)).expect("valid");
+        let before = assess_with(&req, &h, c, model.as_ref());
+        let mut networked = h.clone();
+        networked.network = links
+            .into_iter()
+            .map(|(identity, accounts)| vigil_risk::NetworkLink { identity, accounts })
+            .collect();
+        let after = assess_with(&req, &networked, c, model.as_ref());
+        prop_assert!(after.result != Verdict::Failed || before.result == Verdict::Failed,
+            "{:?} -> {:?}: {:?}", before.result, after.result, after.reasons);
+        let network: f64 = after.reasons.iter()
+            .filter(|r| r.code == "NETWORK_FRAUD_LINK")
+            .map(|r| r.points)
+            .sum();
+        prop_assert!((5.0..=20.0).contains(&network), "{:?}", after.reasons);
+    }
+
     /// Never panics on arbitrary JSON, and either parses or names a field.
     #[test]
     fn arbitrary_json_never_panics(v in arb_json()) {

@@ -9,7 +9,7 @@ use vigil_risk::score::{cutoffs, level_of_score, score_of_points};
 use vigil_risk::signals::{is_disposable_email, signal};
 use vigil_risk::{
     assess, parse_request, AmountStats, Assessment, Confidence, HardRule, HardRuleSource, History,
-    IdentityKind, Linkage, SignalKind, Verdict, Window, SIGNALS,
+    IdentityKind, Linkage, NetworkLink, SignalKind, Verdict, Window, SIGNALS,
 };
 
 fn req(body: Value) -> vigil_risk::Request {
@@ -125,6 +125,18 @@ fn crafted() -> Vec<Assessment> {
         ),
         assess(&req(base()), &blocked, None),
         assess(&req(base()), &linked, None),
+        // An e-mail two other accounts of the network confirmed as fraud.
+        assess(
+            &req(base()),
+            &History {
+                network: vec![NetworkLink {
+                    identity: IdentityKind::Email,
+                    accounts: 2,
+                }],
+                ..History::default()
+            },
+            None,
+        ),
         // A long-known customer on a new device, a card other accounts used.
         assess(
             &req(base()),
