@@ -44,7 +44,8 @@ pub mod signals;
 
 pub use geo::{address_country, GeoIp};
 pub use history::{
-    AmountStats, HardRule, HardRuleSource, History, IdentityKind, Linkage, LinkageCounter, Window, NetworkLink,
+    AmountStats, HardRule, HardRuleSource, History, IdentityKind, Linkage, LinkageCounter,
+    NetworkLink, Window,
 };
 pub use input::{
     network_hash, normalise_identity, parse_request, Identities, InputError, Request, Timestamp,

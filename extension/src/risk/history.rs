@@ -319,18 +319,25 @@ fn network(account: &str, ids: &Identities, snapshot: &Snapshot) -> Vec<NetworkL
         let hash = network_hash(kind.as_str(), value);
         let mut others = BTreeSet::new();
         let keys = [Key::TextEq(kind.as_str()), Key::TextEq(&hash)];
-        scan(&table, &index, snapshot, &keys, Direction::Forward, |entry| {
-            if let Some(other) = entry.text(column::NETWORK_ACCOUNT) {
-                if other != account.as_bytes() {
-                    others.insert(other.to_vec());
+        scan(
+            &table,
+            &index,
+            snapshot,
+            &keys,
+            Direction::Forward,
+            |entry| {
+                if let Some(other) = entry.text(column::NETWORK_ACCOUNT) {
+                    if other != account.as_bytes() {
+                        others.insert(other.to_vec());
+                    }
                 }
-            }
-            if others.len() >= NETWORK_ACCOUNTS_CAP {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        });
+                if others.len() >= NETWORK_ACCOUNTS_CAP {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            },
+        );
         if !others.is_empty() {
             links.push(NetworkLink {
                 identity: kind,

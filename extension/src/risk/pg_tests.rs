@@ -83,6 +83,22 @@ mod tests {
         );
     }
 
+    /// What the network layer stores is the hash the engine looks up.
+    #[pg_test]
+    fn the_network_hash_in_sql_is_the_engines() {
+        for (kind, value) in [
+            ("email", "ann@example.com"),
+            ("device", "fp-ü-1"),
+            ("card", "pm:card|name:ann"),
+        ] {
+            let sql =
+                Spi::get_one::<String>(&format!("SELECT vigil._network_hash('{kind}', '{value}')"))
+                    .unwrap()
+                    .unwrap();
+            assert_eq!(sql, vigil_risk::network_hash(kind, value));
+        }
+    }
+
     const BASE: &str = r#""amount": 120, "paymentMethod": "card", "billingAddress": "1 Main St, Springfield, USA", "accountAge": 400"#;
 
     #[pg_test]

@@ -437,7 +437,11 @@ async fn accounts(db: &Client, action: AccountsAction) -> Result<(), BoxError> {
                 &[&account, &share_risk_signals],
                 format!(
                     "{account} {} risk signals",
-                    if share_risk_signals { "shares" } else { "does not share" }
+                    if share_risk_signals {
+                        "shares"
+                    } else {
+                        "does not share"
+                    }
                 ),
                 format!("no account {account}"),
             )

@@ -288,7 +288,10 @@ fn the_network_shares_a_fraud_only_between_accounts_that_opted_in_and_boundedly(
     let points = link["points"].as_f64().unwrap();
     assert!((5.0..=20.0).contains(&points), "{link}");
     assert_ne!(after["Result"], "Failed", "{after}");
-    assert!(!link["detail"].as_str().unwrap().contains(customer), "{link}");
+    assert!(
+        !link["detail"].as_str().unwrap().contains(customer),
+        "{link}"
+    );
     // What the network holds is hashes: no e-mail in it.
     assert_eq!(
         env.psql(&format!(
