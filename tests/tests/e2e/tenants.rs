@@ -259,11 +259,11 @@ fn the_network_shares_a_fraud_only_between_accounts_that_opted_in_and_boundedly(
     };
     let customer = "hana@shop-b.example";
     let purchase = || ordinary(customer, "dev-hana", "198.51.100.50");
-    let before = assess(env, b, &purchase());
+    let before = assess(env, &b, &purchase());
     // A invents a purchase with B's customer's e-mail, and labels it fraud.
-    let invented = assess(env, a, &ordinary(customer, "dev-a2", "203.0.113.67"));
+    let invented = assess(env, &a, &ordinary(customer, "dev-a2", "203.0.113.67"));
     let id = invented["transactionId"].as_str().unwrap();
-    assert_eq!(label(env, a, id, "fraud").0, 200);
+    assert_eq!(label(env, &a, id, "fraud").0, 200);
     let network = |a: &Value| {
         a["reasons"]
             .as_array()
@@ -276,14 +276,14 @@ fn the_network_shares_a_fraud_only_between_accounts_that_opted_in_and_boundedly(
     for (a_on, b_on) in [(true, false), (false, true)] {
         share(&a_account, a_on);
         share(&b_account, b_on);
-        let after = assess(env, b, &purchase());
+        let after = assess(env, &b, &purchase());
         assert_eq!(network(&after), None, "A {a_on}, B {b_on}: {after}");
         assert_eq!(after["Result"], before["Result"], "{after}");
     }
     // Both: bounded evidence, never a failure alone; what it says names no value.
     share(&a_account, true);
     share(&b_account, true);
-    let after = assess(env, b, &purchase());
+    let after = assess(env, &b, &purchase());
     let link = network(&after).unwrap_or_else(|| panic!("{after}"));
     let points = link["points"].as_f64().unwrap();
     assert!((5.0..=20.0).contains(&points), "{link}");
@@ -303,5 +303,5 @@ fn the_network_shares_a_fraud_only_between_accounts_that_opted_in_and_boundedly(
     );
     // A leaves the network: its hashes go with it.
     share(&a_account, false);
-    assert_eq!(network(&assess(env, b, &purchase())), None);
+    assert_eq!(network(&assess(env, &b, &purchase())), None);
 }
