@@ -94,7 +94,17 @@ BEGIN
     END IF;
 END
 $$;
-GRANT SELECT ON vigil.blocklist TO vigil_admin;
+-- The blocklist's rows: through vigil.blocklist_list from 0.17.0 (row-level
+-- security would show this role none), read directly before.
+DO $$
+BEGIN
+    IF to_regprocedure('vigil.blocklist_list(text)') IS NOT NULL THEN
+        REVOKE SELECT ON vigil.blocklist FROM vigil_admin;
+    ELSE
+        GRANT SELECT ON vigil.blocklist TO vigil_admin;
+    END IF;
+END
+$$;
 GRANT SELECT ON vigil.api_key_list, vigil.user_key_list, vigil.account_list TO vigil_admin;
 -- The account list reads through a function running as its owner (from 0.13.0).
 DO $$

@@ -210,6 +210,11 @@ impl Env {
     /// (`<name>-<n>@tenants.test`): what one tenant of a shared installation
     /// holds. Returns (key, account).
     pub fn tenant_key(&self, name: &str, scopes: &[&str]) -> (String, String) {
+        self.tenant_key_with(name, scopes, &[])
+    }
+
+    /// [`Env::tenant_key`] with more arguments to `keys create` (a rate limit).
+    pub fn tenant_key_with(&self, name: &str, scopes: &[&str], more: &[&str]) -> (String, String) {
         static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let slug: String = name
@@ -228,6 +233,7 @@ impl Env {
         for scope in scopes {
             args.extend(["--scope", scope]);
         }
+        args.extend(more);
         (self.admin_ok(&args), account)
     }
 
