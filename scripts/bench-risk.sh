@@ -89,7 +89,7 @@ prepare() {
     URL[$b]="$(sed -n 's/^DATABASE_URL=//p' <<<"$out")"
     ADMIN_URL[$b]="$(sed -n 's/^ADMIN_DATABASE_URL=//p' <<<"$out")"
 
-    local loaded occurred
+    local loaded occurred account_col account_val
     # A history loaded before the seed was fixed is loaded again.
     loaded="$(psql "$b" -c "SELECT CASE WHEN to_regclass('public.bench_seeded') IS NULL THEN 0
                                         ELSE (SELECT count(*) FROM vigil.transactions) END")"
@@ -98,18 +98,19 @@ prepare() {
         # Event time is recorded from 0.5.0 on; the same seed gives every build the same history.
         occurred="$(psql "$b" -c "SELECT count(*) FROM pg_attribute
                                    WHERE attrelid = 'vigil.transactions'::regclass AND attname = 'occurred_at'")"
+        IFS='|' read -r account_col account_val <<<"$(account_column "$b")"
         psql "$b" <<SQL
 TRUNCATE vigil.transactions CASCADE;
 SELECT setseed(0.25);
 -- 200k customers, 150k devices, 100k IPs, 150k cards over the last 30 days.
 INSERT INTO vigil.transactions (received_at, $([ "$occurred" = 1 ] && echo "occurred_at,") request, features, score,
-                                level, result, confidence, reasons, email, device, ip, card, amount)
+                                level, result, confidence, reasons, email, device, ip, card, amount$account_col)
 SELECT at, $([ "$occurred" = 1 ] && echo "at,") '{}', '{}', s, 4, 'Passed', 'Medium', '[]',
        'user' || (random() * 200000)::int || '@example.com',
        'device-' || (random() * 150000)::int,
        '10.' || (random() * 255)::int || '.' || (random() * 255)::int || '.' || (random() * 255)::int,
        'card-' || (random() * 150000)::int,
-       round((exp(random() * 6))::numeric, 2)
+       round((exp(random() * 6))::numeric, 2)$account_val
 FROM (SELECT (random() * 100)::real AS s, now() - random() * interval '30 days' AS at
       FROM generate_series(1, $history)) g;
 CREATE TABLE IF NOT EXISTS public.bench_seeded ();
@@ -139,11 +140,21 @@ SELECT count(pg_prewarm(c.oid)) FROM pg_class c WHERE c.oid = 'vigil.transaction
 SQL
 }
 
+# `, account` and `, <the default account>` where vigil.transactions has it
+# (0.17.0 on; tenants), else nothing: the column and the value to insert.
+account_column() {
+    local b="$1" has
+    has="$(psql "$b" -c "SELECT count(*) FROM pg_attribute
+                          WHERE attrelid = 'vigil.transactions'::regclass AND attname = 'account'")"
+    if [ "$has" = 1 ]; then echo ", account|, vigil.default_account()"; else echo "|"; fi
+}
+
 # One in-database pass on build B: prints "assessments/s recording-alone/s".
 # In one transaction that is rolled back, so runs leave the history as loaded;
 # the first 50 assessments of a session (loading the library) are not timed.
 db_pass() {
-    local b="$1" p="$2"
+    local b="$1" p="$2" account_col account_val
+    IFS='|' read -r account_col account_val <<<"$(account_column "$b")"
     psql "$b" <<SQL 2>&1 | sed -n 's/^NOTICE: *RESULT //p'
 BEGIN;
 SELECT vigil.risk_score(body) FROM public.bench_inputs WHERE pass = $p LIMIT 50 \g /dev/null
@@ -158,9 +169,9 @@ BEGIN
     -- records them: the cost of recording alone.
     FOR r IN SELECT body FROM public.bench_inputs WHERE pass = $p LOOP
         INSERT INTO vigil.transactions (request, features, score, level, result, confidence, reasons,
-                                        email, device, ip, card, amount)
+                                        email, device, ip, card, amount$account_col)
         VALUES (r.body, '{}', 50, 4, 'Passed', 'Medium', '[]', r.body->>'customerEmail', r.body->>'deviceFingerprint',
-                r.body->>'ipAddress', 'card-x', (r.body->>'amount')::float8);
+                r.body->>'ipAddress', 'card-x', (r.body->>'amount')::float8$account_val);
     END LOOP;
     insert_secs := extract(epoch FROM clock_timestamp() - t0);
     RAISE NOTICE 'RESULT % %', round($fresh / score_secs), round($fresh / insert_secs);
