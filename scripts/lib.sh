@@ -139,8 +139,14 @@ revision_pg() {
         (cd "$tree" && cargo build --release -p vigil-sidecar) >&2 || die "the sidecar at $rev did not build"
         cp "$tree/target/release/vigil-sidecar" "$root/vigil-sidecar.new"
         chmod -R a+rX "$root"
-        # The shared target's sidecar is this checkout's again.
+        # The shared target's sidecar is this checkout's again. The
+        # extension's library has one file name whatever the version
+        # (target/release/libvigil.so), so the base's build just replaced
+        # this checkout's, and cargo, whose fingerprints still hold, would
+        # install it as this checkout's (a 0.16.0 library as 0.17.0, seen
+        # 2026-11-29): touched, the next build compiles it again.
         (cd "$VIGIL_ROOT" && cargo build --locked --release -p vigil-sidecar) >&2
+        touch "$VIGIL_ROOT/extension/src/lib.rs"
         mv "$root/vigil-sidecar.new" "$root/vigil-sidecar"
     fi
     echo "$root"
