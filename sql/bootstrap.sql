@@ -105,6 +105,15 @@ BEGIN
     END IF;
 END
 $$;
+-- Each account's review budget (from 0.18.0).
+DO $$
+BEGIN
+    IF to_regprocedure('vigil.set_risk_review_rate(text, real)') IS NOT NULL THEN
+        GRANT EXECUTE ON FUNCTION vigil.set_risk_review_rate(text, real),
+                                  vigil.account_risk_settings() TO vigil_admin;
+    END IF;
+END
+$$;
 GRANT SELECT ON vigil.api_key_list, vigil.user_key_list, vigil.account_list TO vigil_admin;
 -- The account list reads through a function running as its owner (from 0.13.0).
 DO $$

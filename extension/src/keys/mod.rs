@@ -5,6 +5,7 @@
 //! The primitives are internal (`vigil._*`): they are granted to no one but the
 //! extension's owner, and reached by callers only through the SQL functions.
 
+mod enter;
 #[cfg(any(test, feature = "pg_test"))]
 mod pg_tests;
 
@@ -125,6 +126,7 @@ extension_sql_file!(
         key_prefix,
         verify_key,
         current_account,
-        database_granted
+        database_granted,
+        enter::enter_api_key
     ]
 );

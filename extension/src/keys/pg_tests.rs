@@ -110,6 +110,42 @@ mod tests {
         assert_eq!(enter(&rotated), "the API key is not valid");
     }
 
+    /// `vigil.enter_api_key` runs as the extension's owner under its caller's
+    /// search_path: an operator a caller's schema holds must never run in it
+    /// (its statement names pg_catalog's), nor may a NULL key enter anything.
+    #[pg_test]
+    fn entering_a_key_runs_no_callers_operator() {
+        let (key, _) = api_key("'guarded'");
+        Spi::run(
+            "CREATE SCHEMA hostile;
+             CREATE FUNCTION hostile.eq(text, text) RETURNS boolean LANGUAGE plpgsql
+                 AS $$ BEGIN RAISE EXCEPTION 'the caller''s operator ran'; END $$;
+             CREATE OPERATOR hostile.= (LEFTARG = text, RIGHTARG = text, FUNCTION = hostile.eq);
+             CREATE FUNCTION hostile.gt(timestamptz, timestamptz) RETURNS boolean LANGUAGE plpgsql
+                 AS $$ BEGIN RAISE EXCEPTION 'the caller''s operator ran'; END $$;
+             CREATE OPERATOR hostile.> (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = hostile.gt);
+             SET LOCAL search_path = hostile, pg_catalog, vigil",
+        )
+        .unwrap();
+        let expiring = Spi::get_one::<String>(
+            "SELECT key FROM vigil.create_api_key('expiring', expires_at => now() + interval '1 day')",
+        )
+        .unwrap()
+        .unwrap();
+        for key in [&key, &expiring] {
+            assert_eq!(
+                crate::pg::testing::error_of(&format!("SELECT vigil.enter_api_key('{key}')")),
+                ""
+            );
+        }
+        assert_eq!(one("SELECT vigil._acting_account()"), "default@localhost");
+        Spi::run("RESET search_path").unwrap();
+        assert_eq!(
+            crate::pg::testing::error_of("SELECT vigil.enter_api_key(NULL)"),
+            "the API key is not valid"
+        );
+    }
+
     #[pg_test]
     fn only_a_hash_of_the_key_is_stored() {
         let (key, prefix) = api_key("'hashed'");

@@ -31,7 +31,11 @@ CREATE TABLE vigil.accounts (
     -- The network layer (0.17.0, risk/schema.sql): the account contributes its
     -- confirmed frauds' identities, as hashes, and receives other sharing
     -- accounts'. Off unless set (vigil.set_risk_sharing).
-    share_risk_signals boolean NOT NULL DEFAULT false
+    share_risk_signals boolean NOT NULL DEFAULT false,
+    -- The share of the account's transactions its people can review (0.18.0,
+    -- vigil.set_risk_review_rate): each refit of its model moves its Review
+    -- cut-off to it. NULL: the installation's vigil.risk_review_rate.
+    review_rate real CHECK (review_rate > 0 AND review_rate <= 0.5)
 );
 -- "Does this account share?": one descent per assessment (risk/history.rs).
 CREATE INDEX accounts_sharing ON vigil.accounts (account) WHERE share_risk_signals;
@@ -324,31 +328,8 @@ BEGIN
 END
 $$;
 
--- The API key's account for the rest of the transaction, and the key's id:
--- what the sidecar calls within the statement that acts for the key
--- (`SELECT vigil.risk_score($1, vigil.enter_api_key($2))`), having checked
--- its scope and address with vigil.authenticate_api_key. A key that is not
--- live (revoked or expired since) raises 28000.
-CREATE FUNCTION vigil.enter_api_key(key text) RETURNS bigint
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
-AS $$
-DECLARE
-    k vigil.api_keys;
-    p text := vigil._key_prefix('api', key);
-BEGIN
-    IF p IS NOT NULL THEN
-        SELECT * INTO k FROM vigil.api_keys a WHERE a.prefix = p;
-    END IF;
-    IF k.id IS NULL OR NOT vigil._verify_key(key, k.hash)
-       OR vigil._key_status(k.revoked_at, k.expires_at) <> 'active' THEN
-        RAISE EXCEPTION 'the API key is not valid'
-            USING ERRCODE = 'invalid_authorization_specification';
-    END IF;
-    PERFORM set_config('vigil.account', k.account, true);
-    PERFORM set_config('vigil.databases', '', true);
-    RETURN k.id;
-END
-$$;
+-- vigil.enter_api_key(key), the API key's account for the rest of the
+-- transaction, is in Rust (keys/enter.rs): the sidecar calls it on every request.
 
 -- The account the risk and identity functions act for: the one entered
 -- (vigil.enter_api_key, vigil.enter_account), else the default account.

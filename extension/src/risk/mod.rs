@@ -14,6 +14,7 @@ mod model;
 #[cfg(any(test, feature = "pg_test"))]
 mod pg_tests;
 
+use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 
 use crate::pg::index_range::Snapshot;
@@ -38,9 +39,38 @@ pub fn register_settings() {
     );
 }
 
-/// `vigil.risk_review_rate`, when set.
-pub fn review_budget() -> Option<f64> {
-    Some(REVIEW_RATE.get()).filter(|r| *r > 0.0)
+/// Who set a review budget: the account itself, or the installation for
+/// every account that set none.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BudgetSetBy {
+    Account,
+    Installation,
+}
+
+impl BudgetSetBy {
+    pub fn name(self) -> &'static str {
+        match self {
+            BudgetSetBy::Account => "account",
+            BudgetSetBy::Installation => "installation",
+        }
+    }
+}
+
+/// `account`'s review budget: its own (`vigil.set_risk_review_rate`), else
+/// the installation's `vigil.risk_review_rate`, when either is set.
+pub fn review_budget(account: &str) -> Option<(f64, BudgetSetBy)> {
+    let args: [DatumWithOid; 1] = [account.into()];
+    // Through numeric, so that a rate set as 0.02 reads 0.02, not real's 0.0199999995.
+    let own = Spi::get_one_with_args::<f64>(
+        "SELECT review_rate::numeric::float8 FROM vigil.accounts WHERE account OPERATOR(pg_catalog.=) $1",
+        &args,
+    )
+    .unwrap_or_else(|e| error!("could not read the account's review budget: {e}"));
+    own.map(|rate| (rate, BudgetSetBy::Account)).or_else(|| {
+        Some(REVIEW_RATE.get())
+            .filter(|r| *r > 0.0)
+            .map(|rate| (rate, BudgetSetBy::Installation))
+    })
 }
 
 /// Assesses a transaction (form A or B of SPEC, or a mix) and records it.

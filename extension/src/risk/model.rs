@@ -264,9 +264,9 @@ fn refit_locked(
     let snapshot = Snapshot::take();
     let in_force = current(account, &snapshot);
     snapshot.release();
-    let budget = crate::risk::review_budget();
-    let rate = budget.unwrap_or(vigil_risk::model::DEFAULT_REVIEW_RATE);
-    let outcome = match refit(&rows, in_force.as_ref(), rate, budget) {
+    let budget = crate::risk::review_budget(account);
+    let rate = budget.map_or(vigil_risk::model::DEFAULT_REVIEW_RATE, |(rate, _)| rate);
+    let outcome = match refit(&rows, in_force.as_ref(), rate, budget.map(|(rate, _)| rate)) {
         Ok(outcome) => outcome,
         Err(e) => return json!({"fitted": false, "reason": e.to_string(), "account": account}),
     };
@@ -310,6 +310,7 @@ fn refit_locked(
         "linkWeights": {"device": model.links.device, "ip": model.links.ip},
         "validation": validation_json(validation.as_ref()),
         "reviewCutoff": model.review_cutoff,
+        "reviewBudget": budget.map(|(rate, by)| json!({"rate": rate, "setBy": by.name()})),
         "bands": bands,
         "intercept": fitted.intercept,
         "expertIntercept": fitted.expert_intercept,

@@ -410,12 +410,47 @@ mod tests {
             .map(|b| bands[b]["transactions"].as_u64().unwrap())
             .sum();
         assert_eq!(counted, 240, "{again}");
+        assert_eq!(again["reviewBudget"], Value::Null, "{again}");
         Spi::run("SET vigil.risk_review_rate = 0.1").unwrap();
         let budget = refit();
         let cutoff = budget["reviewCutoff"]
             .as_f64()
             .unwrap_or_else(|| panic!("{budget}"));
         assert!((40.0..75.0).contains(&cutoff), "{budget}");
+        assert_eq!(
+            budget["reviewBudget"],
+            serde_json::json!({"rate": 0.1, "setBy": "installation"})
+        );
+        // Issue 61: an account's own budget comes before the installation's:
+        // the refit judges at it and moves the cut-off by it (how the share
+        // moves the cut-off is vigil-risk's refit tests').
+        let own = |rate: &str| {
+            Spi::get_one::<bool>(&format!(
+                "SELECT vigil.set_risk_review_rate(vigil.default_account(), {rate})"
+            ))
+            .unwrap()
+            .unwrap()
+        };
+        assert!(own("0.01"));
+        let narrower = refit();
+        assert_eq!(
+            narrower["reviewBudget"],
+            serde_json::json!({"rate": 0.01, "setBy": "account"})
+        );
+        assert_eq!(narrower["validation"]["reviewRate"], 0.01, "{narrower}");
+        assert!(own("NULL"));
+        assert_eq!(refit()["reviewBudget"]["setBy"], "installation");
+        // Refused with the field named; an unknown account is not found.
+        assert_eq!(
+            crate::pg::testing::error_of(
+                "SELECT vigil.set_risk_review_rate(vigil.default_account(), 0.7)"
+            ),
+            "invalid rate: the share of transactions reviewed, above 0 and at most 0.5 (NULL: the installation's vigil.risk_review_rate)"
+        );
+        assert_eq!(
+            Spi::get_one::<bool>("SELECT vigil.set_risk_review_rate('nobody@example.com', 0.1)"),
+            Ok(Some(false))
+        );
     }
 
     /// The history of a device ($2), IP ($3) or card ($4) as one SQL subquery

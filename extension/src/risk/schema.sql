@@ -337,3 +337,31 @@ BEGIN
 END
 $$;
 REVOKE EXECUTE ON FUNCTION vigil.set_risk_sharing(text, boolean) FROM PUBLIC;
+
+-- Admin: the share of `account`'s transactions its people can review, its
+-- review budget (0.18.0): each refit of the account's model then moves the
+-- account's Review cut-off so that about that share scores at or above it,
+-- and judges candidates by the fraud they catch at that share. NULL: the
+-- installation's vigil.risk_review_rate. False when there is no such account.
+CREATE FUNCTION vigil.set_risk_review_rate(account text, rate real) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
+AS $$
+BEGIN
+    IF rate IS NOT NULL AND NOT (rate > 0 AND rate <= 0.5) THEN
+        RAISE EXCEPTION 'invalid rate: the share of transactions reviewed, above 0 and at most 0.5 (NULL: the installation''s vigil.risk_review_rate)'
+            USING ERRCODE = 'invalid_parameter_value', COLUMN = 'rate';
+    END IF;
+    UPDATE vigil.accounts a SET review_rate = rate WHERE a.account = set_risk_review_rate.account;
+    RETURN FOUND;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION vigil.set_risk_review_rate(text, real) FROM PUBLIC;
+
+-- Admin: each account's risk settings, as `accounts list` shows them.
+CREATE FUNCTION vigil.account_risk_settings()
+RETURNS TABLE (account text, share_risk_signals boolean, review_rate real)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, vigil
+AS $$
+    SELECT a.account, a.share_risk_signals, a.review_rate FROM vigil.accounts a ORDER BY a.account
+$$;
+REVOKE EXECUTE ON FUNCTION vigil.account_risk_settings() FROM PUBLIC;

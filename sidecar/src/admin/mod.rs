@@ -194,15 +194,36 @@ pub enum AccountsAction {
     /// Delete an account with its keys, vector databases, transactions, labels,
     /// models, blocklist and identity assessments (not the default account).
     Delete { account: String },
-    /// Change an account's settings.
+    /// Change an account's settings (one or both, in one transaction).
+    #[command(group(clap::ArgGroup::new("setting").required(true).multiple(true)))]
     Set {
         account: String,
         /// Join (true) or leave (false) the network layer: share the
         /// account's confirmed frauds' e-mails, devices and cards, as hashes,
         /// with the other accounts that share, and receive theirs.
-        #[arg(long, action = clap::ArgAction::Set)]
-        share_risk_signals: bool,
+        #[arg(long, action = clap::ArgAction::Set, group = "setting")]
+        share_risk_signals: Option<bool>,
+        /// The share of the account's transactions its people can review
+        /// (above 0, at most 0.5): each refit moves the account's Review
+        /// cut-off to it. `default`: the installation's `vigil.risk_review_rate`.
+        #[arg(long, value_parser = review_rate, group = "setting")]
+        review_rate: Option<ReviewRate>,
     },
+}
+
+/// `--review-rate`: a share, or `default` (None: the installation's).
+#[derive(Clone, Copy, Debug)]
+pub struct ReviewRate(Option<f32>);
+
+fn review_rate(text: &str) -> Result<ReviewRate, String> {
+    if text == "default" {
+        return Ok(ReviewRate(None));
+    }
+    // The range is the database's to check (vigil.set_risk_review_rate), so
+    // that SQL and this command refuse the same values with the same words.
+    text.parse::<f32>()
+        .map(|rate| ReviewRate(Some(rate)))
+        .map_err(|_| "a share such as 0.02, or `default`".to_owned())
 }
 
 #[derive(Subcommand, Debug)]
@@ -430,19 +451,40 @@ async fn accounts(db: &Client, action: AccountsAction) -> Result<(), BoxError> {
         AccountsAction::Set {
             account,
             share_risk_signals,
+            review_rate,
         } => {
+            let mut done = Vec::new();
+            if let Some(share) = share_risk_signals {
+                done.push(
+                    if share {
+                        "shares risk signals"
+                    } else {
+                        "does not share risk signals"
+                    }
+                    .to_owned(),
+                );
+            }
+            if let Some(ReviewRate(rate)) = review_rate {
+                done.push(match rate {
+                    Some(rate) => format!("reviews {rate} of its transactions"),
+                    None => "reviews the installation's share (vigil.risk_review_rate)".to_owned(),
+                });
+            }
+            // One statement, so one transaction: a rate refused leaves the
+            // sharing as it was.
             call_found(
                 db,
-                "SELECT vigil.set_risk_sharing($1, $2)",
-                &[&account, &share_risk_signals],
-                format!(
-                    "{account} {} risk signals",
-                    if share_risk_signals {
-                        "shares"
-                    } else {
-                        "does not share"
-                    }
-                ),
+                "SELECT (CASE WHEN $2::boolean IS NULL THEN true
+                              ELSE vigil.set_risk_sharing($1, $2) END)
+                    AND (CASE WHEN NOT $3 THEN true
+                              ELSE vigil.set_risk_review_rate($1, $4) END)",
+                &[
+                    &account,
+                    &share_risk_signals,
+                    &review_rate.is_some(),
+                    &review_rate.and_then(|ReviewRate(rate)| rate),
+                ],
+                format!("{account} {}", done.join(" and ")),
                 format!("no account {account}"),
             )
             .await
@@ -452,8 +494,11 @@ async fn accounts(db: &Client, action: AccountsAction) -> Result<(), BoxError> {
                 db,
                 "SELECT account, to_char(created_at, 'YYYY-MM-DD HH24:MI') AS created,
                         active_user_keys::text AS active_user_keys,
-                        array_to_string(databases, ',') AS databases
-                 FROM vigil.account_list ORDER BY account",
+                        array_to_string(databases, ',') AS databases,
+                        s.share_risk_signals::text AS share_risk_signals,
+                        coalesce(s.review_rate::text, 'default') AS review_rate
+                 FROM vigil.account_list LEFT JOIN vigil.account_risk_settings() s USING (account)
+                 ORDER BY account",
                 &[],
             )
             .await?;

@@ -104,16 +104,18 @@ fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
     ]);
     let (status, body) = post(&env, "/storeEmbeddings", None, records);
     assert_eq!(status, 201, "{body}");
-    // Assessments as the previous version recorded them. Its risk_score
-    // cannot write them: the library installed is this build's, which needs
-    // this version's tables (make run updates the extension before serving).
+    // Assessments as the previous version recorded them, four of the
+    // default account's and two of acme's. Its risk_score cannot write them:
+    // the library installed is this build's, which needs this version's
+    // tables (make run updates the extension before serving).
     let ids: Vec<String> = (0..6)
         .map(|n| {
             let t = transaction(n);
+            let account = if n < 4 { "default@localhost" } else { "acme@example.com" };
             cluster.psql(&format!(
                 "INSERT INTO vigil.transactions (request, features, score, level, result, confidence,
-                                                 reasons, email, device, ip, amount)
-                 VALUES ('{t}', '{{}}', 12.5, 5, 'Passed', 'Medium', '[]', '{}', '{}', '{}', {})
+                                                 reasons, email, device, ip, amount, account)
+                 VALUES ('{t}', '{{}}', 12.5, 5, 'Passed', 'Medium', '[]', '{}', '{}', '{}', {}, '{account}')
                  RETURNING id",
                 t["customerEmail"].as_str().unwrap(),
                 t["deviceFingerprint"].as_str().unwrap(),
@@ -122,8 +124,8 @@ fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
             ))
         })
         .collect();
-    // Labelled as the previous version's sidecar did (this build's enters
-    // the key's account first, which 0.17.0 brings).
+    // Labelled as a SQL caller that entered no account does (the default
+    // account's transaction).
     cluster.psql(&format!(
         "SELECT vigil.transaction_feedback('{}', 'fraud')",
         ids[0]
@@ -148,7 +150,19 @@ fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
         CURRENT
     );
     assert_eq!(census(&cluster), before, "every row is still there");
-    // 0.17.0: every key and row there was is the default account's.
+    // Each row keeps its account; no account has a review budget of its own
+    // until it sets one (0.18.0).
+    assert_eq!(
+        cluster.psql(
+            "SELECT (SELECT count(*) FROM vigil.transactions WHERE account = 'acme@example.com') || ' ' ||
+                    (SELECT count(*) FROM vigil.accounts WHERE review_rate IS NOT NULL)"
+        ),
+        "2 0"
+    );
+    assert_eq!(
+        cluster.psql("SELECT vigil.set_risk_review_rate('acme@example.com', 0.02)"),
+        "t"
+    );
     assert_eq!(
         cluster.psql(
             "SELECT (SELECT count(*) FROM vigil.transactions WHERE account = vigil.default_account()) || ' ' ||
@@ -158,7 +172,7 @@ fn an_upgraded_cluster_keeps_its_data_and_equals_a_fresh_install() {
                     (SELECT count(*) FROM vigil.identity_assessments WHERE account <> vigil.default_account()) || ' ' ||
                     (SELECT string_agg(DISTINCT account, ',') FROM vigil.api_keys)"
         ),
-        "6 1 3 1 0 default@localhost"
+        "4 1 3 1 0 default@localhost"
     );
     assert_eq!(
         cluster.psql(

@@ -94,7 +94,7 @@ AS 'MODULE_PATHNAME', 'fuse_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/risk/mod.rs:97
+-- extension/src/risk/mod.rs:101
 -- vigil::risk::_identity
 CREATE  FUNCTION "_identity"(
 	"kind" TEXT, /* & str */
@@ -106,7 +106,7 @@ AS 'MODULE_PATHNAME', 'identity_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/keys/mod.rs:97
+-- extension/src/keys/mod.rs:107
 -- vigil::keys::_key_prefix
 CREATE  FUNCTION "_key_prefix"(
 	"kind_name" TEXT, /* & str */
@@ -118,7 +118,7 @@ AS 'MODULE_PATHNAME', 'key_prefix_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/keys/mod.rs:80
+-- extension/src/keys/mod.rs:90
 -- vigil::keys::_new_key
 CREATE  FUNCTION "_new_key"(
 	"kind_name" TEXT /* & str */
@@ -133,7 +133,7 @@ AS 'MODULE_PATHNAME', 'new_key_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/identity/mod.rs:195
+-- extension/src/identity/mod.rs:206
 -- vigil::identity::_phash_bands
 CREATE  FUNCTION "_phash_bands"(
 	"hash" bytea /* & [u8] */
@@ -144,7 +144,7 @@ AS 'MODULE_PATHNAME', 'phash_bands_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/identity/mod.rs:188
+-- extension/src/identity/mod.rs:199
 -- vigil::identity::_phash_distance
 CREATE  FUNCTION "_phash_distance"(
 	"a" bytea, /* & [u8] */
@@ -213,7 +213,7 @@ AS 'MODULE_PATHNAME', 'postings_remove_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/keys/mod.rs:105
+-- extension/src/keys/mod.rs:115
 -- vigil::keys::_verify_key
 CREATE  FUNCTION "_verify_key"(
 	"presented" TEXT, /* & str */
@@ -225,7 +225,7 @@ AS 'MODULE_PATHNAME', 'verify_key_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/identity/mod.rs:79
+-- extension/src/identity/mod.rs:81
 -- vigil::identity::assess_id
 CREATE  FUNCTION "assess_id"(
 	"image" bytea, /* Option < & [u8] > */
@@ -302,7 +302,7 @@ AS 'MODULE_PATHNAME', 'current_account_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/keys/mod.rs:110
+-- extension/src/keys/mod.rs:120
 -- requires:
 --   new_key
 --   key_prefix
@@ -339,8 +339,29 @@ CREATE TABLE vigil.api_keys (
 
 CREATE TABLE vigil.accounts (
     account    text PRIMARY KEY CHECK (length(account) <= 320 AND account ~ '^[^@\s]+@[^@\s]+$'),
-    created_at timestamptz NOT NULL DEFAULT now()
+    created_at timestamptz NOT NULL DEFAULT now(),
+    -- The network layer (0.17.0, risk/schema.sql): the account contributes its
+    -- confirmed frauds' identities, as hashes, and receives other sharing
+    -- accounts'. Off unless set (vigil.set_risk_sharing).
+    share_risk_signals boolean NOT NULL DEFAULT false
 );
+-- "Does this account share?": one descent per assessment (risk/history.rs).
+CREATE INDEX accounts_sharing ON vigil.accounts (account) WHERE share_risk_signals;
+
+-- The account of what is done without one (issue 61): API keys made without
+-- `--account`, and SQL callers that enter none (a single-shop installation
+-- keeps working as before tenants). The upgrade to 0.17.0 gave it every key,
+-- transaction, label, model and assessment there was.
+CREATE FUNCTION vigil.default_account() RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT 'default@localhost'::text $$;
+INSERT INTO vigil.accounts (account) VALUES (vigil.default_account());
+
+-- The account an API key reads and writes: its transactions, labels, models,
+-- blocklist and identity assessments are that account's alone.
+ALTER TABLE vigil.api_keys
+    ADD COLUMN account text NOT NULL DEFAULT vigil.default_account()
+        REFERENCES vigil.accounts (account) ON DELETE CASCADE;
 
 CREATE TABLE vigil.user_keys (
     id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -373,7 +394,8 @@ REVOKE ALL ON vigil.api_keys, vigil.accounts, vigil.user_keys FROM PUBLIC;
 -- registers its own tables the same way.
 SELECT pg_catalog.pg_extension_config_dump('vigil.api_keys', '');
 SELECT pg_catalog.pg_extension_config_dump('vigil.api_keys_id_seq', '');
-SELECT pg_catalog.pg_extension_config_dump('vigil.accounts', '');
+-- The default account is made by CREATE EXTENSION, so a dump leaves it out.
+SELECT pg_catalog.pg_extension_config_dump('vigil.accounts', 'WHERE account <> ''default@localhost''');
 SELECT pg_catalog.pg_extension_config_dump('vigil.user_keys', '');
 SELECT pg_catalog.pg_extension_config_dump('vigil.user_keys_id_seq', '');
 
@@ -389,23 +411,30 @@ $$;
 
 -- Admin: API keys. Each returns the new key once, with the prefix that names it.
 
+-- `account` NULL: the default account.
 CREATE FUNCTION vigil.create_api_key(
     name text,
     scopes text[] DEFAULT ARRAY['transaction', 'identity'],
     expires_at timestamptz DEFAULT NULL,
     allowed_ips cidr[] DEFAULT NULL,
     rate_per_second real DEFAULT NULL,
-    burst integer DEFAULT NULL
+    burst integer DEFAULT NULL,
+    account text DEFAULT NULL
 ) RETURNS TABLE (id bigint, key text, prefix text)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 DECLARE
     k record;
+    owner text := coalesce(create_api_key.account, vigil.default_account());
 BEGIN
+    IF NOT EXISTS (SELECT FROM vigil.accounts a WHERE a.account = owner) THEN
+        RAISE EXCEPTION 'no account "%"', vigil._echo(owner)
+            USING ERRCODE = 'no_data_found', COLUMN = 'account';
+    END IF;
     SELECT * INTO k FROM vigil._new_key('api');
-    INSERT INTO vigil.api_keys AS a (name, prefix, hash, scopes, expires_at, allowed_ips, rate_per_second, burst)
+    INSERT INTO vigil.api_keys AS a (name, prefix, hash, scopes, expires_at, allowed_ips, rate_per_second, burst, account)
     VALUES (create_api_key.name, k.prefix, k.hash, create_api_key.scopes, create_api_key.expires_at,
-            create_api_key.allowed_ips, create_api_key.rate_per_second, create_api_key.burst)
+            create_api_key.allowed_ips, create_api_key.rate_per_second, create_api_key.burst, owner)
     RETURNING a.id INTO id;
     key := k.secret;
     prefix := k.prefix;
@@ -416,7 +445,7 @@ $$;
 -- Everything about the keys but their hashes.
 CREATE VIEW vigil.api_key_list AS
 SELECT id, name, prefix, scopes, allowed_ips, rate_per_second, burst, created_at, expires_at, revoked_at,
-       last_used_at, rotated_from, vigil._key_status(revoked_at, expires_at) AS status
+       last_used_at, rotated_from, vigil._key_status(revoked_at, expires_at) AS status, account
 FROM vigil.api_keys;
 
 -- Admin: accounts and their user keys.
@@ -429,13 +458,27 @@ AS $$
     SELECT create_account.account;
 $$;
 
--- Deletes the account with its user keys and vector databases; false if none.
+-- Deletes the account with its keys, vector databases, transactions, labels,
+-- models, blocklist and identity assessments; false if none. The default
+-- account stays: what is done without an account is its.
 CREATE FUNCTION vigil.delete_account(account text) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
 AS $$
 BEGIN
+    IF delete_account.account = vigil.default_account() THEN
+        RAISE EXCEPTION 'the default account cannot be deleted'
+            USING ERRCODE = 'invalid_parameter_value', COLUMN = 'account';
+    END IF;
     DELETE FROM vigil.accounts a WHERE a.account = delete_account.account;
-    RETURN FOUND;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    -- Not foreign keys: an assessment's insert would lock the account's row.
+    DELETE FROM vigil.transactions t WHERE t.account = delete_account.account;
+    DELETE FROM vigil.blocklist b WHERE b.account = delete_account.account;
+    DELETE FROM vigil.risk_models m WHERE m.account = delete_account.account;
+    DELETE FROM vigil.identity_assessments i WHERE i.account = delete_account.account;
+    RETURN true;
 END
 $$;
 
@@ -508,8 +551,8 @@ BEGIN
         UPDATE vigil.api_keys a SET expires_at = least(coalesce(a.expires_at, 'infinity'), now() + old_key_lives)
         WHERE a.prefix = rotate_key.key_prefix AND vigil._key_status(a.revoked_at, a.expires_at) = 'active'
         RETURNING a.id INTO old_id;
-        INSERT INTO vigil.api_keys AS a (name, prefix, hash, scopes, expires_at, allowed_ips, rate_per_second, burst, rotated_from)
-        SELECT o.name, k.prefix, k.hash, o.scopes, new_key_expires_at, o.allowed_ips, o.rate_per_second, o.burst, o.id
+        INSERT INTO vigil.api_keys AS a (name, prefix, hash, scopes, expires_at, allowed_ips, rate_per_second, burst, rotated_from, account)
+        SELECT o.name, k.prefix, k.hash, o.scopes, new_key_expires_at, o.allowed_ips, o.rate_per_second, o.burst, o.id, o.account
         FROM vigil.api_keys o WHERE o.id = old_id
         RETURNING a.id INTO id;
     ELSE
@@ -593,6 +636,38 @@ BEGIN
 END
 $$;
 
+-- The API key's account for the rest of the transaction, and the key's id:
+-- what the sidecar calls within the statement that acts for the key
+-- (`SELECT vigil.risk_score($1, vigil.enter_api_key($2))`), having checked
+-- its scope and address with vigil.authenticate_api_key. A key that is not
+-- live (revoked or expired since) raises 28000.
+CREATE FUNCTION vigil.enter_api_key(key text) RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
+AS $$
+DECLARE
+    k vigil.api_keys;
+    p text := vigil._key_prefix('api', key);
+BEGIN
+    IF p IS NOT NULL THEN
+        SELECT * INTO k FROM vigil.api_keys a WHERE a.prefix = p;
+    END IF;
+    IF k.id IS NULL OR NOT vigil._verify_key(key, k.hash)
+       OR vigil._key_status(k.revoked_at, k.expires_at) <> 'active' THEN
+        RAISE EXCEPTION 'the API key is not valid'
+            USING ERRCODE = 'invalid_authorization_specification';
+    END IF;
+    PERFORM set_config('vigil.account', k.account, true);
+    PERFORM set_config('vigil.databases', '', true);
+    RETURN k.id;
+END
+$$;
+
+-- The account the risk and identity functions act for: the one entered
+-- (vigil.enter_api_key, vigil.enter_account), else the default account.
+CREATE FUNCTION vigil._acting_account() RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$ SELECT coalesce(vigil.current_account(), vigil.default_account()) $$;
+
 -- Checks `user_key` for `account` and `db`; on success the rest of the
 -- transaction acts for `account` (vigil.current_account()), within the
 -- databases the key is limited to, if it is (vigil._database_granted).
@@ -647,332 +722,14 @@ $$;
 -- are granted to the application role by the same file.
 REVOKE EXECUTE ON FUNCTION
     vigil._new_key(text), vigil._key_prefix(text, text), vigil._verify_key(text, bytea),
-    vigil.create_api_key(text, text[], timestamptz, cidr[], real, integer),
+    vigil.create_api_key(text, text[], timestamptz, cidr[], real, integer, text),
     vigil.create_account(text), vigil.delete_account(text),
     vigil.create_user_key(text, text, text[], timestamptz, real, integer),
     vigil.key_status(text), vigil.rotate_key(text, interval, timestamptz), vigil.revoke_key(text),
-    vigil.authenticate_api_key(text, text, inet), vigil.enter_account(text, text, text)
+    vigil.authenticate_api_key(text, text, inet), vigil.enter_account(text, text, text),
+    vigil.enter_api_key(text)
 FROM PUBLIC;
 REVOKE ALL ON vigil.api_key_list, vigil.user_key_list FROM PUBLIC;
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- extension/src/risk/mod.rs:105
--- requires:
---   keys_schema
---   identity
-
--- Transaction risk: every assessment, the feedback on it, identities with
--- confirmed fraud, and the blocklist.
---
--- vigil.risk_score (Rust, SECURITY DEFINER) reads the history through the
--- per-identity indexes and records the assessment in the same transaction; the
--- application role reaches these tables only through the functions here.
-
--- The assessment's value ranges are domains rather than CHECK constraints: a
--- table's CHECK expressions are parsed and planned again for every execution of
--- the prepared INSERT (they live in the executor state), which a profile put at
--- 7% of an assessment; a domain's checks are cached with the type.
-CREATE DOMAIN vigil.risk_score_value AS real CHECK (VALUE BETWEEN 0 AND 100);
-CREATE DOMAIN vigil.risk_level_value AS smallint CHECK (VALUE BETWEEN 0 AND 7);
-CREATE DOMAIN vigil.risk_result_value AS text CHECK (VALUE IN ('Passed', 'Review', 'Failed'));
-CREATE DOMAIN vigil.risk_confidence_value AS text CHECK (VALUE IN ('Low', 'Medium', 'High'));
-
-CREATE TABLE vigil.transactions (
-    id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
-    received_at timestamptz NOT NULL DEFAULT now(),
-    -- The API key that asked (vigil.api_keys.id). Not a foreign key: keys are
-    -- revoked, never deleted, and checking one would lock the key's row for
-    -- every assessment, which all of a key's concurrent calls contend on.
-    api_key_id  bigint,
-    request     jsonb NOT NULL,             -- normalised: one shape for forms A and B
-    features    jsonb NOT NULL,             -- what the signals were computed from
-    score       vigil.risk_score_value NOT NULL,
-    level       vigil.risk_level_value NOT NULL,
-    result      vigil.risk_result_value NOT NULL,
-    confidence  vigil.risk_confidence_value NOT NULL,
-    reasons     jsonb NOT NULL,             -- [{"code","points","detail"}]
-    -- Identities, normalised as the history and the hard rules look them up.
-    -- Opaque keys, compared for equality: byte order (COLLATE "C") rather than
-    -- the database's linguistic collation, whose strcoll comparisons were 8%
-    -- of a recording in a profile.
-    email       text COLLATE "C",
-    device      text COLLATE "C",
-    ip          text COLLATE "C",
-    card        text COLLATE "C",
-    amount      double precision,
-    -- When the purchase happened: its `time` unless later than received_at
-    -- (vigil_risk::Request::event_time_us). History windows are in this time,
-    -- so a replay or backfill of old purchases sees each as it was. Last
-    -- because 0.5.0 added it (upgrades and fresh installs keep one layout).
-    occurred_at timestamptz NOT NULL DEFAULT now(),
-    -- The learned model's features (vigil_risk::model::FEATURE_NAMES), for
-    -- vigil.risk_refit: a real[] of 24 is a third of the size of the jsonb.
-    model_x     real[]
-);
--- A typical record is past the 2 kB at which PostgreSQL compresses a row, so
--- every insert compresses its largest jsonb: with the default pglz that was 6%
--- of an assessment in a profile, with lz4 (from 0.6.0) 1.3%, at 8% less saving.
--- Servers built without lz4 keep pglz.
-DO $$
-BEGIN
-    ALTER TABLE vigil.transactions ALTER COLUMN request SET COMPRESSION lz4,
-                                   ALTER COLUMN features SET COMPRESSION lz4,
-                                   ALTER COLUMN reasons SET COMPRESSION lz4;
-EXCEPTION WHEN feature_not_supported THEN
-    RAISE NOTICE 'vigil: this server has no lz4; vigil.transactions keeps pglz compression';
-END
-$$;
--- Velocity and reuse: "this identity in the last hour / day / 90 days before the
--- purchase" is one index range, and "first seen" the start of one.
--- The history reads the e-mail's amounts and the e-mails seen on a device or IP;
--- carried in the index (INCLUDE), those ranges need no heap visits once vacuum
--- has marked the pages all-visible (a profile showed the heap fetches at 14% of
--- an assessment), hence the low insert threshold for autovacuum below.
-CREATE INDEX transactions_email ON vigil.transactions (email, occurred_at) INCLUDE (amount) WHERE email IS NOT NULL;
-CREATE INDEX transactions_device ON vigil.transactions (device, occurred_at) INCLUDE (email) WHERE device IS NOT NULL;
-CREATE INDEX transactions_ip ON vigil.transactions (ip, occurred_at) INCLUDE (email) WHERE ip IS NOT NULL;
-CREATE INDEX transactions_card ON vigil.transactions (card, occurred_at) INCLUDE (email) WHERE card IS NOT NULL;
--- Analysis by day: rows arrive in time order, so a BRIN index is tiny and enough.
-CREATE INDEX transactions_received ON vigil.transactions USING brin (received_at);
-CREATE INDEX transactions_occurred ON vigil.transactions USING brin (occurred_at);
-ALTER TABLE vigil.transactions SET (autovacuum_vacuum_insert_scale_factor = 0.01);
-
-CREATE TABLE vigil.feedback (
-    id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    transaction_id uuid NOT NULL REFERENCES vigil.transactions (id) ON DELETE CASCADE,
-    label          text NOT NULL CHECK (label IN ('fraud', 'legit', 'chargeback')),
-    note           text CHECK (length(note) <= 1000),
-    created_at     timestamptz NOT NULL DEFAULT now()
-);
-CREATE INDEX ON vigil.feedback (transaction_id, created_at);
-
--- Identities of transactions labelled fraud or chargeback, until a later
--- `legit` label on that transaction: the e-mail and card are hard rules
--- (level 2) for later transactions; the device and IP graded evidence that
--- fades from the fraud's own time, `occurred_at` (risk/history.rs reads it
--- from the index).
-CREATE TABLE vigil.fraud_identities (
-    kind           text COLLATE "C" NOT NULL CHECK (kind IN ('email', 'device', 'ip', 'card')),
-    value          text COLLATE "C" NOT NULL,
-    transaction_id uuid NOT NULL REFERENCES vigil.transactions (id) ON DELETE CASCADE,
-    created_at     timestamptz NOT NULL DEFAULT now(),
-    occurred_at    timestamptz,
-    PRIMARY KEY (kind, value, transaction_id) INCLUDE (occurred_at)
-);
-CREATE INDEX ON vigil.fraud_identities (transaction_id);
-
-CREATE TABLE vigil.blocklist (
-    kind       text COLLATE "C" NOT NULL CHECK (kind IN ('email', 'device', 'ip', 'card')),
-    value      text COLLATE "C" NOT NULL CHECK (length(value) BETWEEN 1 AND 1000),
-    reason     text CHECK (length(reason) <= 1000),
-    created_at timestamptz NOT NULL DEFAULT now(),
-    expires_at timestamptz,
-    -- The history reads the expiry from the index (risk/history.rs).
-    PRIMARY KEY (kind, value) INCLUDE (expires_at)
-);
-
--- Models fitted on the labels by vigil.risk_refit(); risk_score uses the
--- newest (risk/model.rs). Deleting the rows turns learning off.
-CREATE TABLE vigil.risk_models (
-    id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    fitted_at        timestamptz NOT NULL DEFAULT now(),
-    features         text[] NOT NULL,            -- names, in the order of weights
-    weights          double precision[] NOT NULL,
-    intercept        double precision NOT NULL,
-    expert_intercept double precision NOT NULL,  -- the rules' alone, on the same labels
-    frauds           integer NOT NULL,
-    legit            integer NOT NULL,
-    -- Each feature's least and greatest value in the fitted rows, in pairs
-    -- (NULL: unbounded, as for models fitted before 0.9.0).
-    ranges           double precision[],
-    -- How much a link to confirmed fraud weighs here: {device, ip}.
-    link_weights     double precision[],
-    -- Whether this refit's fit became the model (else the row carries the
-    -- model in force before it, with the new link weights), and how it fared
-    -- against the scoring in force on the newest labels.
-    adopted          boolean NOT NULL DEFAULT true,
-    validation       jsonb,
-    -- The Review cut-off a review budget set (vigil.risk_review_rate), as a
-    -- score at strictness 50 in place of 60; NULL: the default cut-offs.
-    review_cutoff    double precision
-);
-
-REVOKE ALL ON vigil.transactions, vigil.feedback, vigil.fraud_identities, vigil.blocklist, vigil.risk_models FROM PUBLIC;
-
--- In backups (keys/schema.sql says why).
-SELECT pg_catalog.pg_extension_config_dump('vigil.transactions', '');
-SELECT pg_catalog.pg_extension_config_dump('vigil.feedback', '');
-SELECT pg_catalog.pg_extension_config_dump('vigil.feedback_id_seq', '');
-SELECT pg_catalog.pg_extension_config_dump('vigil.fraud_identities', '');
-SELECT pg_catalog.pg_extension_config_dump('vigil.blocklist', '');
-SELECT pg_catalog.pg_extension_config_dump('vigil.risk_models', '');
-SELECT pg_catalog.pg_extension_config_dump('vigil.risk_models_id_seq', '');
-
--- The latest label of each transaction.
-CREATE VIEW vigil.transaction_labels AS
-SELECT DISTINCT ON (transaction_id) transaction_id, label, note, created_at
-FROM vigil.feedback
-ORDER BY transaction_id, created_at DESC, id DESC;
-
--- Records a label for a transaction; `fraud` and `chargeback` mark its
--- identities (e-mail and card: hard rules; device and IP: graded links),
--- `legit` withdraws them. Returns the marks as they now stand.
-CREATE FUNCTION vigil.transaction_feedback(transaction_id uuid, label text, note text DEFAULT NULL)
-RETURNS jsonb
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
-AS $$
-DECLARE
-    t vigil.transactions;
-BEGIN
-    IF label IS NULL OR label NOT IN ('fraud', 'legit', 'chargeback') THEN
-        RAISE EXCEPTION 'label must be fraud, legit or chargeback'
-            USING ERRCODE = 'invalid_parameter_value', COLUMN = 'label';
-    END IF;
-    IF length(note) > 1000 THEN
-        RAISE EXCEPTION 'note must be at most 1000 characters'
-            USING ERRCODE = 'invalid_parameter_value', COLUMN = 'note';
-    END IF;
-    SELECT * INTO t FROM vigil.transactions x WHERE x.id = transaction_feedback.transaction_id;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'no transaction %', transaction_feedback.transaction_id
-            USING ERRCODE = 'no_data_found', COLUMN = 'transactionId';
-    END IF;
-    INSERT INTO vigil.feedback (transaction_id, label, note) VALUES (t.id, label, note);
-    IF label = 'legit' THEN
-        DELETE FROM vigil.fraud_identities f WHERE f.transaction_id = t.id;
-    ELSE
-        INSERT INTO vigil.fraud_identities (kind, value, transaction_id, occurred_at)
-        SELECT i.kind, i.value, t.id, t.occurred_at
-        FROM (VALUES ('email', t.email), ('device', t.device), ('ip', t.ip), ('card', t.card)) AS i (kind, value)
-        WHERE i.value IS NOT NULL
-        ON CONFLICT DO NOTHING;
-    END IF;
-    RETURN jsonb_build_object('transactionId', t.id, 'label', label,
-                              'hardRules', (SELECT coalesce(jsonb_agg(f.kind ORDER BY f.kind), '[]') FROM vigil.fraud_identities f
-                                            WHERE f.transaction_id = t.id AND f.kind IN ('email', 'card')),
-                              'linked', (SELECT coalesce(jsonb_agg(f.kind ORDER BY f.kind), '[]') FROM vigil.fraud_identities f
-                                         WHERE f.transaction_id = t.id AND f.kind IN ('device', 'ip')));
-END
-$$;
-
--- Admin: the blocklist. Values are normalised as the history normalises them
--- (vigil._identity), so 'Bob@Example.com ' blocks bob@example.com.
-CREATE FUNCTION vigil.blocklist_add(kind text, value text, reason text DEFAULT NULL, expires_at timestamptz DEFAULT NULL)
-RETURNS text
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
-AS $$
-DECLARE
-    normalised text := vigil._identity(kind, value);
-BEGIN
-    INSERT INTO vigil.blocklist AS b (kind, value, reason, expires_at)
-    VALUES (kind, normalised, reason, expires_at)
-    ON CONFLICT ON CONSTRAINT blocklist_pkey
-    DO UPDATE SET reason = excluded.reason, expires_at = excluded.expires_at;
-    RETURN normalised;
-END
-$$;
-
-CREATE FUNCTION vigil.blocklist_remove(kind text, value text) RETURNS boolean
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
-AS $$
-BEGIN
-    DELETE FROM vigil.blocklist b WHERE b.kind = blocklist_remove.kind AND b.value = vigil._identity(blocklist_remove.kind, blocklist_remove.value);
-    RETURN FOUND;
-END
-$$;
-
-REVOKE EXECUTE ON FUNCTION
-    vigil.transaction_feedback(uuid, text, text),
-    vigil.blocklist_add(text, text, text, timestamptz), vigil.blocklist_remove(text, text)
-FROM PUBLIC;
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- extension/src/identity/mod.rs:274
--- requires:
---   risk_schema
---   phash_bands
---   phash_distance
-
--- Identity checks: every assessment of an identity-document image.
---
--- vigil.assess_id (Rust, SECURITY DEFINER) looks the image's perceptual hash up
--- here and records the assessment in the same transaction; the application
--- role reaches this table only through that function. The image itself is kept
--- only when vigil.identity_keep_images is on.
-
-CREATE TABLE vigil.identity_assessments (
-    id          uuid PRIMARY KEY,
-    -- The clock, not the transaction's start: "the earliest assessment of this
-    -- picture" must hold for several assessments in one transaction too.
-    assessed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
-    -- The API key that asked (vigil.api_keys.id); not a foreign key, as for transactions.
-    api_key_id  bigint,
-    sha256      bytea NOT NULL CHECK (length(sha256) = 32),
-    -- 256-bit DCT perceptual hash of the document (or the frame).
-    phash       bytea NOT NULL CHECK (length(phash) = 32),
-    -- Its sixteen 16-bit bands as (band << 16 | value): multi-index hashing,
-    -- so "which earlier images share a band" is one GIN lookup of 16 keys.
-    phash_bands integer[] GENERATED ALWAYS AS (vigil._phash_bands(phash)) STORED,
-    result      vigil.risk_result_value NOT NULL,
-    level       vigil.risk_level_value NOT NULL,
-    score       vigil.risk_score_value NOT NULL,
-    confidence  vigil.risk_confidence_value NOT NULL,
-    decision    text NOT NULL CHECK (decision IN ('accept', 'review', 'resubmit', 'decline')),
-    reasons     text[] NOT NULL,            -- reason codes, in the answer's order
-    format      text NOT NULL,
-    width       integer NOT NULL,
-    height      integer NOT NULL,
-    bytes       integer NOT NULL,
-    response    jsonb NOT NULL,             -- the answer as given
-    image       bytea                       -- only with vigil.identity_keep_images
-);
--- fastupdate off: every insert goes straight into the index, so a lookup never
--- scans a pending list (which would grow with the inserts between vacuums).
-CREATE INDEX identity_assessments_phash ON vigil.identity_assessments
-    USING gin (phash_bands) WITH (fastupdate = off);
-CREATE INDEX identity_assessments_sha256 ON vigil.identity_assessments (sha256);
-CREATE INDEX identity_assessments_assessed ON vigil.identity_assessments USING brin (assessed_at);
--- JPEG, PNG and WebP are compressed already.
-ALTER TABLE vigil.identity_assessments ALTER image SET STORAGE EXTERNAL;
--- In backups (keys/schema.sql says why).
-SELECT pg_catalog.pg_extension_config_dump('vigil.identity_assessments', '');
-
--- The earlier assessment a perceptual hash repeats among those made with
--- the same API key (NULL: those made without one): the closest within
--- max_distance bits, then the earliest, with how many matched. Per key, so
--- that one key's uploads tell nothing of another's (issue 60; per tenant
--- once tenants hold keys). Multi-index
--- hashing: the GIN index gives the rows sharing a band key, and only those
--- are compared bit by bit. vigil.assess_id and make bench-identity call it.
--- Everything is schema-qualified and there is no SET clause, so the planner
--- inlines it into the caller's query (and keeps the GIN index).
-CREATE FUNCTION vigil._identity_duplicate(hash bytea, max_distance integer, api_key bigint)
-RETURNS TABLE (id uuid, distance integer, matches bigint)
-LANGUAGE sql STABLE
-AS $$
-    SELECT c.id, c.distance, pg_catalog.count(*) OVER ()
-    FROM (SELECT a.id, a.assessed_at, vigil._phash_distance(a.phash, $1) AS distance
-          FROM vigil.identity_assessments a
-          WHERE a.phash_bands OPERATOR(pg_catalog.&&) vigil._phash_bands($1)
-            AND a.api_key_id IS NOT DISTINCT FROM $3) AS c
-    WHERE c.distance <= $2
-    ORDER BY c.distance, c.assessed_at, c.id
-    LIMIT 1
-$$;
--- Identity hashes are the owner's to compare (vigil.assess_id runs as it).
-REVOKE EXECUTE ON FUNCTION vigil._identity_duplicate(bytea, integer, bigint) FROM PUBLIC;
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- extension/src/identity/mod.rs:280
--- requires:
---   assess_id
---   identity_schema
-
--- Security definer: only the application role (sql/bootstrap.sql) and the owner assess.
-REVOKE EXECUTE ON FUNCTION vigil.assess_id(bytea, bigint) FROM PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -1033,6 +790,445 @@ CREATE OPERATOR CLASS vigil.int8_ops DEFAULT FOR TYPE bigint USING vigil_hnsw AS
     OPERATOR 1 pg_catalog.= (bigint, bigint),
     OPERATOR 1 pg_catalog.= (bigint, integer),
     OPERATOR 1 pg_catalog.= (bigint, smallint);
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- extension/src/risk/mod.rs:109
+-- requires:
+--   keys_schema
+--   identity
+--   current_account
+
+-- Transaction risk: every assessment, the feedback on it, identities with
+-- confirmed fraud, and the blocklist.
+--
+-- vigil.risk_score (Rust, SECURITY DEFINER) reads the history through the
+-- per-identity indexes and records the assessment in the same transaction; the
+-- application role writes these tables only through the functions here.
+--
+-- Every row is an account's (issue 61): its `account`, the first key of every
+-- index the history reads, so velocity, reuse, confirmed fraud, the blocklist
+-- and the model are each account's own. The functions act for
+-- vigil._acting_account() and name it in every statement (they run as the
+-- owner); row-level security lets a role that entered an account read that
+-- account's rows and no other (an analyst in psql, sql/bootstrap.sql).
+
+-- The assessment's value ranges are domains rather than CHECK constraints: a
+-- table's CHECK expressions are parsed and planned again for every execution of
+-- the prepared INSERT (they live in the executor state), which a profile put at
+-- 7% of an assessment; a domain's checks are cached with the type.
+CREATE DOMAIN vigil.risk_score_value AS real CHECK (VALUE BETWEEN 0 AND 100);
+CREATE DOMAIN vigil.risk_level_value AS smallint CHECK (VALUE BETWEEN 0 AND 7);
+CREATE DOMAIN vigil.risk_result_value AS text CHECK (VALUE IN ('Passed', 'Review', 'Failed'));
+CREATE DOMAIN vigil.risk_confidence_value AS text CHECK (VALUE IN ('Low', 'Medium', 'High'));
+
+CREATE TABLE vigil.transactions (
+    id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    received_at timestamptz NOT NULL DEFAULT now(),
+    -- The API key that asked (vigil.api_keys.id). Not a foreign key: keys are
+    -- revoked, never deleted, and checking one would lock the key's row for
+    -- every assessment, which all of a key's concurrent calls contend on.
+    api_key_id  bigint,
+    request     jsonb NOT NULL,             -- normalised: one shape for forms A and B
+    features    jsonb NOT NULL,             -- what the signals were computed from
+    score       vigil.risk_score_value NOT NULL,
+    level       vigil.risk_level_value NOT NULL,
+    result      vigil.risk_result_value NOT NULL,
+    confidence  vigil.risk_confidence_value NOT NULL,
+    reasons     jsonb NOT NULL,             -- [{"code","points","detail"}]
+    -- Identities, normalised as the history and the hard rules look them up.
+    -- Opaque keys, compared for equality: byte order (COLLATE "C") rather than
+    -- the database's linguistic collation, whose strcoll comparisons were 8%
+    -- of a recording in a profile.
+    email       text COLLATE "C",
+    device      text COLLATE "C",
+    ip          text COLLATE "C",
+    card        text COLLATE "C",
+    amount      double precision,
+    -- When the purchase happened: its `time` unless later than received_at
+    -- (vigil_risk::Request::event_time_us). History windows are in this time,
+    -- so a replay or backfill of old purchases sees each as it was. Last
+    -- because 0.5.0 added it (upgrades and fresh installs keep one layout).
+    occurred_at timestamptz NOT NULL DEFAULT now(),
+    -- The learned model's features (vigil_risk::model::FEATURE_NAMES), for
+    -- vigil.risk_refit: a real[] of 24 is a third of the size of the jsonb.
+    model_x     real[],
+    -- Whose it is (0.17.0). Not a foreign key, for the reason api_key_id is not.
+    account     text COLLATE "C" NOT NULL
+);
+-- A typical record is past the 2 kB at which PostgreSQL compresses a row, so
+-- every insert compresses its largest jsonb: with the default pglz that was 6%
+-- of an assessment in a profile, with lz4 (from 0.6.0) 1.3%, at 8% less saving.
+-- Servers built without lz4 keep pglz.
+DO $$
+BEGIN
+    ALTER TABLE vigil.transactions ALTER COLUMN request SET COMPRESSION lz4,
+                                   ALTER COLUMN features SET COMPRESSION lz4,
+                                   ALTER COLUMN reasons SET COMPRESSION lz4;
+EXCEPTION WHEN feature_not_supported THEN
+    RAISE NOTICE 'vigil: this server has no lz4; vigil.transactions keeps pglz compression';
+END
+$$;
+-- Velocity and reuse: "this identity in the last hour / day / 90 days before the
+-- purchase" is one index range, and "first seen" the start of one.
+-- The history reads the e-mail's amounts and the e-mails seen on a device or IP;
+-- carried in the index (INCLUDE), those ranges need no heap visits once vacuum
+-- has marked the pages all-visible (a profile showed the heap fetches at 14% of
+-- an assessment), hence the low insert threshold for autovacuum below.
+CREATE INDEX transactions_email ON vigil.transactions (account, email, occurred_at) INCLUDE (amount) WHERE email IS NOT NULL;
+CREATE INDEX transactions_device ON vigil.transactions (account, device, occurred_at) INCLUDE (email) WHERE device IS NOT NULL;
+CREATE INDEX transactions_ip ON vigil.transactions (account, ip, occurred_at) INCLUDE (email) WHERE ip IS NOT NULL;
+CREATE INDEX transactions_card ON vigil.transactions (account, card, occurred_at) INCLUDE (email) WHERE card IS NOT NULL;
+-- Analysis by day: rows arrive in time order, so a BRIN index is tiny and enough.
+CREATE INDEX transactions_received ON vigil.transactions USING brin (received_at);
+CREATE INDEX transactions_occurred ON vigil.transactions USING brin (occurred_at);
+ALTER TABLE vigil.transactions SET (autovacuum_vacuum_insert_scale_factor = 0.01);
+
+CREATE TABLE vigil.feedback (
+    id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    transaction_id uuid NOT NULL REFERENCES vigil.transactions (id) ON DELETE CASCADE,
+    label          text NOT NULL CHECK (label IN ('fraud', 'legit', 'chargeback')),
+    note           text CHECK (length(note) <= 1000),
+    created_at     timestamptz NOT NULL DEFAULT now(),
+    account        text COLLATE "C" NOT NULL    -- the transaction's
+);
+CREATE INDEX ON vigil.feedback (transaction_id, created_at);
+
+-- Identities of transactions labelled fraud or chargeback, until a later
+-- `legit` label on that transaction: the e-mail and card are hard rules
+-- (level 2) for later transactions; the device and IP graded evidence that
+-- fades from the fraud's own time, `occurred_at` (risk/history.rs reads it
+-- from the index).
+CREATE TABLE vigil.fraud_identities (
+    kind           text COLLATE "C" NOT NULL CHECK (kind IN ('email', 'device', 'ip', 'card')),
+    value          text COLLATE "C" NOT NULL,
+    transaction_id uuid NOT NULL REFERENCES vigil.transactions (id) ON DELETE CASCADE,
+    created_at     timestamptz NOT NULL DEFAULT now(),
+    occurred_at    timestamptz,
+    account        text COLLATE "C" NOT NULL,   -- the transaction's
+    PRIMARY KEY (account, kind, value, transaction_id) INCLUDE (occurred_at)
+);
+CREATE INDEX ON vigil.fraud_identities (transaction_id);
+
+CREATE TABLE vigil.blocklist (
+    kind       text COLLATE "C" NOT NULL CHECK (kind IN ('email', 'device', 'ip', 'card')),
+    value      text COLLATE "C" NOT NULL CHECK (length(value) BETWEEN 1 AND 1000),
+    reason     text CHECK (length(reason) <= 1000),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    expires_at timestamptz,
+    account    text COLLATE "C" NOT NULL,
+    -- The history reads the expiry from the index (risk/history.rs).
+    PRIMARY KEY (account, kind, value) INCLUDE (expires_at)
+);
+
+-- Models fitted on the labels by vigil.risk_refit(); risk_score uses the
+-- newest (risk/model.rs). Deleting the rows turns learning off.
+CREATE TABLE vigil.risk_models (
+    id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    fitted_at        timestamptz NOT NULL DEFAULT now(),
+    features         text[] NOT NULL,            -- names, in the order of weights
+    weights          double precision[] NOT NULL,
+    intercept        double precision NOT NULL,
+    expert_intercept double precision NOT NULL,  -- the rules' alone, on the same labels
+    frauds           integer NOT NULL,
+    legit            integer NOT NULL,
+    -- Each feature's least and greatest value in the fitted rows, in pairs
+    -- (NULL: unbounded, as for models fitted before 0.9.0).
+    ranges           double precision[],
+    -- How much a link to confirmed fraud weighs here: {device, ip}.
+    link_weights     double precision[],
+    -- Whether this refit's fit became the model (else the row carries the
+    -- model in force before it, with the new link weights), and how it fared
+    -- against the scoring in force on the newest labels.
+    adopted          boolean NOT NULL DEFAULT true,
+    validation       jsonb,
+    -- The Review cut-off a review budget set (vigil.risk_review_rate), as a
+    -- score at strictness 50 in place of 60; NULL: the default cut-offs.
+    review_cutoff    double precision,
+    -- Whose labels it was fitted on and whose transactions it scores.
+    account          text COLLATE "C" NOT NULL
+);
+-- An account's newest model: one descent (risk/model.rs).
+CREATE INDEX risk_models_account ON vigil.risk_models (account, id);
+
+-- An account's rows, to a role that entered it; the owner's functions name
+-- the account themselves.
+ALTER TABLE vigil.transactions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_account ON vigil.transactions USING (account = vigil.current_account());
+ALTER TABLE vigil.feedback ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_account ON vigil.feedback USING (account = vigil.current_account());
+ALTER TABLE vigil.fraud_identities ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_account ON vigil.fraud_identities USING (account = vigil.current_account());
+ALTER TABLE vigil.blocklist ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_account ON vigil.blocklist USING (account = vigil.current_account());
+ALTER TABLE vigil.risk_models ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_account ON vigil.risk_models USING (account = vigil.current_account());
+
+-- The network layer (issue 61): identities confirmed as fraud by accounts
+-- that opted in to share risk signals (vigil.accounts.share_risk_signals),
+-- each as the SHA-256 of "kind:value" in hex (vigil._network_hash,
+-- vigil_risk::network_hash): what is shared is the hash, never the value. An
+-- assessment in another sharing account reads how many accounts confirmed
+-- each of its e-mail, device and card (NETWORK_FRAUD_LINK, bounded, never a
+-- failure alone). IP addresses are not shared: too many honest people share one.
+CREATE TABLE vigil.network_fraud (
+    kind           text COLLATE "C" NOT NULL CHECK (kind IN ('email', 'device', 'card')),
+    hash           text COLLATE "C" NOT NULL CHECK (hash ~ '^[0-9a-f]{64}$'),
+    account        text COLLATE "C" NOT NULL,
+    transaction_id uuid NOT NULL REFERENCES vigil.transactions (id) ON DELETE CASCADE,
+    PRIMARY KEY (kind, hash, account, transaction_id)
+);
+CREATE INDEX ON vigil.network_fraud (transaction_id);
+CREATE INDEX ON vigil.network_fraud (account);
+
+CREATE FUNCTION vigil._network_hash(kind text, value text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$ SELECT pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(kind || ':' || value, 'UTF8')), 'hex') $$;
+
+REVOKE ALL ON vigil.transactions, vigil.feedback, vigil.fraud_identities, vigil.blocklist, vigil.risk_models,
+              vigil.network_fraud FROM PUBLIC;
+
+-- In backups (keys/schema.sql says why).
+SELECT pg_catalog.pg_extension_config_dump('vigil.transactions', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.feedback', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.feedback_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.fraud_identities', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.blocklist', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.risk_models', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.risk_models_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('vigil.network_fraud', '');
+
+-- The latest label of each transaction. As its reader (security_invoker), so
+-- row-level security holds through it.
+CREATE VIEW vigil.transaction_labels WITH (security_invoker = true) AS
+SELECT DISTINCT ON (transaction_id) transaction_id, label, note, created_at, account
+FROM vigil.feedback
+ORDER BY transaction_id, created_at DESC, id DESC;
+
+-- Records a label for a transaction of the acting account; `fraud` and
+-- `chargeback` mark its identities (e-mail and card: hard rules; device and
+-- IP: graded links) for that account, `legit` withdraws them. Returns the
+-- marks as they now stand. Another account's transaction is not found, as
+-- one that does not exist is (never a refusal that confirms it exists).
+CREATE FUNCTION vigil.transaction_feedback(transaction_id uuid, label text, note text DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
+AS $$
+DECLARE
+    t vigil.transactions;
+    acct text := vigil._acting_account();
+BEGIN
+    IF label IS NULL OR label NOT IN ('fraud', 'legit', 'chargeback') THEN
+        RAISE EXCEPTION 'label must be fraud, legit or chargeback'
+            USING ERRCODE = 'invalid_parameter_value', COLUMN = 'label';
+    END IF;
+    IF length(note) > 1000 THEN
+        RAISE EXCEPTION 'note must be at most 1000 characters'
+            USING ERRCODE = 'invalid_parameter_value', COLUMN = 'note';
+    END IF;
+    SELECT * INTO t FROM vigil.transactions x
+    WHERE x.id = transaction_feedback.transaction_id AND x.account = acct;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no transaction %', transaction_feedback.transaction_id
+            USING ERRCODE = 'no_data_found', COLUMN = 'transactionId';
+    END IF;
+    INSERT INTO vigil.feedback (transaction_id, label, note, account) VALUES (t.id, label, note, acct);
+    IF label = 'legit' THEN
+        DELETE FROM vigil.fraud_identities f WHERE f.transaction_id = t.id AND f.account = acct;
+        DELETE FROM vigil.network_fraud n WHERE n.transaction_id = t.id;
+    ELSE
+        INSERT INTO vigil.fraud_identities (kind, value, transaction_id, occurred_at, account)
+        SELECT i.kind, i.value, t.id, t.occurred_at, acct
+        FROM (VALUES ('email', t.email), ('device', t.device), ('ip', t.ip), ('card', t.card)) AS i (kind, value)
+        WHERE i.value IS NOT NULL
+        ON CONFLICT DO NOTHING;
+        -- Shared with the network when the account opted in: hashes only.
+        INSERT INTO vigil.network_fraud (kind, hash, account, transaction_id)
+        SELECT i.kind, vigil._network_hash(i.kind, i.value), acct, t.id
+        FROM (VALUES ('email', t.email), ('device', t.device), ('card', t.card)) AS i (kind, value)
+        WHERE i.value IS NOT NULL
+          AND EXISTS (SELECT FROM vigil.accounts a WHERE a.account = acct AND a.share_risk_signals)
+        ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN jsonb_build_object('transactionId', t.id, 'label', label,
+                              'hardRules', (SELECT coalesce(jsonb_agg(f.kind ORDER BY f.kind), '[]') FROM vigil.fraud_identities f
+                                            WHERE f.transaction_id = t.id AND f.account = acct AND f.kind IN ('email', 'card')),
+                              'linked', (SELECT coalesce(jsonb_agg(f.kind ORDER BY f.kind), '[]') FROM vigil.fraud_identities f
+                                         WHERE f.transaction_id = t.id AND f.account = acct AND f.kind IN ('device', 'ip')));
+END
+$$;
+
+-- Admin: an account's blocklist (`account` NULL: the default account's).
+-- Values are normalised as the history normalises them (vigil._identity), so
+-- 'Bob@Example.com ' blocks bob@example.com.
+CREATE FUNCTION vigil.blocklist_add(kind text, value text, reason text DEFAULT NULL, expires_at timestamptz DEFAULT NULL,
+                                    account text DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
+AS $$
+DECLARE
+    normalised text := vigil._identity(kind, value);
+    owner text := coalesce(blocklist_add.account, vigil.default_account());
+BEGIN
+    IF NOT EXISTS (SELECT FROM vigil.accounts a WHERE a.account = owner) THEN
+        RAISE EXCEPTION 'no account "%"', vigil._echo(owner)
+            USING ERRCODE = 'no_data_found', COLUMN = 'account';
+    END IF;
+    INSERT INTO vigil.blocklist AS b (kind, value, reason, expires_at, account)
+    VALUES (kind, normalised, reason, expires_at, owner)
+    ON CONFLICT ON CONSTRAINT blocklist_pkey
+    DO UPDATE SET reason = excluded.reason, expires_at = excluded.expires_at;
+    RETURN normalised;
+END
+$$;
+
+CREATE FUNCTION vigil.blocklist_remove(kind text, value text, account text DEFAULT NULL) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
+AS $$
+BEGIN
+    DELETE FROM vigil.blocklist b
+    WHERE b.account = coalesce(blocklist_remove.account, vigil.default_account())
+      AND b.kind = blocklist_remove.kind AND b.value = vigil._identity(blocklist_remove.kind, blocklist_remove.value);
+    RETURN FOUND;
+END
+$$;
+
+REVOKE EXECUTE ON FUNCTION
+    vigil.transaction_feedback(uuid, text, text),
+    vigil.blocklist_add(text, text, text, timestamptz, text), vigil.blocklist_remove(text, text, text)
+FROM PUBLIC;
+
+-- Admin: the blocklist of one account, or of all (`account` NULL), as the
+-- admin command lists it; row-level security would show its role none.
+CREATE FUNCTION vigil.blocklist_list(account text DEFAULT NULL)
+RETURNS TABLE (account text, kind text, value text, reason text, created_at timestamptz, expires_at timestamptz)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, vigil
+AS $$
+    SELECT b.account, b.kind, b.value, b.reason, b.created_at, b.expires_at
+    FROM vigil.blocklist b
+    WHERE blocklist_list.account IS NULL OR b.account = blocklist_list.account
+    ORDER BY b.account, b.kind, b.value
+$$;
+REVOKE EXECUTE ON FUNCTION vigil.blocklist_list(text) FROM PUBLIC;
+
+-- Admin: whether `account` shares risk signals with the other accounts that
+-- do (the network layer). On, its confirmed frauds so far join the network
+-- as hashes; off, they leave it. False when there is no such account.
+CREATE FUNCTION vigil.set_risk_sharing(account text, share boolean) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, vigil
+AS $$
+BEGIN
+    IF share IS NULL THEN
+        RAISE EXCEPTION 'share must be true or false'
+            USING ERRCODE = 'invalid_parameter_value', COLUMN = 'share';
+    END IF;
+    UPDATE vigil.accounts a SET share_risk_signals = share WHERE a.account = set_risk_sharing.account;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    DELETE FROM vigil.network_fraud n WHERE n.account = set_risk_sharing.account;
+    IF share THEN
+        INSERT INTO vigil.network_fraud (kind, hash, account, transaction_id)
+        SELECT f.kind, vigil._network_hash(f.kind, f.value), f.account, f.transaction_id
+        FROM vigil.fraud_identities f
+        WHERE f.account = set_risk_sharing.account AND f.kind IN ('email', 'device', 'card')
+        ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN true;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION vigil.set_risk_sharing(text, boolean) FROM PUBLIC;
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- extension/src/identity/mod.rs:287
+-- requires:
+--   risk_schema
+--   phash_bands
+--   phash_distance
+
+-- Identity checks: every assessment of an identity-document image.
+--
+-- vigil.assess_id (Rust, SECURITY DEFINER) looks the image's perceptual hash up
+-- here and records the assessment in the same transaction; the application
+-- role reaches this table only through that function. The image itself is kept
+-- only when vigil.identity_keep_images is on.
+
+CREATE TABLE vigil.identity_assessments (
+    id          uuid PRIMARY KEY,
+    -- The clock, not the transaction's start: "the earliest assessment of this
+    -- picture" must hold for several assessments in one transaction too.
+    assessed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    -- The API key that asked (vigil.api_keys.id); not a foreign key, as for transactions.
+    api_key_id  bigint,
+    sha256      bytea NOT NULL CHECK (length(sha256) = 32),
+    -- 256-bit DCT perceptual hash of the document (or the frame).
+    phash       bytea NOT NULL CHECK (length(phash) = 32),
+    -- Its sixteen 16-bit bands as (band << 16 | value): multi-index hashing,
+    -- so "which earlier images share a band" is one GIN lookup of 16 keys.
+    phash_bands integer[] GENERATED ALWAYS AS (vigil._phash_bands(phash)) STORED,
+    result      vigil.risk_result_value NOT NULL,
+    level       vigil.risk_level_value NOT NULL,
+    score       vigil.risk_score_value NOT NULL,
+    confidence  vigil.risk_confidence_value NOT NULL,
+    decision    text NOT NULL CHECK (decision IN ('accept', 'review', 'resubmit', 'decline')),
+    reasons     text[] NOT NULL,            -- reason codes, in the answer's order
+    format      text NOT NULL,
+    width       integer NOT NULL,
+    height      integer NOT NULL,
+    bytes       integer NOT NULL,
+    response    jsonb NOT NULL,             -- the answer as given
+    image       bytea,                      -- only with vigil.identity_keep_images
+    -- Whose it is (0.17.0): duplicates are looked for among the account's own.
+    account     text COLLATE "C" NOT NULL
+);
+-- fastupdate off: every insert goes straight into the index, so a lookup never
+-- scans a pending list (which would grow with the inserts between vacuums).
+CREATE INDEX identity_assessments_phash ON vigil.identity_assessments
+    USING gin (phash_bands) WITH (fastupdate = off);
+CREATE INDEX identity_assessments_sha256 ON vigil.identity_assessments (sha256);
+CREATE INDEX identity_assessments_assessed ON vigil.identity_assessments USING brin (assessed_at);
+-- JPEG, PNG and WebP are compressed already.
+ALTER TABLE vigil.identity_assessments ALTER image SET STORAGE EXTERNAL;
+-- In backups (keys/schema.sql says why).
+SELECT pg_catalog.pg_extension_config_dump('vigil.identity_assessments', '');
+-- An account's assessments, to a role that entered it (risk/schema.sql).
+ALTER TABLE vigil.identity_assessments ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_account ON vigil.identity_assessments USING (account = vigil.current_account());
+
+-- The earlier assessment a perceptual hash repeats among those of the same
+-- account: the closest within max_distance bits, then the earliest, with how
+-- many matched. Per account, so that one account's uploads tell nothing of
+-- another's (issues 60 and 61; per API key in 0.15.0 and 0.16.0). Multi-index
+-- hashing: the GIN index gives the rows sharing a band key, and only those
+-- are compared bit by bit. vigil.assess_id and make bench-identity call it.
+-- Everything is schema-qualified and there is no SET clause, so the planner
+-- inlines it into the caller's query (and keeps the GIN index).
+CREATE FUNCTION vigil._identity_duplicate(hash bytea, max_distance integer, account text)
+RETURNS TABLE (id uuid, distance integer, matches bigint)
+LANGUAGE sql STABLE
+AS $$
+    SELECT c.id, c.distance, pg_catalog.count(*) OVER ()
+    FROM (SELECT a.id, a.assessed_at, vigil._phash_distance(a.phash, $1) AS distance
+          FROM vigil.identity_assessments a
+          WHERE a.phash_bands OPERATOR(pg_catalog.&&) vigil._phash_bands($1)
+            AND a.account OPERATOR(pg_catalog.=) $3) AS c
+    WHERE c.distance <= $2
+    ORDER BY c.distance, c.assessed_at, c.id
+    LIMIT 1
+$$;
+-- Identity hashes are the owner's to compare (vigil.assess_id runs as it).
+REVOKE EXECUTE ON FUNCTION vigil._identity_duplicate(bytea, integer, text) FROM PUBLIC;
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- extension/src/identity/mod.rs:293
+-- requires:
+--   assess_id
+--   identity_schema
+
+-- Security definer: only the application role (sql/bootstrap.sql) and the owner assess.
+REVOKE EXECUTE ON FUNCTION vigil.assess_id(bytea, bigint) FROM PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -2316,7 +2512,7 @@ REVOKE EXECUTE ON FUNCTION vigil.hnsw_check(regclass) FROM PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/risk/model.rs:151
+-- extension/src/risk/model.rs:163
 -- vigil::risk::model::risk_refit
 CREATE  FUNCTION "risk_refit"(
 	"unlabelled_as_legit_after" interval DEFAULT NULL, /* Option < pgrx :: datum :: Interval > */
@@ -2329,15 +2525,33 @@ AS 'MODULE_PATHNAME', 'risk_refit_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/risk/model.rs:312
--- requires:
---   risk_refit
-
-REVOKE EXECUTE ON FUNCTION vigil.risk_refit(interval, timestamptz) FROM PUBLIC;
+-- extension/src/risk/model.rs:180
+-- vigil::risk::model::risk_refit_accounts
+CREATE  FUNCTION "risk_refit_accounts"(
+	"unlabelled_as_legit_after" interval DEFAULT NULL, /* Option < pgrx :: datum :: Interval > */
+	"as_of" timestamp with time zone DEFAULT now() /* Option < pgrx :: datum :: TimestampWithTimeZone > */
+) RETURNS TABLE (
+	"account" TEXT,  /* String */
+	"outcome" jsonb  /* Jsonb */
+)
+VOLATILE SECURITY DEFINER
+SET search_path TO pg_catalog, vigil
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'risk_refit_accounts_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/risk/mod.rs:50
+-- extension/src/risk/model.rs:387
+-- requires:
+--   risk_refit
+--   risk_refit_accounts
+
+REVOKE EXECUTE ON FUNCTION vigil.risk_refit(interval, timestamptz) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION vigil.risk_refit_accounts(interval, timestamptz) FROM PUBLIC;
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- extension/src/risk/mod.rs:52
 -- vigil::risk::risk_score
 CREATE  FUNCTION "risk_score"(
 	"body" jsonb, /* Option < Jsonb > */
@@ -2350,7 +2564,7 @@ AS 'MODULE_PATHNAME', 'risk_score_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- extension/src/risk/mod.rs:111
+-- extension/src/risk/mod.rs:115
 -- requires:
 --   risk_score
 
