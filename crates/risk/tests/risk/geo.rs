@@ -1,31 +1,34 @@
-//! Countries: the MMDB lookup (skipped when the file is missing) and free-text addresses.
+//! Countries: the MMDB lookup and free-text addresses.
 
 use std::path::PathBuf;
 
 use vigil_risk::{address_country, GeoIp};
 
-/// `VIGIL_GEOIP_MMDB`, else the file the task setup unpacked.
+/// `VIGIL_GEOIP_MMDB` (make test sets it), else where `make setup` installs
+/// the file for PostgreSQL 15 on Debian.
 fn mmdb_path() -> PathBuf {
     std::env::var_os("VIGIL_GEOIP_MMDB")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/tmp/mmdb/package/geo-whois-asn-country.mmdb"))
+        .unwrap_or_else(|| {
+            PathBuf::from("/usr/share/postgresql/15/vigil/geoip/geo-whois-asn-country.mmdb")
+        })
 }
 
-fn open() -> Option<GeoIp> {
+/// The database, or a failure that says what is missing: a test of the
+/// lookup never passes without one (make setup installs it).
+fn open() -> GeoIp {
     let path = mmdb_path();
-    if !path.exists() {
-        eprintln!(
-            "note: skipping GeoIP test, {} not found (set VIGIL_GEOIP_MMDB)",
-            path.display()
-        );
-        return None;
-    }
-    Some(GeoIp::open(&path).expect("the MMDB file opens"))
+    assert!(
+        path.exists(),
+        "the GeoIP database {} is missing: `make setup` installs it, or set VIGIL_GEOIP_MMDB to its path",
+        path.display()
+    );
+    GeoIp::open(&path).expect("the MMDB file opens")
 }
 
 #[test]
 fn ip_countries() {
-    let Some(geo) = open() else { return };
+    let geo = open();
     let c = |ip: &str| geo.country(ip.parse().unwrap());
     assert_eq!(c("8.8.8.8"), Some(*b"US"));
     // DFN, the German research network (Deutsches Forschungsnetz).
