@@ -1,10 +1,11 @@
 -- 0.17.0 -> 0.18.0 (issue 61, its last parts): entering an API key's account
--- costs a fifth of what it did, and each account may set its own review budget.
+-- costs a fraction of what it did, and each account may set its own review budget.
 --
 -- What changed:
 -- - vigil.enter_api_key(key) is in Rust (keys/enter.rs), replaced in place so
---   that its grants stay: one lookup by a plan kept for the backend's life, and
---   no SET search_path clause;
+--   that its grants stay, without a SET search_path clause: each backend keeps
+--   the live keys it read, and vigil.api_keys' trigger api_keys_changed
+--   (vigil._forget_api_keys) tells every backend to forget them on a change;
 -- - vigil.accounts.review_rate, set by vigil.set_risk_review_rate(account,
 --   rate): the share of the account's transactions its people can review,
 --   which each refit of its model moves its Review cut-off to (NULL: the
@@ -48,3 +49,24 @@ AS $$
     SELECT a.account, a.share_risk_signals, a.review_rate FROM vigil.accounts a ORDER BY a.account
 $$;
 REVOKE EXECUTE ON FUNCTION vigil.account_risk_settings() FROM PUBLIC;
+
+-- Backends keep the live API keys they read (keys/enter.rs: vigil.enter_api_key
+-- runs on every request); a change to the table tells every backend to forget
+-- them when it commits.
+CREATE  FUNCTION vigil."_forget_api_keys"(
+	"table" oid /* pgrx_pg_sys::submodules::oids::Oid */
+) RETURNS void
+STRICT VOLATILE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'forget_api_keys_wrapper';
+CREATE FUNCTION vigil._api_keys_changed() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+AS $$
+BEGIN
+    PERFORM vigil._forget_api_keys(TG_RELID);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER api_keys_changed AFTER UPDATE OR DELETE OR TRUNCATE ON vigil.api_keys
+    FOR EACH STATEMENT EXECUTE FUNCTION vigil._api_keys_changed();
+REVOKE EXECUTE ON FUNCTION vigil._forget_api_keys(oid), vigil._api_keys_changed() FROM PUBLIC;

@@ -163,6 +163,24 @@ impl Env {
         }
     }
 
+    /// The shell command that runs `sql` as the cluster's superuser in a
+    /// session of its own: for a psql script's `\!`, to act between two of
+    /// its statements.
+    pub fn psql_command(&self, sql: &str) -> String {
+        let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+        format!(
+            "{} psql {} -At -c {}",
+            quote(
+                workspace_root()
+                    .join("scripts/pg-cluster.sh")
+                    .to_str()
+                    .unwrap()
+            ),
+            quote(self.cluster_dir.to_str().unwrap()),
+            quote(sql)
+        )
+    }
+
     /// Runs the repository's SQL file `path` (such as `sql/analysis.sql`) as
     /// the superuser, stopping at the first error; psql's aligned-free output
     /// with `|` between fields.

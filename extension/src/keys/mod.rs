@@ -127,6 +127,7 @@ extension_sql_file!(
         verify_key,
         current_account,
         database_granted,
-        enter::enter_api_key
+        enter::enter_api_key,
+        enter::forget_api_keys
     ]
 );

@@ -146,6 +146,30 @@ mod tests {
         );
     }
 
+    /// The backend keeps the keys it read, and forgets them on any change to
+    /// the table: an expiry or a revocation set there counts at once.
+    #[pg_test]
+    fn a_kept_key_expired_or_revoked_in_the_table_enters_nothing() {
+        let enter = |key: &str| {
+            crate::pg::testing::error_of(&format!("SELECT vigil.enter_api_key('{key}')"))
+        };
+        let (key, prefix) = api_key("'kept'");
+        assert_eq!(enter(&key), "", "read");
+        assert_eq!(enter(&key), "", "kept");
+        let set = |what: &str| {
+            Spi::run(&format!(
+                "UPDATE vigil.api_keys SET {what} WHERE prefix = '{prefix}'"
+            ))
+            .unwrap()
+        };
+        set("expires_at = now() - interval '1 second'");
+        assert_eq!(enter(&key), "the API key is not valid", "expired");
+        set("expires_at = now() + interval '1 hour'");
+        assert_eq!(enter(&key), "", "its expiry ahead");
+        set("revoked_at = now()");
+        assert_eq!(enter(&key), "the API key is not valid", "revoked");
+    }
+
     #[pg_test]
     fn only_a_hash_of_the_key_is_stored() {
         let (key, prefix) = api_key("'hashed'");

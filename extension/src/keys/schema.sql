@@ -25,6 +25,20 @@ CREATE TABLE vigil.api_keys (
     burst        integer CHECK (burst > 0)
 );
 
+-- Backends keep the live API keys they read (keys/enter.rs: vigil.enter_api_key
+-- runs on every request); a change to the table tells every backend to forget
+-- them when it commits.
+CREATE FUNCTION vigil._api_keys_changed() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, vigil
+AS $$
+BEGIN
+    PERFORM vigil._forget_api_keys(TG_RELID);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER api_keys_changed AFTER UPDATE OR DELETE OR TRUNCATE ON vigil.api_keys
+    FOR EACH STATEMENT EXECUTE FUNCTION vigil._api_keys_changed();
+
 CREATE TABLE vigil.accounts (
     account    text PRIMARY KEY CHECK (length(account) <= 320 AND account ~ '^[^@\s]+@[^@\s]+$'),
     created_at timestamptz NOT NULL DEFAULT now(),
@@ -396,6 +410,6 @@ REVOKE EXECUTE ON FUNCTION
     vigil.create_user_key(text, text, text[], timestamptz, real, integer),
     vigil.key_status(text), vigil.rotate_key(text, interval, timestamptz), vigil.revoke_key(text),
     vigil.authenticate_api_key(text, text, inet), vigil.enter_account(text, text, text),
-    vigil.enter_api_key(text)
+    vigil.enter_api_key(text), vigil._forget_api_keys(oid), vigil._api_keys_changed()
 FROM PUBLIC;
 REVOKE ALL ON vigil.api_key_list, vigil.user_key_list FROM PUBLIC;

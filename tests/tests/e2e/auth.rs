@@ -741,7 +741,12 @@ fn the_admin_command_lists_and_refuses_clearly() {
         .find(|l| l.starts_with("listed@example.com"))
         .unwrap_or_else(|| panic!("{accounts}"));
     let columns: Vec<&str> = line.split_whitespace().collect();
-    assert_eq!(columns[columns.len() - 2..], ["1", "main"], "{line}");
+    // Keys, databases, then the risk settings: no network, the installation's review budget.
+    assert_eq!(
+        columns[columns.len() - 4..],
+        ["1", "main", "false", "default"],
+        "{line}"
+    );
     let user_keys = env.admin_ok(&["user-keys", "list", "--account", "listed@example.com"]);
     assert!(user_keys.contains(prefix(&user)) && !user_keys.contains(&user[11..]));
 

@@ -313,3 +313,22 @@ fn the_network_shares_a_fraud_only_between_accounts_that_opted_in_and_boundedly(
     share(&a_account, false);
     assert_eq!(network(&assess(env, &b, &purchase())), None);
 }
+
+/// A key revoked in another session enters nothing in a backend that used
+/// it a moment before: each backend keeps the keys it read (0.18.0), and
+/// forgets them when a change to the keys commits.
+#[test]
+fn a_key_revoked_elsewhere_enters_nothing_where_it_was_kept() {
+    let env = shared();
+    let (key, _) = env.tenant_key("revoked-elsewhere", &["transaction"]);
+    let revoke = env.psql_command(&format!("SELECT vigil.revoke_key('{}')", &key[..11]));
+    let (ok, out, err) = env.psql_as_app(&format!(
+        "SELECT vigil.enter_api_key('{key}') > 0;\n\
+         SELECT vigil.enter_api_key('{key}') > 0;\n\
+         \\! {revoke} >/dev/null\n\
+         SELECT vigil.enter_api_key('{key}') > 0;\n"
+    ));
+    assert_eq!(out, "t\nt", "entered twice before the revocation: {err}");
+    assert!(!ok, "entered after it: {out}");
+    assert!(err.contains("the API key is not valid"), "{err}");
+}
