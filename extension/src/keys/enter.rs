@@ -6,7 +6,7 @@
 //! key's scope and address a moment before (`vigil.authenticate_api_key`,
 //! believed for a second). So it is on the hot path of every assessment, and
 //! in Rust rather than PL/pgSQL, without a `SET search_path` clause: each
-//! backend keeps the live keys it has read ([`Cache`]), and a call compares
+//! backend keeps the live keys it has read ([`CACHE`]), and a call compares
 //! the key's hash and expiry with the kept row and sets two settings. Any
 //! change to `vigil.api_keys` (a revocation, a rotation, an account deleted)
 //! tells every backend to forget what it kept when that change commits, by
@@ -23,6 +23,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::CString;
+use std::rc::Rc;
 
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
@@ -41,7 +42,6 @@ const LIVE_KEY: &str = "SELECT id, account, hash, expires_at, tableoid FROM vigi
 const MAX_KEPT: usize = 1024;
 
 /// A key as [`LIVE_KEY`] read it.
-#[derive(Clone)]
 struct Kept {
     id: i64,
     account: String,
@@ -49,20 +49,14 @@ struct Kept {
     expires_at: Option<pg_sys::TimestampTz>,
 }
 
-/// The keys this backend read, by prefix, and the oid of the table they
-/// came from, whose invalidation empties it.
-struct Cache {
-    table: pg_sys::Oid,
-    keys: HashMap<String, Kept>,
-}
-
 thread_local! {
     /// [`LIVE_KEY`], planned once per backend.
     static LIVE_KEY_PLAN: RefCell<Option<OwnedPreparedStatement>> = const { RefCell::new(None) };
-    static CACHE: RefCell<Option<Cache>> = const { RefCell::new(None) };
+    /// The keys this backend read, by prefix (shared, so a hit copies nothing).
+    static CACHE: RefCell<HashMap<String, Rc<Kept>>> = RefCell::new(HashMap::new());
     /// Whether [`forget`] is registered with this backend's relation cache.
     static LISTENING: Cell<bool> = const { Cell::new(false) };
-    /// The oid of the table [`CACHE`] was read from, for [`forget`].
+    /// The oid of the table [`CACHE`] was read from, whose invalidation empties it.
     static TABLE: Cell<pg_sys::Oid> = const { Cell::new(pg_sys::InvalidOid) };
     /// Set by [`forget`]: [`CACHE`] is to be emptied before its next use.
     static STALE: Cell<bool> = const { Cell::new(false) };
@@ -82,7 +76,7 @@ fn enter_api_key(key: Option<&str>) -> i64 {
         let prefix = vigil_auth::prefix_of(KeyKind::Api, key).ok()?;
         let kept = live_key(prefix)?;
         let live = kept.expires_at.is_none_or(|at| at > now);
-        (live && vigil_auth::verify(key, &kept.hash)).then_some((kept.id, kept.account))
+        (live && vigil_auth::verify(key, &kept.hash)).then(|| (kept.id, kept.account.clone()))
     });
     let Some((id, account)) = entered else {
         ereport!(
@@ -106,15 +100,11 @@ fn forget_api_keys(table: pg_sys::Oid) {
 }
 
 /// The kept or read row of `prefix`'s key, unless it is revoked or unknown.
-fn live_key(prefix: &str) -> Option<Kept> {
+fn live_key(prefix: &str) -> Option<Rc<Kept>> {
     if STALE.replace(false) {
-        CACHE.set(None);
+        CACHE.with_borrow_mut(HashMap::clear);
     }
-    let kept = CACHE.with_borrow(|cache| {
-        cache
-            .as_ref()
-            .and_then(|cache| cache.keys.get(prefix).cloned())
-    });
+    let kept = CACHE.with_borrow(|cache| cache.get(prefix).cloned());
     if kept.is_some() {
         return kept;
     }
@@ -124,21 +114,18 @@ fn live_key(prefix: &str) -> Option<Kept> {
     READING.set(false);
     let (table, read) = read?;
     TABLE.set(table);
+    let read = Rc::new(read);
     // An invalidation during the read may have come after its snapshot: the
     // row is used for this call, not kept.
     if STALE.replace(false) {
-        CACHE.set(None);
+        CACHE.with_borrow_mut(HashMap::clear);
         return Some(read);
     }
     CACHE.with_borrow_mut(|cache| {
-        let cache = match cache {
-            Some(c) if c.table == table && c.keys.len() < MAX_KEPT => c,
-            _ => cache.insert(Cache {
-                table,
-                keys: HashMap::new(),
-            }),
-        };
-        cache.keys.insert(prefix.to_owned(), read.clone());
+        if cache.len() >= MAX_KEPT {
+            cache.clear();
+        }
+        cache.insert(prefix.to_owned(), Rc::clone(&read));
     });
     Some(read)
 }
