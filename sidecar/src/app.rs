@@ -27,10 +27,10 @@ use utoipa_axum::routes;
 
 use crate::config::ServeArgs;
 use crate::error::{render_foreign_errors, ApiError};
-use crate::metrics::MetricsLayer;
+use crate::metrics::layer::MetricsLayer;
 use crate::openapi::ApiDoc;
 use crate::state::AppState;
-use crate::{abandon, auth, cors, health, identity, metrics, openapi, transaction, vectordb};
+use crate::{abandon, api_key, cors, health, identity, metrics, openapi, transaction, vectordb};
 
 pub fn router(state: AppState, args: &ServeArgs) -> Result<Router, String> {
     // Each route that reads a body has its own limit: JSON routes
@@ -39,7 +39,7 @@ pub fn router(state: AppState, args: &ServeArgs) -> Result<Router, String> {
     let batch = RequestBodyLimitLayer::new(args.max_batch_body_bytes);
     let (routes, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(health::healthz))
-        .routes(routes!(auth::whoami::whoami))
+        .routes(routes!(api_key::whoami))
         .routes(routes!(transaction::assess).layer(json))
         .routes(routes!(transaction::feedback).layer(json))
         .routes(
@@ -53,7 +53,7 @@ pub fn router(state: AppState, args: &ServeArgs) -> Result<Router, String> {
         .routes(routes!(vectordb::search::hybrid_search).layer(json))
         .routes(routes!(vectordb::delete_embedding).layer(json))
         .routes(routes!(vectordb::delete_database).layer(json))
-        .routes(routes!(metrics::scrape))
+        .routes(routes!(metrics::scrape::scrape))
         .split_for_parts();
     let document = openapi::rendered(doc)?;
     let cors = cors::layer(&args.cors_origins)?;
@@ -138,9 +138,9 @@ mod tests {
 
     use super::*;
     use crate::auth::Limits;
-    use crate::config::{Cli, Command};
     use crate::metrics::Metrics;
-    use crate::vectordb::search::embed::QueryVectors;
+    use crate::query_vectors::QueryVectors;
+    use crate::{Cli, Command};
     use axum::body::{to_bytes, Body};
     use axum::extract::ConnectInfo;
     use axum::http::{header, Method, Response};

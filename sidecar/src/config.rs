@@ -3,10 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::Args;
 use ipnet::IpNet;
-
-use crate::admin::AdminCommand;
 
 /// Entries `--query-cache-entries` allows by default: 10,000 queries of
 /// 384 floats, about 16 MB.
@@ -15,25 +13,6 @@ pub const DEFAULT_QUERY_CACHE_ENTRIES: usize = 10_000;
 /// Texts `--query-batch` allows in one model call by default: past this the
 /// model gains nothing per text (it pads every text to the longest).
 pub const DEFAULT_QUERY_BATCH: usize = 32;
-
-#[derive(Parser, Debug)]
-#[command(
-    name = "vigil-sidecar",
-    version,
-    about = "HTTP front of the Vigil PostgreSQL extension, and its admin command"
-)]
-pub struct Cli {
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum Command {
-    /// Serve the HTTP API until SIGINT or SIGTERM.
-    Serve(ServeArgs),
-    #[command(flatten)]
-    Admin(AdminCommand),
-}
 
 #[derive(Args, Debug, Clone)]
 pub struct ServeArgs {
@@ -152,7 +131,7 @@ pub struct ServeArgs {
     /// Threads that serve requests; 0, the default, is one per core of this
     /// machine. Fewer wake each other less: one on 2 cores served searches
     /// a few per cent faster but risk assessments, whose own work here is a
-    /// larger share, 12% slower (the performance log (`git show 9307556:docs/performance-log.md`), "The sidecar's threads").
+    /// larger share, 12% slower (docs/reference/configuration.md, `VIGIL_WORKER_THREADS`).
     #[arg(long, env = "VIGIL_WORKER_THREADS", default_value_t = 0)]
     worker_threads: usize,
 }

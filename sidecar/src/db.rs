@@ -57,7 +57,7 @@ pub fn read_pool(args: &ServeArgs) -> Result<Option<Pool>, String> {
 }
 
 /// The pool of the connections that embed search queries in batches
-/// (`vectordb::search::batch`), each running its batch on
+/// (`query_vectors::batch`), each running its batch on
 /// `--query-embed-threads` threads. One thread each and one connection per
 /// core by default: batches side by side, one per core, answered more
 /// searches than one batch shared out over the cores (docs/performance.md,

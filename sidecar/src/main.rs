@@ -7,6 +7,7 @@
 
 mod abandon;
 mod admin;
+mod api_key;
 mod app;
 mod auth;
 mod config;
@@ -23,16 +24,39 @@ mod metrics;
 #[cfg(test)]
 mod module_cycles;
 mod openapi;
+mod outcome;
+mod query_vectors;
 mod reads;
+mod refusals;
 mod serve;
 mod state;
 mod transaction;
 mod vectordb;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
-use crate::config::{Cli, Command};
+use crate::admin::AdminCommand;
+use crate::config::ServeArgs;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "vigil-sidecar",
+    version,
+    about = "HTTP front of the Vigil PostgreSQL extension, and its admin command"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Serve the HTTP API until SIGINT or SIGTERM.
+    Serve(ServeArgs),
+    #[command(flatten)]
+    Admin(AdminCommand),
+}
 
 fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()

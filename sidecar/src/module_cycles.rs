@@ -1,6 +1,8 @@
-//! No module of the sidecar imports one that imports it back, directly or
-//! through others: on such a circle every module depends on all the others,
-//! so none can be read, tested or changed alone. The sidecar had one
+//! The sidecar's layout, checked: its layers ([`LAYERS`]: nothing imports a
+//! layer above its own, and no endpoint imports another), and no module, nor
+//! any folder, imports one that imports it back, directly or through others:
+//! on such a circle every module depends on all the others, so none can be
+//! read, tested or changed alone. The sidecar had one
 //! (`auth` -> `config` -> `vectordb::query_batch` -> `metrics` -> `state`
 //! -> `auth`); `the_circle_of_the_issue_is_found` shows the check catches
 //! it. A failure names each group of modules on a circle and its shortest
@@ -30,30 +32,158 @@ fn no_module_imports_one_that_imports_it_back() {
     );
 }
 
-/// The building blocks of a request (`extract`, `auth`, `json`) name no
-/// endpoint's module: an endpoint, such as the search pipeline
-/// (`vectordb::search`), calls them, not the reverse.
+/// The sidecar's layers, lowest first. A module may import modules of its
+/// own layer and of the layers below, never of one above; and endpoints,
+/// which are alone on their layer, import none of each other: what two of
+/// them share belongs a layer down. Each top-level module, whether a file
+/// or a folder, is in one layer; a folder's modules are in its layer.
+const LAYERS: [Layer; 5] = [
+    Layer {
+        name: "base",
+        modules: &["config", "abandon"],
+        siblings: true,
+    },
+    Layer {
+        name: "shared services",
+        modules: &[
+            "error",
+            "db",
+            "metrics",
+            "reads",
+            "auth",
+            "query_vectors",
+            "state",
+        ],
+        siblings: true,
+    },
+    Layer {
+        name: "building blocks",
+        modules: &["json", "extract", "cors", "refusals", "outcome"],
+        siblings: true,
+    },
+    Layer {
+        name: "endpoints",
+        modules: &["health", "api_key", "transaction", "identity", "vectordb"],
+        siblings: false,
+    },
+    Layer {
+        name: "wiring",
+        modules: &["openapi", "app", "serve", "admin", "module_cycles"],
+        siblings: true,
+    },
+];
+
+struct Layer {
+    name: &'static str,
+    modules: &'static [&'static str],
+    /// Whether its modules may import each other.
+    siblings: bool,
+}
+
 #[test]
-fn the_building_blocks_name_no_endpoint() {
-    let within = |module: &str, of: &str| module == of || module.starts_with(&format!("{of}::"));
-    let graph = sidecar();
-    let upward: Vec<String> = graph
-        .edges
+fn no_module_imports_a_layer_above_its_own() {
+    let files = sidecar_files();
+    // `auth/mod.rs`, `auth/rate.rs` and `auth.rs` are all of `auth`.
+    let modules: BTreeSet<&str> = files
         .iter()
-        .filter(|(from, _)| {
-            ["crate::extract", "crate::auth", "crate::json"]
-                .iter()
-                .any(|b| within(from, b))
-        })
-        .flat_map(|(from, to)| to.iter().map(move |(to, at)| (from, to, at)))
-        .filter(|(_, to, _)| {
-            ["crate::vectordb", "crate::transaction", "crate::identity"]
-                .iter()
-                .any(|e| within(to, e))
-        })
-        .map(|(from, to, at)| format!("{from} -> {to} ({at})"))
+        .filter_map(|(path, _)| path.split(['/', '.']).next())
+        .filter(|&m| m != "main")
         .collect();
-    assert!(upward.is_empty(), "{}", upward.join("\n"));
+    let unplaced: Vec<&&str> = modules.iter().filter(|m| layer_of(m).is_none()).collect();
+    assert!(
+        unplaced.is_empty(),
+        "modules in no layer (module_cycles::LAYERS): {unplaced:?}"
+    );
+    let stale: Vec<&&str> = LAYERS
+        .iter()
+        .flat_map(|l| l.modules)
+        .filter(|m| !modules.contains(*m))
+        .collect();
+    assert!(stale.is_empty(), "LAYERS names no such module: {stale:?}");
+    let wrong = layer_breaks(&Graph::of(&files));
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Folders are nodes: no two top-level modules import each other, directly
+/// or through others, even where no two files do.
+#[test]
+fn no_folder_imports_one_that_imports_it_back() {
+    let cycles = cycles(&sidecar().folders());
+    assert!(
+        cycles.is_empty(),
+        "folders that import each other:\n{}",
+        cycles.join("\n")
+    );
+}
+
+/// The four arrows of issue 62, each put back into today's sources, are
+/// each refused: by the layers or, for the one inside a layer, as a circle
+/// of folders.
+#[test]
+fn the_arrows_of_the_issue_are_refused() {
+    let restored = [
+        // state.rs took the query embedder from the search endpoint.
+        ("state.rs", "use crate::vectordb::search::Search;"),
+        // auth/ and state.rs imported each other (AppState / Limits).
+        ("auth/mod.rs", "use crate::state::AppState;"),
+        // The /api/key endpoint and openapi.rs imported each other.
+        ("api_key.rs", "use crate::openapi::ApiDoc;"),
+        // identity/schema.rs took Confidence and Outcome from transaction.
+        (
+            "identity/schema.rs",
+            "use crate::transaction::schema::Assessment;",
+        ),
+    ];
+    for (path, line) in restored {
+        let mut files = sidecar_files();
+        let file = files.iter_mut().find(|(p, _)| p == path).unwrap();
+        file.1.push_str(&format!("\n{line}\n"));
+        let graph = Graph::of(&files);
+        let found: Vec<String> = layer_breaks(&graph)
+            .into_iter()
+            .chain(cycles(&graph.folders()))
+            .collect();
+        assert!(!found.is_empty(), "{path}: `{line}` passed");
+    }
+    let graph = sidecar();
+    assert!(layer_breaks(&graph).is_empty() && cycles(&graph.folders()).is_empty());
+}
+
+/// The layer of a top-level module, by its index in [`LAYERS`].
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.modules.contains(&module))
+}
+
+/// Each import that climbs a layer or joins two endpoints, with where.
+fn layer_breaks(graph: &Graph) -> Vec<String> {
+    let mut out = Vec::new();
+    for (from, to) in &graph.edges {
+        for (to, at) in to {
+            let (Some(a), Some(b)) = (top(from), top(to)) else {
+                continue;
+            };
+            let (Some(la), Some(lb)) = (layer_of(a), layer_of(b)) else {
+                continue;
+            };
+            if lb > la {
+                out.push(format!(
+                    "{from} ({}) imports {to} ({}), a layer above: {at}",
+                    LAYERS[la].name, LAYERS[lb].name
+                ));
+            } else if la == lb && a != b && !LAYERS[la].siblings {
+                out.push(format!(
+                    "{from} imports {to}, both {}: {at}",
+                    LAYERS[la].name
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// `crate::vectordb::search` is under `vectordb`; the crate root is under none.
+fn top(module: &str) -> Option<&str> {
+    module.strip_prefix("crate::")?.split("::").next()
 }
 
 /// The circle as the issue found it, in files of one line each.
@@ -139,11 +269,16 @@ fn paths_are_read_where_code_names_them() {
 
 /// The graph of the sidecar's sources.
 fn sidecar() -> Graph {
+    Graph::of(&sidecar_files())
+}
+
+/// The sidecar's sources, as paths relative to `src` and their text.
+fn sidecar_files() -> Vec<(String, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     read_tree(&src, &src, &mut files);
     assert!(files.len() > 10, "no sources under {}", src.display());
-    Graph::of(&files)
+    files
 }
 
 /// The `.rs` files under `dir`, as paths relative to `src` and their text.
@@ -206,6 +341,26 @@ impl Graph {
                         .or_insert_with(|| {
                             format!("{file}:{} `{}`", path.line, path.segments.join("::"))
                         });
+                }
+            }
+        }
+        Graph { edges }
+    }
+
+    /// The graph of the top-level modules: an edge wherever a module of one
+    /// names a module of another, with the first place it does.
+    fn folders(&self) -> Graph {
+        let mut edges: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+        for (from, to) in &self.edges {
+            for (to, at) in to {
+                if let (Some(a), Some(b)) = (top(from), top(to)) {
+                    if a != b {
+                        edges
+                            .entry(format!("crate::{a}"))
+                            .or_default()
+                            .entry(format!("crate::{b}"))
+                            .or_insert_with(|| at.clone());
+                    }
                 }
             }
         }

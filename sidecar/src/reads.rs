@@ -23,8 +23,15 @@
 //! A standby that fails (gone, a query cancelled by recovery, a refusal to
 //! write) sends the read to the primary (`falls_back`); a standby that
 //! cannot be reached is not tried again for [`REST`].
+//!
+//! The policy is here alone: every read goes through [`Reads::on_standby`],
+//! but for a search that ran on a standby's query embedder, whose
+//! connection is given ([`Reads::if_caught_up`]); both end in
+//! [`Reads::settle`], which decides between the standby's answer and the
+//! primary.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -43,6 +50,10 @@ pub const ACCOUNTS: usize = 10_000;
 pub const KEPT_FOR: Duration = Duration::from_secs(60);
 /// How long a standby that could not be reached is left alone.
 pub const REST: Duration = Duration::from_secs(2);
+
+/// What a standby answers a read of an account that wrote past what it
+/// has replayed, when its connection was given rather than chosen.
+const BEHIND: &str = "the replica has not replayed the account's last write";
 
 /// Where the reads go.
 pub struct Reads {
@@ -90,6 +101,60 @@ impl Reads {
     /// The standbys' pool, if set.
     pub fn replica_pool(&self) -> Option<&Pool> {
         self.replica.as_ref()
+    }
+
+    /// Runs `work` on a standby's connection that has replayed `account`'s
+    /// writes: its answer, or `None` when the primary must answer instead
+    /// (no standby set, reachable or caught up; or [`Reads::settle`]).
+    pub async fn on_standby<T, W, F>(&self, account: &str, work: W) -> Result<Option<T>, ApiError>
+    where
+        W: FnOnce(Conn) -> F,
+        F: Future<Output = Result<T, ApiError>>,
+    {
+        let Some(standby) = self.connection(account).await else {
+            if self.replica.is_none() {
+                self.served(Served::Unreachable);
+            }
+            return Ok(None);
+        };
+        self.settle(on_replica(work(standby)).await)
+    }
+
+    /// Runs `work` on `db`, a standby's connection already taken, if it has
+    /// replayed `need` ([`Reads::needs`]); else fails so that
+    /// [`Reads::settle`] sends the read to the primary.
+    pub async fn if_caught_up<T>(
+        &self,
+        db: &Client,
+        need: u64,
+        work: impl Future<Output = Result<T, ApiError>>,
+    ) -> Result<T, ApiError> {
+        on_replica(async {
+            if self.caught_up(db, need).await? {
+                work.await
+            } else {
+                Err(ApiError::unavailable(BEHIND))
+            }
+        })
+        .await
+    }
+
+    /// What a read that ran on a standby comes to: its answer (counted),
+    /// `None` for the primary to answer it (counted), or the error itself
+    /// when the primary would answer the same ([`Reads::falls_back`]).
+    pub fn settle<T>(&self, answer: Result<T, ApiError>) -> Result<Option<T>, ApiError> {
+        match answer {
+            Ok(answer) => {
+                self.served(Served::Replica);
+                Ok(Some(answer))
+            }
+            Err(e) if e.message == BEHIND => {
+                self.served(Served::Behind);
+                Ok(None)
+            }
+            Err(e) if !self.falls_back(&e) => Err(e),
+            Err(_) => Ok(None),
+        }
     }
 
     /// After a write of `account` committed on `db` (the primary's

@@ -14,9 +14,9 @@ use crate::auth::Limits;
 use crate::config::ServeArgs;
 use crate::db;
 use crate::metrics::Metrics;
+use crate::query_vectors::{Embedders, QueryVectors};
 use crate::reads::Reads;
 use crate::state::AppState;
-use crate::vectordb::search::embed::{Embedders, QueryVectors};
 
 type BoxError = Box<dyn std::error::Error>;
 

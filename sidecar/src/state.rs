@@ -16,9 +16,10 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use crate::abandon::Conn;
 use crate::auth::Limits;
 use crate::error::ApiError;
-use crate::metrics::{Metrics, ReadPool};
+use crate::metrics::scrape::ReadPool;
+use crate::metrics::Metrics;
+use crate::query_vectors::QueryVectors;
 use crate::reads::Reads;
-use crate::vectordb::search::embed::QueryVectors;
 
 #[derive(Clone)]
 pub struct AppState {

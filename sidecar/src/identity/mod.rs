@@ -19,7 +19,7 @@ use tokio::sync::Semaphore;
 
 use crate::error::ApiError;
 use crate::extract::{ApiKey, IdentityScope};
-use crate::openapi::AuthRefusals;
+use crate::refusals::AuthRefusals;
 use crate::state::AppState;
 use schema::{IdentityAssessment, IdentityUpload};
 

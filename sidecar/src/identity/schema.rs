@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use crate::transaction::schema::{Confidence, Outcome};
+use crate::outcome::{Confidence, Outcome};
 
 /// The form of `POST /assess-id`.
 #[derive(ToSchema)]

@@ -20,7 +20,7 @@ use utoipa::ToSchema;
 
 use crate::error::ApiError;
 use crate::extract::{KeyedJson, TransactionScope};
-use crate::openapi::{AuthRefusals, BodyRefusals};
+use crate::refusals::{AuthRefusals, BodyRefusals};
 use crate::state::AppState;
 use schema::{Assessment, FeedbackResult, TransactionRequest};
 

@@ -11,6 +11,8 @@ use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Schema, Schem
 use utoipa::openapi::RefOr;
 use utoipa::{PartialSchema, ToSchema};
 
+use crate::outcome::{Confidence, Outcome};
+
 /// How a SPEC field may be written: form A (a string) or form B (native).
 /// The document states the formats the engine checks (`vigil_risk::input`);
 /// where the engine accepts more (other spellings, surrounding spaces,
@@ -218,22 +220,6 @@ pub struct Reason {
     /// Points it added (negative for mitigations).
     points: f64,
     detail: String,
-}
-
-#[derive(Serialize, ToSchema)]
-#[allow(dead_code)]
-pub enum Confidence {
-    Low,
-    Medium,
-    High,
-}
-
-#[derive(Serialize, ToSchema)]
-#[allow(dead_code)]
-pub enum Outcome {
-    Passed,
-    Review,
-    Failed,
 }
 
 #[derive(Serialize, ToSchema)]

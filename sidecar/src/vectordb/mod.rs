@@ -26,7 +26,7 @@ use utoipa::ToSchema;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{AccountJson, BodyCredentials, Entered, NoFields};
 use crate::json::{required, required_text};
-use crate::openapi::{AuthRefusals, BodyRefusals};
+use crate::refusals::{AuthRefusals, BodyRefusals};
 use crate::state::AppState;
 use records::{all, DeletedDatabase, ListedRecord, Record};
 use requests::{

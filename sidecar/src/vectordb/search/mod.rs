@@ -1,8 +1,8 @@
 //! A search, from request to answer. `/queryEmbeddings` and `/hybridSearch`
 //! differ only in their [`Statement`]; both go through [`run`], which puts
 //! in order the steps `extract` and `auth` give (the account, its early
-//! admission, its check) and the query's vector ([`embed`]: the cache and
-//! the batch).
+//! admission, its check) and the query's vector ([`crate::query_vectors`]: the
+//! cache and the batch).
 //!
 //! When these credentials entered the account a moment ago
 //! (`Account::admit_early`) and queries are batched, the request takes no
@@ -12,9 +12,9 @@
 //! account check ([`Admitted`]). A batch takes every search waiting, not
 //! only those holding connections, and its searches run one after another
 //! in one backend, with no round trip between them and no other backend
-//! competing for the cores. the performance log (`git show 9307556:docs/performance-log.md`), "Queries embedded
-//! before the connection" and "Searches run by the embedders", has the
-//! figures. A query whose embedding is kept runs on a pooled connection, the
+//! competing for the cores. docs/performance.md, "Vector database", has the
+//! figures ("Queries batched ... before the connection", "Searches run by
+//! the embedders"). A query whose embedding is kept runs on a pooled connection, the
 //! account entered in the same round trip. Otherwise, and for a query that
 //! would be refused, the account is entered first: the model never runs for
 //! credentials the database has not passed, and bad credentials are refused
@@ -22,10 +22,6 @@
 //! hybrid search of 1,000 takes about 35 ms at 100,000 records, 25 times one
 //! of 10) is embedded in the batch but runs on a pooled connection, so it
 //! holds up neither its batch's other searches nor the embedder's next call.
-
-pub mod batch;
-pub mod cache;
-pub mod embed;
 
 use std::sync::Arc;
 
@@ -40,14 +36,13 @@ use super::records::{all, ScoredRecord, SimilarRecord};
 use super::requests::{
     HybridSearch, HybridSearchRequest, Search, SearchRequest, DEFAULT_LIMIT, MAX_QUERY_CHARS,
 };
-use crate::db::on_replica;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Account, AccountJson, Admitted};
 use crate::json::{refuse_nul, required_text};
-use crate::openapi::{AuthRefusals, BodyRefusals};
+use crate::query_vectors::batch::Then;
+use crate::query_vectors::{Batch, EmbedderConnection, QueryVectors};
 use crate::reads::Served;
-use batch::Then;
-use embed::{Batch, EmbedderConnection, QueryVectors};
+use crate::refusals::{AuthRefusals, BodyRefusals};
 
 /// The records closest in meaning to `query`, most similar first.
 #[utoipa::path(
@@ -217,65 +212,39 @@ async fn run_admitted(
                     return then_search.run(&db.client, &embedding).await;
                 }
                 *then_embedded.lock().unwrap() = Some(Arc::clone(&embedding));
-                on_replica(async {
-                    if then_reads.caught_up(&db.client, need).await? {
-                        then_search.run(&db.client, &embedding).await
-                    } else {
-                        Err(ApiError::unavailable(BEHIND))
-                    }
-                })
-                .await
+                let search = then_search.run(&db.client, &embedding);
+                then_reads.if_caught_up(&db.client, need, search).await
             })
         });
-        match batch.embed_then(&name, query, then).await {
-            Ok(rows) => {
-                // On a standby's embedder, or on the primary's: none is
-                // set, or none answered.
-                let on_standby = embedded.lock().unwrap().is_some();
-                reads.served(if on_standby {
-                    Served::Replica
-                } else {
-                    Served::Unreachable
-                });
-                return Ok(rows);
+        let answer = batch.embed_then(&name, query, then).await;
+        // Ran on a standby's embedder, or else on the primary's (none is
+        // set, or none answered), or failed before any search.
+        let Some(embedding) = embedded.lock().unwrap().take() else {
+            if answer.is_ok() {
+                reads.served(Served::Unreachable);
             }
-            Err(e) => {
-                let Some(embedding) = embedded.lock().unwrap().take() else {
-                    return Err(e);
-                };
-                if e.message == BEHIND {
-                    reads.served(Served::Behind);
-                } else if !reads.falls_back(&e) {
-                    return Err(e);
-                }
-                let db = account.connection().await?;
-                return search.run(&db, &embedding).await;
-            }
+            return answer;
+        };
+        if let Some(rows) = reads.settle(answer)? {
+            return Ok(rows);
         }
+        let db = account.connection().await?;
+        return search.run(&db, &embedding).await;
     }
     let embedding = match kept.take() {
         Some(kept) => kept,
         None => batch.embed(&name, query).await?,
     };
-    if let Some(replica) = reads.connection(account.name()).await {
-        match on_replica(search.run(&replica, &embedding)).await {
-            Ok(rows) => {
-                reads.served(Served::Replica);
-                return Ok(rows);
-            }
-            Err(e) if !reads.falls_back(&e) => return Err(e),
-            Err(_) => {}
-        }
-    } else if reads.replica_pool().is_none() {
-        reads.served(Served::Unreachable);
+    let (on_standby, vector) = (&search, &embedding);
+    let standby = reads.on_standby(account.name(), |standby| async move {
+        on_standby.run(&standby, vector).await
+    });
+    if let Some(rows) = standby.await? {
+        return Ok(rows);
     }
     let db = account.connection().await?;
     search.run(&db, &embedding).await
 }
-
-/// What a standby's embedder answers a search whose account wrote past
-/// what it has replayed: the search runs on the primary.
-const BEHIND: &str = "the replica has not replayed the account's last write";
 
 /// A search whose account was admitted early, owned, to run wherever its
 /// query's embedding is ready.

@@ -10,16 +10,14 @@
 //! never the raw path, which could carry an id), methods and results are
 //! fixed sets. Keys and bodies never appear.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+pub mod layer;
+pub mod scrape;
 
-use axum::extract::{MatchedPath, State};
-use axum::http::{header, HeaderMap, Method, Request, Response, StatusCode};
-use axum::response::IntoResponse;
-use deadpool_postgres::{Pool, Status};
+use std::time::Duration;
+
+use axum::extract::MatchedPath;
+use axum::http::{header, HeaderMap, StatusCode};
+use deadpool_postgres::Status;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -27,9 +25,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use sha2::{Digest, Sha256};
-use tower::{Layer, Service};
 
-use crate::error::{ApiError, ErrorCode};
+use crate::error::ApiError;
 
 /// Request latency buckets in seconds: 1 ms to 10 s (the default request timeout).
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -89,8 +86,6 @@ const MEMORY_GAUGES: [(&str, &str, &str); 2] = [
         "Most memory the sidecar has had resident since it started",
     ),
 ];
-
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 pub struct Metrics {
     registry: Registry,
@@ -354,8 +349,8 @@ impl Metrics {
     }
 
     /// A search's query embedded for it, after `wait`. Under load this is
-    /// most of a new query's latency (the performance log (`git show 9307556:docs/performance-log.md`), "Where a new
-    /// query's time goes"), so it is what to watch when searches slow down.
+    /// most of a new query's latency (docs/performance.md, "Vector database"),
+    /// so it is what to watch when searches slow down.
     pub fn query_embedding_waited(&self, wait: Duration) {
         self.query_embedding_wait.observe(wait.as_secs_f64());
     }
@@ -407,133 +402,6 @@ fn kilobytes(status: &str, field: &str) -> i64 {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
-}
-
-/// The standbys' pool, when `--read-database-url` is set.
-pub struct ReadPool(pub Option<Pool>);
-
-/// `GET /metrics`: Prometheus text (OpenMetrics) exposition; with
-/// `--metrics-token`, only for scrapes that give it.
-#[utoipa::path(
-    get,
-    path = "/metrics",
-    tag = "operations",
-    responses(
-        (status = 200, description = "Metrics in the OpenMetrics text format",
-         content_type = "application/openmetrics-text", body = String),
-        (status = 401, description = "missing_credentials, unknown_key: the server has a \
-         metrics token (--metrics-token) and the scrape did not give it as \
-         `Authorization: Bearer <token>`", body = crate::error::ErrorBody),
-    ),
-)]
-pub async fn scrape(
-    State(metrics): State<Arc<Metrics>>,
-    State(pool): State<Pool>,
-    State(ReadPool(read_pool)): State<ReadPool>,
-    headers: HeaderMap,
-) -> axum::response::Response {
-    if let Err(refused) = metrics.admit(&headers) {
-        return refused.into_response();
-    }
-    match metrics.render(pool.status(), read_pool.as_ref().map(Pool::status)) {
-        Ok(text) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),
-        Err(e) => ApiError::internal(&format!("cannot encode the metrics: {e}")).into_response(),
-    }
-}
-
-/// A fixed label for the method, so an odd method cannot make a new series.
-fn method_label(method: &Method) -> &'static str {
-    match *method {
-        Method::GET => "GET",
-        Method::POST => "POST",
-        Method::OPTIONS => "OPTIONS",
-        Method::HEAD => "HEAD",
-        Method::PUT => "PUT",
-        Method::DELETE => "DELETE",
-        Method::PATCH => "PATCH",
-        _ => "other",
-    }
-}
-
-/// Counts and times every response, errors from the layers inside it
-/// included. Applied through `Router::layer`, so routing has already put the
-/// `MatchedPath` in the request.
-#[derive(Clone)]
-pub struct MetricsLayer(pub Arc<Metrics>);
-
-impl<S> Layer<S> for MetricsLayer {
-    type Service = Measured<S>;
-
-    fn layer(&self, inner: S) -> Measured<S> {
-        Measured {
-            inner,
-            metrics: Arc::clone(&self.0),
-        }
-    }
-}
-
-#[derive(Clone)]
-pub struct Measured<S> {
-    inner: S,
-    metrics: Arc<Metrics>,
-}
-
-impl<S, B, R> Service<Request<B>> for Measured<S>
-where
-    S: Service<Request<B>, Response = Response<R>>,
-{
-    type Response = Response<R>;
-    type Error = S::Error;
-    type Future = MeasuredFuture<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        let route = Route(request.extensions().get::<MatchedPath>().cloned());
-        let method = method_label(request.method());
-        MeasuredFuture {
-            inner: self.inner.call(request),
-            metrics: Arc::clone(&self.metrics),
-            route: Some(route),
-            method,
-            start: Instant::now(),
-        }
-    }
-}
-
-pin_project_lite::pin_project! {
-    pub struct MeasuredFuture<F> {
-        #[pin]
-        inner: F,
-        metrics: Arc<Metrics>,
-        route: Option<Route>,
-        method: &'static str,
-        start: Instant,
-    }
-}
-
-impl<F, R, E> Future for MeasuredFuture<F>
-where
-    F: Future<Output = Result<Response<R>, E>>,
-{
-    type Output = F::Output;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let this = self.project();
-        let output = std::task::ready!(this.inner.poll(cx));
-        if let (Ok(response), Some(route)) = (&output, this.route.take()) {
-            let status = response.status();
-            this.metrics
-                .answered(route, this.method, status, this.start.elapsed());
-            if status == StatusCode::TOO_MANY_REQUESTS {
-                let code = response.extensions().get::<ErrorCode>();
-                this.metrics.rejected(code.map_or("rate_limited", |c| c.0));
-            }
-        }
-        Poll::Ready(output)
-    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,8 @@
 //! sending slowly holds up nobody else. Unauthenticated bodies hold at most
 //! [`CREDENTIALS_WITHIN`] bytes each, and the budget in all, of memory.
 
+pub mod client_ip;
+
 use std::marker::PhantomData;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -35,15 +37,14 @@ use tokio_postgres::Row;
 use utoipa::ToSchema;
 
 use crate::abandon::Conn;
-use crate::auth::client_ip::ClientIp;
 use crate::auth::{self, AccountCredentials, ApiCaller, Limits};
-use crate::db::on_replica;
 use crate::error::ApiError;
 use crate::json::{
     parse, read_body, read_head, read_rest, refuse_nul, require_json, required_text,
     top_level_strings, Head, JsonBody,
 };
 use crate::state::AppState;
+use client_ip::ClientIp;
 
 /// An API key scope, as a type, so each endpoint names its own in its signature.
 pub trait Scope {
@@ -370,25 +371,17 @@ impl Account {
         mut work: impl for<'a> FnMut(Entered<'a>) -> BoxFuture<'a, Result<T, ApiError>>,
     ) -> Result<T, ApiError> {
         let reads = Arc::clone(&self.state.reads);
-        if let Some(replica) = reads.connection(self.name()).await {
-            self.db = Some(replica);
-            let answer = on_replica(async {
-                let entered = self.enter().await?;
-                work(entered).await
-            })
-            .await;
+        let name = self.name().to_owned();
+        let (this, on_standby) = (&mut *self, &mut work);
+        let standby = reads.on_standby(&name, |standby| async move {
+            this.db = Some(standby);
+            let answer = async { on_standby(this.enter().await?).await }.await;
             // The primary's connection, if the read goes there.
-            self.db = None;
-            match answer {
-                Ok(answer) => {
-                    reads.served(crate::reads::Served::Replica);
-                    return Ok(answer);
-                }
-                Err(e) if !reads.falls_back(&e) => return Err(e),
-                Err(_) => {}
-            }
-        } else if reads.replica_pool().is_none() {
-            reads.served(crate::reads::Served::Unreachable);
+            this.db = None;
+            answer
+        });
+        if let Some(answer) = standby.await? {
+            return Ok(answer);
         }
         let entered = self.enter().await?;
         work(entered).await

@@ -1,10 +1,13 @@
 //! Where a search's query vector comes from, decided here alone: kept in
-//! the sidecar's cache ([`cache`](super::cache)); else computed in the next
-//! batch of queries on the embedders' connections ([`batch`](super::batch));
+//! the sidecar's cache ([`cache`]); else computed in the next
+//! batch of queries on the embedders' connections ([`batch`]);
 //! else, batching off, in the search's own transaction while the cache is on
 //! (to keep it); else nowhere: the statement gets NULL and embeds the query
 //! itself. The model lives in the database, so embedding is a statement:
 //! every statement that embeds a query is here.
+
+pub mod batch;
+pub mod cache;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,13 +15,13 @@ use std::time::Instant;
 use deadpool_postgres::{Object, Pool, Transaction};
 use tokio_postgres::Row;
 
-use super::batch::{EmbedTexts, Embedding, QueryBatcher, Then};
-use super::cache::QueryCache;
 use crate::config::ServeArgs;
 use crate::db::on_replica;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
 use crate::reads::Reads;
+use batch::{EmbedTexts, Embedding, QueryBatcher, Then};
+use cache::QueryCache;
 
 /// The query embeddings of the sidecar: the cache and the batch.
 pub struct QueryVectors {

@@ -12,7 +12,7 @@
 //! run on connections of their own, never the requests' pool: a request may
 //! wait for its embedding while holding its pooled connection (a client's
 //! first search, whose credentials have not passed a moment ago: see
-//! [`vectordb::search`](super)), so sharing that pool could leave the batch
+//! [`vectordb::search`](crate::vectordb::search)), so sharing that pool could leave the batch
 //! with no connection to run on.
 //!
 //! A search admitted early hands its statement to the batch too
@@ -21,7 +21,7 @@
 //! with its account check and in its own transaction, so the batch's
 //! searches run one after another in that backend. They take no pooled
 //! connection, no round trip separates them, and fewer backends compete for
-//! the cores (the performance log (`git show 9307556:docs/performance-log.md`), "Searches run by the embedders").
+//! the cores (docs/performance.md, "Vector database": "Searches run by the embedders").
 //!
 //! One text the database refuses must not fail the searches batched with it:
 //! a failed call is retried one text at a time, and each search gets its own
@@ -44,7 +44,7 @@ const QUEUE: usize = 4096;
 pub type Embedding = Arc<[f32]>;
 
 /// Something that embeds texts in one call, in order, on a connection of its
-/// own: the database through a pool ([`embed`](super::embed)); the tests
+/// own: the database through a pool ([`QueryVectors`](super::QueryVectors)); the tests
 /// give their own.
 pub trait EmbedTexts: Send + Sync + 'static {
     type Connection: Send + Sync + 'static;
@@ -59,7 +59,7 @@ pub trait EmbedTexts: Send + Sync + 'static {
 
 /// A search's statement, run on the embedder's connection once its query is
 /// embedded (given the embedding), in the same round trip as the rest of the
-/// batch's: [`vectordb::search`](super) makes it for a search admitted early. Each one sends its statements
+/// batch's: [`vectordb::search`](crate::vectordb::search) makes it for a search admitted early. Each one sends its statements
 /// together, in one go, so the batch's searches follow one another on the
 /// connection and none runs inside another's transaction.
 pub type Then<C> =

@@ -8,9 +8,9 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::client_ip::ClientIp;
 use crate::error::ApiError;
-use crate::openapi::AuthRefusals;
+use crate::extract::client_ip::ClientIp;
+use crate::refusals::AuthRefusals;
 use crate::state::AppState;
 
 /// The scopes an API key can hold (the `scopes` check of `vigil.api_keys`).
@@ -71,7 +71,7 @@ pub async fn whoami(
             ));
         }
     }
-    let caller = super::check_api_key(
+    let caller = crate::auth::check_api_key(
         &state.limits,
         || state.db(),
         &headers,
