@@ -392,7 +392,7 @@ SQL
     fi
     # pgbench's queries (inserts, many clients) fetch their vector by key:
     # without an index that was a sequential scan of the queries table, as
-    # costly as a search (`git show 9307556:docs/performance-log.md`, stop 38).
+    # costly as a search (the `WHERE id = :q` lookups in the pgbench scripts below).
     psql -c "CREATE UNIQUE INDEX IF NOT EXISTS ${ds}_queries_id ON bench.${ds}_queries (id)" >/dev/null
 
     # Every step for each side in turn ($builds builds each, the fastest

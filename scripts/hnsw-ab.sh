@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A/B of two or more builds of vigil.so on the bench-hnsw cluster, with pgvector
-# as the yardstick for the machine's drift: the figures docs/performance.md and
-# the performance log (`git show 9307556:docs/performance-log.md`) quote as "an A/B in one cluster". Needs a finished `BENCH_DATASETS=real scripts/bench-hnsw.sh`
+# as the yardstick for the machine's drift: an A/B in one cluster, whose ratio is
+# the figure to compare (docs/performance.md). Needs a finished `BENCH_DATASETS=real scripts/bench-hnsw.sh`
 # (its tables and both indexes) on a PostgreSQL where pgvector was installed by
 # hand: this project never installs it (it is in none of the registries). Save each build first, for example
 #   . scripts/lib.sh && install_extension && cp "$("$PG_CONFIG" --pkglibdir)/vigil.so" /tmp/a.so

@@ -44,7 +44,7 @@ the products' float output copies a twelfth as much: a version that ran
 the three products packed, as one over the weights side by side, then
 gathered and split their output, was about as fast on short queries but
 embedded 500-character records 4% slower than padded calls, this one 2%
-faster (`git show 9307556:docs/performance-log.md`, "Texts packed in one model call").
+faster (docs/performance.md, "Embedding": "Texts packed in one model call").
 
 The rewrite is deterministic: the same source gives the same bytes.
 """

@@ -168,7 +168,7 @@ impl Embedder {
             // ONNX Runtime fuses each residual Add and LayerNormalization into
             // SkipLayerNormalization, whose CPU kernel took 0.2 ms a call on a
             // batch of 8 queries where the two unfused operators take 0.04 ms:
-            // a fifth of the int8 model's time (the performance log, `git show 9307556:docs/performance-log.md`, "Embedding in int8").
+            // a fifth of the int8 model's time (docs/performance.md, "Embedding").
             .and_then(|b| Ok(b.with_disabled_optimizers("SkipLayerNormFusion")?))
             .and_then(|mut b| b.commit_from_file(&model_path))
             .map_err(|e| fail(e.to_string()))?;
