@@ -7,7 +7,7 @@ docker/fetch-data.sh, in the venv of scripts/model-tools-requirements.txt.
 ONNX Runtime's profile of the exported graph (one thread, two lines of 672
 pixels) put element-wise Mul, Add, Clip and Div at 37% of the time, beside
 43% in convolutions: the export spells out two things ONNX Runtime does not
-fuse by itself (bench/identity/MRZ-OCR.md).
+fuse by itself (docs/identity.md, "Why this MRZ recogniser").
 
 1. Hard-swish, exported as Add 3, Clip 0..6, Mul x, Div 6, becomes
    Mul(x, HardSigmoid(x)), two passes over the tensor instead of four.
