@@ -8,7 +8,7 @@
 //! has exactly 30, 36 or 44 characters, and the most probable path with that
 //! many labels gets runs of fillers the right length where greedy decoding
 //! ([`decode_greedy`]) drops or doubles one (5 points of check digits holding
-//! in bench/identity/MRZ-OCR.md).
+//! in docs/identity.md, "Why this MRZ recogniser").
 
 /// The zone's characters, in the order of the reduced classes 1 to 37.
 pub const ALPHABET: &[u8; 37] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789<";
@@ -242,7 +242,7 @@ pub fn decode_fixed(line: &LineProbabilities, length: usize) -> Option<Decoded> 
 /// model's metadata property `character`, one entry a line: 6,623 in
 /// `ch_PP-OCRv4_rec_infer.onnx`), then a space. Each MRZ character takes its
 /// own class and those of what it is mistaken for in a zone: lower case,
-/// chevron-like signs for `<` (bench/identity/MRZ-OCR.md: harmless, and a
+/// chevron-like signs for `<` (docs/identity.md, "Why this MRZ recogniser": harmless, and a
 /// little better).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClassMap {

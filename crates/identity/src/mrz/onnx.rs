@@ -9,7 +9,7 @@
 //! `[N, W / 8, 6625]` probabilities: the blank, the dictionary in its
 //! metadata property `character`, a space. Trained at 48 pixels high, it reads
 //! MRZ lines best at 32 ([`LINE_HEIGHT`]) and 2.3 times faster
-//! (bench/identity/MRZ-OCR.md): about 30 ms of one core for a zone.
+//! (docs/identity.md, "Why this MRZ recogniser"): about 30 ms of one core for a zone.
 //!
 //! ONNX Runtime is loaded once a process, from a path the caller gives
 //! ([`load_runtime`], or the runtime the embeddings already loaded: the same

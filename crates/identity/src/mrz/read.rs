@@ -44,7 +44,7 @@ pub struct ZoneFound {
     pub upside_down: bool,
     pub skew_degrees: f64,
     /// Mean character height in the upload's pixels (under about 14 the
-    /// recogniser errs often: bench/identity/MRZ-OCR.md).
+    /// recogniser errs often: docs/identity.md, "Why this MRZ recogniser").
     pub char_height: f64,
     /// Searched in the whole frame (no outline given, or none found in it).
     pub whole_frame: bool,
