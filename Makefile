@@ -69,34 +69,36 @@ docs: setup
 	scripts/setup-docs.sh
 	mdbook build docs
 
+# Benchmarks: make bench-CAPABILITY runs bench/CAPABILITY/bench.sh, and
+# make bench-CAPABILITY-VARIANT bench/CAPABILITY/VARIANT.sh.
 bench-embed: build
-	scripts/bench-embed.sh
+	bench/embed/bench.sh
 
 bench-embed-int8: setup
-	scripts/bench-embed-int8.sh
+	bench/embed/int8.sh
 
 bench-risk: build
-	scripts/bench-risk.sh
+	bench/risk/bench.sh
 
 bench-risk-quality: build
-	scripts/bench-risk-quality.sh
+	bench/risk/quality.sh
 
 bench-hnsw: build
-	scripts/bench-hnsw.sh
+	bench/hnsw/bench.sh
 
 bench-vectordb: build
-	scripts/bench-vectordb.sh
+	bench/vectordb/bench.sh
 
 bench-vectordb-recall: build
-	scripts/bench-vectordb-recall.sh
+	bench/vectordb/recall.sh
 
 bench-citus:
 	. scripts/lib.sh && require_citus
 	$(MAKE) build
-	scripts/bench-citus.sh
+	bench/citus/bench.sh
 
 bench-identity: build
-	scripts/bench-identity.sh
+	bench/identity/bench.sh
 
 bench-soak: build
-	scripts/bench-soak.sh
+	bench/soak/bench.sh

@@ -183,7 +183,7 @@ JOIN bench.$1_truth t ON t.qid = g.qid AND t.rank = 10
 SQL
 }
 
-# The many-client step of bench-hnsw (and of `hnsw-ab.sh clients`): pgbench on
+# The many-client step of bench-hnsw (and of `bench/hnsw/ab.sh clients`): pgbench on
 # the cluster in DIR with CLIENTS clients for SECONDS s running SCRIPT, as an
 # application runs queries (prepared, ef_search 40 for both indexes set per
 # connection); pgbench's output on stdout.

@@ -68,6 +68,10 @@ export VIGIL_GEOIP_MMDB="$(vigil_geoip_path)"
 
 stage "formatting (cargo fmt --check)" bash -c \
     'cargo fmt --all --check && cargo fmt --check --manifest-path crates/identity/fuzz/Cargo.toml'
+# The benches' Python helpers (bench/*/test_*.py; a folder with tests is a
+# package, which discovery needs): the standard library only, about a second.
+stage "unit tests of the bench helpers (python3 -m unittest)" \
+    python3 -m unittest discover -s bench -p 'test_*.py'
 # With the MRZ read by the real recogniser (PP-OCRv4 on the installed ONNX
 # Runtime, crates/identity/tests/identity/mrz_model.rs), behind a feature: in
 # the same build, since a build of other features compiles the shared crates

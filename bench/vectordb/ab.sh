@@ -3,7 +3,7 @@
 # HTTP: each round installs each .so in turn into PostgreSQL's lib directory,
 # rebuilds the vector database's index with it (REINDEX, so a build that
 # lays the index out differently is measured on its own layout) and runs
-# `BENCH_REUSE=1 scripts/bench-vectordb.sh`, printing its RESULT lines for
+# `BENCH_REUSE=1 bench/vectordb/bench.sh`, printing its RESULT lines for
 # the 100,000-record database. Needs a finished `make bench-vectordb` (its
 # stored records). Save each build first, for example
 #   . scripts/lib.sh && install_extension && cp "$("$PG_CONFIG" --pkglibdir)/vigil.so" /tmp/b.so
@@ -36,7 +36,7 @@ for round in $(seq 1 "${AB_ROUNDS:-2}"); do
             "SET maintenance_work_mem = '1GB'; REINDEX INDEX vigil.vector_records_embedding" \
             -c "SELECT 'index: ' || (vigil.hnsw_check('vigil.vector_records_embedding')->>'vectors')"
         "$VIGIL_ROOT/scripts/pg-cluster.sh" down "$dir"
-        BENCH_REUSE=1 "$VIGIL_ROOT/scripts/bench-vectordb.sh" 2>&1 \
+        BENCH_REUSE=1 "$VIGIL_ROOT/bench/vectordb/bench.sh" 2>&1 \
             | grep '^RESULT /.* over 100000 records' | sed "s|^|$(basename "$so") |"
     done
 done

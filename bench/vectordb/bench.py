@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`make bench-vectordb`'s driver: storing and searching over real HTTP.
 
-Run by scripts/bench-vectordb.sh with a cluster and a sidecar up; reads
+Run by bench/vectordb/bench.sh with a cluster and a sidecar up; reads
 VIGIL_HTTP, VIGIL_USER_KEY, VIGIL_ACCOUNT and PSQL (a command line that runs
 psql as the superuser on the bench cluster).
 

@@ -1,6 +1,6 @@
 -- The stored records, their TOAST, the keyword index and every index read
 -- into shared buffers, so the first searches do not time the disk (or the
--- OS cache). Used by scripts/bench-vectordb.sh and bench/vectordb/pgbench.sh.
+-- OS cache). Used by bench/vectordb/bench.sh and bench/vectordb/pgbench.sh.
 CREATE EXTENSION IF NOT EXISTS pg_prewarm;
 SELECT count(pg_prewarm(c.oid)) FROM pg_class c
 WHERE c.oid IN ('vigil.vector_records'::regclass, 'vigil.vector_postings'::regclass, 'vigil.vector_terms'::regclass)

@@ -344,8 +344,8 @@ tar -xzf "$src" -C "$build" --strip-components=1
     );
 }
 
-/// Lines of scripts/bench-hnsw.sh at 8328907: pgvector built from its source
-/// tarball.
+/// Lines of scripts/bench-hnsw.sh (now bench/hnsw/bench.sh) at 8328907:
+/// pgvector built from its source tarball.
 #[test]
 fn the_pgvector_build_from_its_tarball_is_caught() {
     let script = r#"# ../shared/baselines/pgvector-0.8.6.tar.gz, into this PostgreSQL; a baseline to
@@ -355,7 +355,7 @@ pgvector_src="${PGVECTOR_SRC:-$VIGIL_ROOT/../shared/baselines/pgvector-0.8.6.tar
         "${SUDO[@]}" make -s -C "$build_dir" PG_CONFIG="$PG_CONFIG" install >/dev/null
 "#;
     assert_eq!(
-        found("scripts/bench-hnsw.sh", script),
+        found("bench/hnsw/bench.sh", script),
         "1 archive, 1 baselines, 2 archive, 2 baselines, 3 archive, 4 build, 5 build"
     );
 }

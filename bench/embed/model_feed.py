@@ -4,7 +4,7 @@ longest of a call) and the installed int8 rewrite's (texts packed into one
 row: scripts/model_int8.py, `expose_packing`). Then mean pooling over each
 text's tokens and unit length, as vigil.embed does.
 
-Numpy only, so every bench venv can import it (bench/ on sys.path).
+Numpy only, so every bench venv can import it (bench/embed/ on sys.path).
 """
 import numpy as np
 

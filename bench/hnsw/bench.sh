@@ -29,9 +29,9 @@
 #   usearch     usearch's HNSW (cosine, f16 vectors: the 2 bytes a dimension
 #               vigil_hnsw's cosine index keeps), expansion_search over the list.
 #               Both libraries come from PyPI, pinned by hash in
-#               scripts/bench-hnsw-requirements.txt and installed (prebuilt
+#               bench/hnsw/requirements.txt and installed (prebuilt
 #               wheels only) into a venv in .vigil/cache/bench-hnsw-venv; they
-#               run in scripts/bench_hnsw_libraries.py over the rows and queries
+#               run in bench/hnsw/libraries.py over the rows and queries
 #               exported from the cluster (binary COPY, bit for bit), all
 #               queries in one call of the library on one thread.
 #   exact       the exact scan in SQL (enable_indexscan off) over
@@ -67,10 +67,12 @@
 # vigil_hnsw also takes BENCH_INSERTS (2000) rows one statement at a time, by
 # one session and by two at once, and `vigil.hnsw_check` counts the rows no
 # search reaches after the build, the inserts and VACUUM.
-# The summary is printed and written to .vigil/bench-hnsw/results.txt. The cluster
-# is stopped when the script ends; its data (and the caches) stay.
+# The summary (its tables made by bench/hnsw/report.py from each dataset's
+# key=value results, .vigil/bench-hnsw/<dataset>.txt) is printed and written to
+# .vigil/bench-hnsw/results.txt. The cluster is stopped when the script ends;
+# its data (and the caches) stay.
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../../scripts/lib.sh"
 
 rows="${BENCH_ROWS:-100000}"
 queries="${BENCH_QUERIES:-1000}"
@@ -92,7 +94,7 @@ inserts="${BENCH_INSERTS:-2000}"
 dir="$VIGIL_STATE/bench-hnsw"
 cache="$VIGIL_STATE/bench-hnsw-cache"
 venv="$VIGIL_STATE/cache/bench-hnsw-venv"
-requirements="$VIGIL_ROOT/scripts/bench-hnsw-requirements.txt"
+requirements="$VIGIL_ROOT/bench/hnsw/requirements.txt"
 dims=384
 mkdir -p "$cache"
 
@@ -126,7 +128,7 @@ if [ "$(cat "$venv/installed" 2>/dev/null)" != "$want" ]; then
     "$venv/bin/pip" install --quiet --require-hashes --only-binary=:all: -r "$requirements"
     echo "$want" > "$venv/installed"
 fi
-libraries() { "$venv/bin/python" "$VIGIL_ROOT/scripts/bench_hnsw_libraries.py" "$@"; }
+libraries() { "$venv/bin/python" "$VIGIL_ROOT/bench/hnsw/libraries.py" "$@"; }
 
 step "Debian package descriptions (apt-cache dumpavail)"
 apt-cache dumpavail | sed -n 's/^Description: //p' | awk 'NF && !seen[$0]++' > "$cache/descriptions.txt"
@@ -566,45 +568,11 @@ for ds in ${datasets//,/ }; do
     run_dataset "$ds"
 done
 
-# The q/s at recall $1 on a curve of "recall q/s" lines, on the curve's
-# frontier: the points that no point of higher recall beats in q/s (on a
-# shared machine a wider beam can measure faster than a narrower one). Linear
-# between the two frontier points around it; below the frontier's lowest
-# point (but within the curve) that point's q/s; n/a outside the curve.
-interpolate() {
-    sort -k1,1gr -k2,2gr <<<"$2" | awk -v r="$1" '
-        NR == 1 || $1 < low { low = $1 }
-        $2 > best { best = $2; n++; x[n] = $1; y[n] = $2 }
-        END {
-            if (n == 0 || r > x[1] || r < low) { print "n/a"; exit }
-            if (r <= x[n]) { print y[n]; exit }
-            for (i = n; i > 1; i--) if (r <= x[i - 1]) {
-                print y[i] + (y[i - 1] - y[i]) * (r - x[i]) / (x[i - 1] - x[i]); exit }
-        }'
-}
-curve_of() { # dataset, side: its "recall q/s" points
-    local ef
-    for ef in $ef_list; do echo "$(val "$1" "$2_recall_$ef") $(val "$1" "$2_qps_$ef")"; done
-}
-# a / b as 0.00x; n/a when either is.
-ratio() {
-    case "$1/$2" in *n/a*|/*|*/) echo n/a ;; *) awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }' ;; esac
-}
-num() { case "$1" in n/a|"") echo n/a ;; *) awk -v a="$1" -v f="$2" 'BEGIN { printf f, a }' ;; esac; }
-fastest() { sed -n "s/^$2=//p" "$dir/$1.txt" | sort -g | head -n 1; }
-# The median of every value of key $2 in dataset $1's results.
-median() {
-    sed -n "s/^$2=//p" "$dir/$1.txt" | sort -g \
-        | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
-}
-label() {
-    case "$1" in
-        vigil) echo vigil_hnsw ;;
-        faiss) echo "faiss IndexHNSWFlat (f32)" ;;
-        usearch) echo "usearch (f16)" ;;
-        pgvector) echo "pgvector $pgvector_version" ;;
-    esac
-}
+# The header says what ran where; bench/hnsw/report.py computes the rest from
+# the results (queries/s at equal recall, ratios, fastest builds, medians).
+report_args=(--datasets "$datasets" --ef-search "$ef_list" --recalls "$recalls" --threads "$threads"
+             --dims "$dims" --clients "$clients" --client-rounds "$client_rounds")
+[ "$pgvector" = 0 ] || report_args+=(--pgvector "$pgvector_version")
 {
     echo "vigil_hnsw benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
     echo "BENCH_ROWS=${BENCH_ROWS:-100000} BENCH_QUERIES=$queries BENCH_DATASETS=$datasets BENCH_EXACT_QUERIES=$exact_n BENCH_PASSES=$passes BENCH_BUILDS=$builds BENCH_THREADS=$threads;" \
@@ -612,103 +580,10 @@ label() {
     so="$("$PG_CONFIG" --pkglibdir)/vigil.so"
     echo "load average (1, 5, 15 min): $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
     echo "vigil.so sha256 $(sha256sum "$so" | cut -c1-12), installed $(date -u -r "$so" '+%Y-%m-%d %H:%M:%S UTC'); git $(git -C "$VIGIL_ROOT" rev-parse --short HEAD)"
-    echo "$(grep -E '^(faiss-cpu|usearch|numpy)==' "$requirements" | cut -d' ' -f1 | xargs) (PyPI, $(basename "$requirements"));" \
+    echo "$(grep -E '^(faiss-cpu|usearch|numpy)==' "$requirements" | cut -d' ' -f1 | xargs) (PyPI, ${requirements#"$VIGIL_ROOT/"});" \
          "pgvector: $([ "$pgvector" = 1 ] && echo "$pgvector_version, installed in this PostgreSQL by hand" || echo "not installed, not measured")"
     echo
-    echo "Builds on $threads threads (vigil_hnsw: every core), queries on one thread: vigil_hnsw (and pgvector) in"
-    echo "one backend, a PL/pgSQL loop of SELECT ... ORDER BY v <=> q LIMIT 10; faiss and usearch in memory, all"
-    echo "queries in one call. An in-memory library is the limit an index inside PostgreSQL approaches: vigil_hnsw"
-    echo "over a library tells what PostgreSQL's buffers, locks, tuple fetches and executor cost."
-    echo
-    printf '| dataset | rows | queries | exact scan in SQL (q/s) | exact in memory, faiss IndexFlatIP (q/s) | its recall@10 (checks the export) |\n|---|---|---|---|---|---|\n'
-    for ds in ${datasets//,/ }; do
-        printf '| %s | %s | %s | %s | %s | %s |\n' "$ds" "$(val "$ds" rows)" "$(val "$ds" queries)" \
-            "$(val "$ds" exact_qps)" "$(val "$ds" exact_mem_qps)" "$(val "$ds" exact_mem_recall)"
-    done
-    echo
-    echo "Queries/s at equal recall@10 (linear between the points of each curve's frontier; n/a outside the curve),"
-    echo "and vigil_hnsw's over each:"
-    echo
-    header="| dataset | recall@10 | vigil_hnsw (q/s) |"; rule="|---|---|---|"
-    for side in $sides; do
-        [ "$side" = vigil ] && continue
-        header="$header $(label "$side") (q/s) | vigil_hnsw / $side |"; rule="$rule---|---|"
-    done
-    echo "$header"; echo "$rule"
-    for ds in ${datasets//,/ }; do
-        vigil_curve="$(curve_of "$ds" vigil)"
-        for r in $recalls; do
-            v="$(interpolate "$r" "$vigil_curve")"
-            line="| $ds | $r | $(num "$v" %.0f) |"
-            for side in $sides; do
-                [ "$side" = vigil ] && continue
-                o="$(interpolate "$r" "$(curve_of "$ds" "$side")")"
-                line="$line $(num "$o" %.0f) | $(ratio "$v" "$o") |"
-            done
-            echo "$line"
-        done
-    done
-    echo
-    printf "| dataset | index | build (s) | vigil_hnsw's build / its | size (MB) | vigil_hnsw's size / its | bytes a row |\n|---|---|---|---|---|---|---|\n"
-    for ds in ${datasets//,/ }; do
-        vb="$(fastest "$ds" vigil_build_s)"; vs="$(val "$ds" vigil_index_bytes)"
-        for side in $sides; do
-            b="$(fastest "$ds" "${side}_build_s")"; s="$(val "$ds" "${side}_index_bytes")"
-            printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$ds" "$(label "$side")" "$b" "$(ratio "$vb" "$b")" \
-                "$(num "$(awk -v s="$s" 'BEGIN { print s / 1e6 }')" %.1f)" "$(ratio "$vs" "$s")" \
-                "$(awk -v s="$s" -v n="$(val "$ds" rows)" 'BEGIN { printf "%.0f", s / n }')"
-        done
-    done
-    echo "(raw vectors: $dims f32 = $((dims * 4)) bytes a row)"
-    echo
-    for ds in ${datasets//,/ }; do
-        header="| $ds: ef_search |"; rule="|---|"
-        for side in $sides; do header="$header $(label "$side") recall@10 | q/s |"; rule="$rule---|---|"; done
-        echo "$header"; echo "$rule"
-        for ef in $ef_list; do
-            line="| $ef |"
-            for side in $sides; do
-                short="$(val "$ds" "${side}_short_$ef")"
-                note=""; [ "$short" = 0 ] || note=" ($short short)"
-                line="$line $(val "$ds" "${side}_recall_$ef")$note | $(val "$ds" "${side}_qps_$ef") |"
-            done
-            echo "$line"
-        done
-        echo
-    done
-    echo "(ef_search: vigil.hnsw_ef_search, the first round of a beam twice as wide; faiss's efSearch and usearch's"
-    echo "expansion_search, a beam at least the 10 rows asked for; pgvector's hnsw.ef_search. Equal ef is not equal work:"
-    echo "compare at equal recall.)"
-    echo
-    for ds in ${datasets//,/ }; do
-        echo "$ds: vigil_hnsw elements no search reaches (hnsw_check): $(val "$ds" unreachable_built) after the last build," \
-             "$(val "$ds" unreachable_inserted) after the inserts, $(val "$ds" unreachable_vacuumed) after VACUUM"
-    done
-    echo
-    printf '| dataset | index | inserts/s, one session | two sessions | two over one |\n|---|---|---|---|---|\n'
-    for ds in ${datasets//,/ }; do
-        for side in vigil pgvector; do
-            [ "$side" = vigil ] || [ "$pgvector" = 1 ] || continue
-            i1="$(val "$ds" "${side}_insert1_rps")"; i2="$(val "$ds" "${side}_insert2_rps")"
-            printf '| %s | %s | %.0f | %.0f | %s |\n' "$ds" "$(label "$side")" "$i1" "$i2" "$(ratio "$i2" "$i1")"
-        done
-    done
-    if [ "$pgvector" = 1 ]; then
-        echo
-        echo "pgbench against pgvector $pgvector_version, ef_search 40, medians over $client_rounds rounds:"
-        echo
-        printf '| dataset | one client: vigil_hnsw / pgvector (q/s) | ratio | %s clients: vigil_hnsw / pgvector (q/s) | ratio |\n|---|---|---|---|---|\n' "$clients"
-        for ds in ${datasets//,/ }; do
-            printf '| %s | %.0f / %.0f | %.2fx | %.0f / %.0f | %.2fx |\n' "$ds" \
-                "$(median "$ds" vigil_client1_qps)" "$(median "$ds" pgvector_client1_qps)" "$(median "$ds" client1_ratio)" \
-                "$(median "$ds" vigil_clients_qps)" "$(median "$ds" pgvector_clients_qps)" "$(median "$ds" clients_ratio)"
-        done
-        echo
-        for ds in ${datasets//,/ }; do
-            echo "$ds: each round's ratio, one client: $(sed -n 's/^client1_ratio=//p' "$dir/$ds.txt" | xargs printf '%.2f ')" \
-                 "$clients clients: $(sed -n 's/^clients_ratio=//p' "$dir/$ds.txt" | xargs printf '%.2f ')"
-        done
-    fi
+    python3 "$VIGIL_ROOT/bench/hnsw/report.py" "$dir" "${report_args[@]}"
 } > "$dir/results.tmp"
 mv "$dir/results.tmp" "$dir/results.txt"
 echo

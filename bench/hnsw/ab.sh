@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # A/B of two or more builds of vigil.so on the bench-hnsw cluster, with pgvector
 # as the yardstick for the machine's drift: an A/B in one cluster, whose ratio is
-# the figure to compare (docs/performance.md). Needs a finished `BENCH_DATASETS=real scripts/bench-hnsw.sh`
+# the figure to compare (docs/performance.md). Needs a finished `BENCH_DATASETS=real bench/hnsw/bench.sh`
 # (its tables and both indexes) on a PostgreSQL where pgvector was installed by
 # hand: this project never installs it (it is in none of the registries). Save each build first, for example
 #   . scripts/lib.sh && install_extension && cp "$("$PG_CONFIG" --pkglibdir)/vigil.so" /tmp/a.so
-# then: scripts/hnsw-ab.sh [queries|build|clients] /tmp/a.so /tmp/b.so ...
+# then: bench/hnsw/ab.sh [queries|build|clients] /tmp/a.so /tmp/b.so ...
 # Each round installs each .so in turn into PostgreSQL's lib directory (as
 # install_extension does) and restarts the cluster, then
 #   queries: vigil_hnsw's queries/s at vigil.hnsw_ef_search $AB_EF (20; a
@@ -28,12 +28,12 @@
 # rebuilds vigil_hnsw's index (builds that lay it out differently, or whose
 # layout the other cannot read). The last .so named stays installed.
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../../scripts/lib.sh"
 mode="${1:-}"; shift || true
-case "$mode" in queries|build|clients) ;; *) die "usage: scripts/hnsw-ab.sh queries|build|clients A.so B.so ..." ;; esac
+case "$mode" in queries|build|clients) ;; *) die "usage: bench/hnsw/ab.sh queries|build|clients A.so B.so ..." ;; esac
 [ $# -ge 1 ] || die "name at least one vigil.so"
 dir="$VIGIL_STATE/bench-hnsw"
-[ -d "$dir" ] || die "no $dir: run BENCH_DATASETS=real scripts/bench-hnsw.sh first"
+[ -d "$dir" ] || die "no $dir: run BENCH_DATASETS=real bench/hnsw/bench.sh first"
 lib="$("$PG_CONFIG" --pkglibdir)"
 port="${BENCH_PG_PORT:-28818}"
 psql() { "$VIGIL_ROOT/scripts/pg-cluster.sh" psql "$dir" -X -q -At "$@"; }
@@ -65,7 +65,7 @@ SQL
 # AB_CPU=1 the server CPU per query in ms after it.
 clients_run() {
     local c="$1" script="$dir/$2" tps n before=0 after
-    [ -f "$script" ] || die "no $script: run BENCH_DATASETS=real scripts/bench-hnsw.sh first"
+    [ -f "$script" ] || die "no $script: run BENCH_DATASETS=real bench/hnsw/bench.sh first"
     [ "${AB_CPU:-0}" = 1 ] && before="$(children_cpu_ticks)"
     hnsw_pgbench "$dir" "$c" "${AB_SECONDS:-8}" "$script" > "$dir/ab-pgbench.out" 2>&1 \
         || die "pgbench failed: $(cat "$dir/ab-pgbench.out")"

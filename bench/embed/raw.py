@@ -2,10 +2,10 @@
 
 Same tokenizer file, same truncation (256 word pieces), the same input form
 (texts packed into one row where the model takes them so, else padded to the
-longest of each batch: bench/model_feed.py), mean pooling, L2 normalisation:
+longest of each batch: bench/embed/model_feed.py), mean pooling, L2 normalisation:
 the work `vigil.embed` does, without Postgres. Prints texts/s for each batch size.
 
-usage: embed_raw.py MODEL_DIR TEXTS_FILE THREADS BATCH [BATCH...]
+usage: raw.py MODEL_DIR TEXTS_FILE THREADS BATCH [BATCH...]
 """
 import os
 import sys

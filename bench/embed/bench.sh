@@ -7,7 +7,7 @@
 # Texts: Debian package short descriptions (apt-cache dumpavail), the first
 # BENCH_TEXTS (default 2000). Threads: BENCH_THREADS (default 2).
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../../scripts/lib.sh"
 
 n="${BENCH_TEXTS:-2000}"
 threads="${BENCH_THREADS:-2}"
@@ -69,7 +69,7 @@ SQL
 done | tee "$dir/memory.txt"
 
 step "raw ONNX Runtime (Python): $count texts, $threads threads"
-"$dir/venv/bin/python" "$VIGIL_ROOT/bench/embed_raw.py" "$(vigil_model_dir)" "$texts" "$threads" 1 32 | tee "$dir/raw.txt"
+"$dir/venv/bin/python" "$VIGIL_ROOT/bench/embed/raw.py" "$(vigil_model_dir)" "$texts" "$threads" 1 32 | tee "$dir/raw.txt"
 
 rate() { sed -n "s/^$1 batch=$2 .*texts_per_s=//p" "$dir/$3.txt"; }
 echo

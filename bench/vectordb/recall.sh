@@ -36,7 +36,7 @@
 # then hybrid search's MRR@10 on the two labelled sets against its
 # branches and the best plain fusions (BENCH_QUALITY=0 skips it).
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../../scripts/lib.sh"
 
 scale="${BENCH_SCALE:-1}"
 queries="${BENCH_QUERIES:-200}"

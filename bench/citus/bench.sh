@@ -19,7 +19,7 @@
 # puts all three servers on the same 2 cores, so the cluster's own searches
 # a second here are a floor, not its capacity).
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../../scripts/lib.sh"
 
 root="$VIGIL_STATE/bench-citus"
 seconds="${BENCH_SECONDS:-15}"

@@ -18,7 +18,7 @@
 # Figures are on days 30-120, after the first labels. BENCH_SEED (default 1)
 # picks another simulated world; BENCH_WORLD one world (default all).
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../../scripts/lib.sh"
 
 seed="${BENCH_SEED:-1}"
 port="${BENCH_PG_PORT:-28822}"

@@ -13,7 +13,7 @@
 #      hashes: hits (a stored hash with one bit changed) and misses, against an
 #      exact scan of every stored hash in the same run.
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../../scripts/lib.sh"
 
 port="${BENCH_PG_PORT:-28820}"
 http_port="${BENCH_HTTP_PORT:-28821}"

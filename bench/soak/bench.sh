@@ -9,7 +9,7 @@
 # each database backend; at the end it prints the table and the growth after
 # warm-up (the first sample). bench/soak/soak.py makes the requests.
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../../scripts/lib.sh"
 
 port="${BENCH_PG_PORT:-28825}"
 http_port="${BENCH_HTTP_PORT:-28826}"

@@ -26,7 +26,7 @@
 # 30min (so no checkpoint falls in a run), its relations are prewarmed, and it
 # is stopped at the end.
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../../scripts/lib.sh"
 
 history="${BENCH_HISTORY:-1000000}"
 fresh="${BENCH_FRESH:-10000}"

@@ -30,7 +30,7 @@ This script:
 
 The packed per-token model is the one set-up installs (scripts/model_int8.py).
 
-usage: embed_int8.py MODEL_DIR WORK_DIR
+usage: int8.py MODEL_DIR WORK_DIR
 """
 import gzip
 import json
@@ -108,7 +108,7 @@ def feeds(tokenizer, texts, batch):
 
 def embed(sess, batches):
     """Each call fed in the form the model takes, mean pooling and unit
-    length as vigil.embed does (bench/model_feed.py)."""
+    length as vigil.embed does (bench/embed/model_feed.py)."""
     return np.concatenate([model_feed.embed(sess, calls) for calls in batches])
 
 
@@ -121,7 +121,7 @@ def main():
                      per_channel=True)
     print(f"{count} MatMul weights folded; int8 model {os.path.getsize(int8) / 1e6:.1f} MB", flush=True)
     per_token = f"{work}/model-int8-per-token.onnx"
-    sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
     import model_int8
     model = onnx.load(f"{model_dir}/model.onnx")
     model_int8.rewrite(model)
@@ -133,10 +133,10 @@ def main():
     tokenizer = Tokenizer.from_file(f"{model_dir}/tokenizer.json")
     tokenizer.no_padding()
     tokenizer.enable_truncation(256)
-    lines = open(f"{HERE}/vectordb/queries.tsv", encoding="utf-8").read().splitlines()[1:]
+    lines = open(f"{HERE}/../vectordb/queries.tsv", encoding="utf-8").read().splitlines()[1:]
     targets = [line.split("\t", 1)[0] for line in lines]
     queries = [line.split("\t", 1)[1] for line in lines]
-    records = [json.loads(line) for line in gzip.open(f"{HERE}/vectordb/eval-corpus.jsonl.gz", "rt")]
+    records = [json.loads(line) for line in gzip.open(f"{HERE}/../vectordb/eval-corpus.jsonl.gz", "rt")]
     names = [r["name"] for r in records]
     texts = [r["title"] + "\n" + r["content"][:500] for r in records]
     by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]))

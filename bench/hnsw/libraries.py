@@ -1,18 +1,18 @@
 """The in-memory HNSW libraries `make bench-hnsw` measures vigil_hnsw against.
 
 usage:
-  bench_hnsw_libraries.py build LIB DATA INDEX --m M --ef-construction EF --threads N
-  bench_hnsw_libraries.py search LIB DATA INDEX --ef EF --passes P --got GOT
-  bench_hnsw_libraries.py exact DATA --got GOT
-  bench_hnsw_libraries.py selftest
+  libraries.py build LIB DATA INDEX --m M --ef-construction EF --threads N
+  libraries.py search LIB DATA INDEX --ef EF --passes P --got GOT
+  libraries.py exact DATA --got GOT
+  libraries.py selftest
 
 LIB is `faiss` (faiss-cpu's IndexHNSWFlat: vectors in f32, inner product) or
 `usearch` (usearch's HNSW, cosine, vectors in f16: the two bytes a dimension
 vigil_hnsw's cosine index keeps). Both come from PyPI, pinned by hash in
-scripts/bench-hnsw-requirements.txt; scripts/bench-hnsw.sh runs this in a venv
+bench/hnsw/requirements.txt; bench/hnsw/bench.sh runs this in a venv
 of them.
 
-DATA names two files that scripts/bench-hnsw.sh writes from the bench cluster,
+DATA names two files that bench/hnsw/bench.sh writes from the bench cluster,
 DATA-items.copy and DATA-queries.copy: `COPY (SELECT id::int4, v::real[] ...
 ORDER BY id) TO STDOUT (FORMAT binary)`, so the libraries index exactly the rows
 and search exactly the queries vigil_hnsw does, bit for bit. Rows and queries

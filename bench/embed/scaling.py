@@ -7,7 +7,7 @@ labelled queries one at a time, per operator type.
 Run in the venv `make bench-embed-int8` creates:
 
     . scripts/lib.sh
-    .vigil/bench-int8/venv/bin/python bench/embed_scaling.py "$(vigil_model_dir)"
+    .vigil/bench-int8/venv/bin/python bench/embed/scaling.py "$(vigil_model_dir)"
 
 The profile adds about 3 us to every node, so its total is above the
 unprofiled time; the unprofiled figures are the first table.
@@ -65,7 +65,7 @@ def main():
 
     tokenizer = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
     tokenizer.no_padding()
-    with open(os.path.join(HERE, "vectordb", "queries.tsv")) as f:
+    with open(os.path.join(HERE, "..", "vectordb", "queries.tsv")) as f:
         queries = [line.split("\t", 1)[1].strip() for line in f.read().splitlines()[1:] if "\t" in line]
     encoded = [tokenizer.encode(q).ids for q in queries]
     feeds = [feed(s, [ids]) for ids in encoded]

@@ -10,7 +10,7 @@
 # BENCH_SIDECAR, when set, is the sidecar binary to run, to compare builds).
 # Storing 100,000 records embeds them all: on 2 cores, 7 to 15 minutes.
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../../scripts/lib.sh"
 
 port="${BENCH_PG_PORT:-28818}"
 http_port="${BENCH_HTTP_PORT:-28819}"
