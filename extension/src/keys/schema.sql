@@ -1,4 +1,4 @@
--- Accounts, API keys and user keys (vector databases: vectordb/schema.sql).
+-- Accounts, API keys and user keys (vector databases: vectordb/sql/).
 --
 -- Only the SHA-256 of a key is stored; the key is returned once, by the function
 -- that makes it. The key tables are readable by their owner (the superuser that

@@ -3,7 +3,8 @@
 //! by keywords ranked like BM25, or by both fused.
 //!
 //! The tables, their row-level security and the SQL functions are in
-//! `schema.sql`; every function there runs as its caller, so row-level
+//! `sql/`, a file per concern (tables, the accounts view, the keyword index's
+//! triggers, records, searches); every function there runs as its caller, so row-level
 //! security decides which account's data it sees. Here are the pieces the
 //! SQL calls that are Rust: exact tokens, BM25 over a `tsvector`, the
 //! keyword index's posting blocks and the top k over them (with the terms a
@@ -466,9 +467,11 @@ mod retired {
     }
 }
 
+// The SQL, a file per concern, in this order: each file after the one
+// before it, the first after every Rust function they call.
 extension_sql_file!(
-    "schema.sql",
-    name = "vectordb_schema",
+    "sql/tables.sql",
+    name = "vectordb_tables",
     requires = [
         "keys_schema",
         "hnsw_schema",
@@ -484,4 +487,24 @@ extension_sql_file!(
         bm25_search_kept,
         fuse
     ]
+);
+extension_sql_file!(
+    "sql/accounts.sql",
+    name = "vectordb_accounts",
+    requires = ["vectordb_tables"]
+);
+extension_sql_file!(
+    "sql/keywords.sql",
+    name = "vectordb_keywords",
+    requires = ["vectordb_accounts"]
+);
+extension_sql_file!(
+    "sql/records.sql",
+    name = "vectordb_records",
+    requires = ["vectordb_keywords"]
+);
+extension_sql_file!(
+    "sql/search.sql",
+    name = "vectordb_schema",
+    requires = ["vectordb_records"]
 );
