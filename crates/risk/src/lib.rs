@@ -35,6 +35,7 @@
 //! disposable-domain list (about 1.3 ms). See the ignored `assess_speed` test.
 //! [`signals::signals_markdown`] prints the signal table of docs/reference/signals.md.
 
+pub mod features;
 pub mod geo;
 pub mod history;
 pub mod input;

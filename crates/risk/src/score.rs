@@ -29,9 +29,10 @@
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
+use crate::features::{feature_vector, LinkWeights};
 use crate::history::History;
 use crate::input::Request;
-use crate::model::{feature_vector, LinkWeights, Model};
+use crate::model::Model;
 use crate::signals::{evaluate, Collector, Reason, LEARNED_MODEL};
 
 /// How much the assessment knows.

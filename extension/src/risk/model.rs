@@ -279,18 +279,16 @@ fn refit_locked(
         reason,
         bands,
     } = outcome;
-    let total_frauds = bands.iter().map(|b| b.frauds).sum::<usize>().max(1);
     let bands: serde_json::Map<String, Value> = bands
         .iter()
         .map(|b| {
-            let share = |n: usize, of: usize| (n as f64 / of.max(1) as f64 * 1e4).round() / 1e4;
             (
                 b.result.to_owned(),
                 json!({
                     "transactions": b.rows,
                     "frauds": b.frauds,
-                    "precision": share(b.frauds, b.rows),
-                    "recall": share(b.frauds, total_frauds),
+                    "precision": b.precision,
+                    "recall": b.recall,
                 }),
             )
         })

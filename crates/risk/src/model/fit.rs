@@ -1,7 +1,7 @@
 //! Fitting the logistic regression: Newton's method with step halving on the
 //! penalised log-likelihood, and the small Cholesky solve it needs.
 
-use super::{Labelled, LinkWeights, Model, FEATURES, MIN_FRAUDS, MIN_LEGIT, POINTS_PER_LOGIT};
+use super::{link_weights, Labelled, Model, FEATURES, MIN_FRAUDS, MIN_LEGIT, POINTS_PER_LOGIT};
 
 /// L2 penalty on the weights (not the intercept), in units of one row's
 /// log-likelihood.
@@ -60,7 +60,7 @@ pub(super) fn fit_with(
         frauds: u32::try_from(frauds).unwrap_or(u32::MAX),
         legit: u32::try_from(legit).unwrap_or(u32::MAX),
         ranges: super::ranges(rows),
-        links: LinkWeights::from_labels(rows),
+        links: link_weights(rows),
         review_cutoff: None,
     })
 }

@@ -1,9 +1,10 @@
 //! Learning from this installation's feedback labels: a logistic regression on top of
 //! the expert rules.
 //!
-//! Every assessment records its feature vector ([`feature_vector`], names in
-//! [`FEATURE_NAMES`]) and its expert points `T`. [`fit`] takes the labelled ones and
-//! fits `P(fraud) = σ(T/12 + w·x + b)`: the expert's log-odds (the score's own
+//! Every assessment records its feature vector
+//! ([`crate::features::feature_vector`], names in [`FEATURE_NAMES`]) and its
+//! expert points `T`. [`fit`] takes the labelled ones and fits
+//! `P(fraud) = σ(T/12 + w·x + b)`: the expert's log-odds (the score's own
 //! slope, [`crate::score`]) is a fixed offset, so the weights learn only what the
 //! rules miss or overstate here. The model's contribution to a new assessment is
 //! `12 · (w·x + b − b₀)` points, `b₀` being the intercept of the expert alone
@@ -24,98 +25,25 @@
 //! A refit does not simply replace the model in force: [`refit`] fits on the
 //! older labels, judges on the newest, and adopts only a model that beats the
 //! scoring in force there. It also sets how much a link to confirmed fraud
-//! through a device or an IP weighs here ([`LinkWeights`]).
+//! through a device or an IP weighs here ([`link_weights`]).
 //!
 //! Why by hand: the fit is Newton's method on at most a few hundred thousand rows of
 //! 24 features with a 25 × 25 Cholesky solve (about 100 lines); the Rust ML crates
 //! that do logistic regression (linfa) bring a BLAS stack into a Postgres backend.
 
+mod bands;
 mod fit;
 mod judge;
 mod refit;
 
+pub use bands::Band;
 pub use fit::{fit, FitError};
 pub use judge::{auc, caught_share, threshold_at};
-pub use refit::{refit, Band, Figures, Refit, Validation, DEFAULT_REVIEW_RATE};
+pub use refit::{refit, Figures, Refit, Validation, DEFAULT_REVIEW_RATE};
 
-use crate::history::{History, Window};
-use crate::input::Request;
-use crate::signals::Features;
-
-/// The features, in the order of [`feature_vector`]'s values. Stored with each
-/// model, so a model is only used with vectors of the same layout.
-pub const FEATURE_NAMES: [&str; 24] = [
-    "accountSameDay",
-    "accountUnderWeek",
-    "accountUnderMonth",
-    "accountAgeMissing",
-    "lnAmount",
-    "lnAmountOverHistory",
-    "firstPurchase",
-    "newDevice",
-    "newIp",
-    "lnDeviceOthers90d",
-    "lnDeviceOthersDay",
-    "lnIpOthers30d",
-    "lnCardOthers90d",
-    "lnEmailDay",
-    "lnDeviceDay",
-    "lnIpDay",
-    "lnCardDay",
-    "disposableEmail",
-    "ipCountryMismatch",
-    "addressesDiffer",
-    "night",
-    "twoFactor",
-    "lnCustomerDays",
-    "lnDeviceDays",
-];
-
-/// Number of features.
-pub const FEATURES: usize = FEATURE_NAMES.len();
-
-fn ln1p_count(n: u32) -> f64 {
-    f64::from(n).ln_1p()
-}
-
-fn days_ln(us: Option<i64>) -> f64 {
-    us.map_or(0.0, |us| (us.max(0) as f64 / Window::DAY_US as f64).ln_1p())
-}
-
-/// The feature vector of one assessment (see [`FEATURE_NAMES`]), from the
-/// request, its history and what the signals computed.
-pub(crate) fn feature_vector(req: &Request, hist: &History, f: &Features) -> [f64; FEATURES] {
-    let age = req.account_age_days;
-    let flag = |b: bool| f64::from(u8::from(b));
-    [
-        flag(age == Some(0)),
-        flag(age.is_some_and(|a| (1..7).contains(&a))),
-        flag(age.is_some_and(|a| (7..30).contains(&a))),
-        flag(age.is_none()),
-        req.amount.map_or(0.0, |a| a.max(0.0).ln_1p()),
-        f.amount_ratio_to_mean
-            .filter(|r| r.is_finite())
-            .map_or(0.0, |r| r.max(1.0).ln()),
-        flag(req.email.is_some() && hist.email_first_seen_us.is_none()),
-        flag(req.device_fingerprint.is_some() && hist.device_first_seen_us.is_none()),
-        flag(req.ip_address.is_some() && hist.ip_first_seen_us.is_none()),
-        ln1p_count(hist.device_others.quarter),
-        ln1p_count(hist.device_others.day),
-        ln1p_count(hist.ip_others.month),
-        ln1p_count(hist.card_others.quarter),
-        ln1p_count(hist.email.last_day),
-        ln1p_count(hist.device.last_day),
-        ln1p_count(hist.ip.last_day),
-        ln1p_count(hist.card.last_day),
-        flag(f.disposable_email == Some(true)),
-        flag(f.ip_country_mismatch),
-        flag(f.addresses_differ == Some(true)),
-        flag(f.night),
-        flag(req.two_factor_auth == Some(true)),
-        days_ln(hist.email_first_seen_us),
-        days_ln(hist.device_first_seen_us),
-    ]
-}
+// The feature layout and the link weights are the signals' too: they live in
+// `features`, which both read.
+pub use crate::features::{LinkWeights, FEATURES, FEATURE_NAMES};
 
 /// Points per unit of log-odds: the score's own slope (`score::SCORE_SPREAD`).
 pub const POINTS_PER_LOGIT: f64 = 12.0;
@@ -128,42 +56,20 @@ pub const MAX_POINTS: f64 = 40.0;
 pub const MIN_FRAUDS: usize = 20;
 pub const MIN_LEGIT: usize = 100;
 
-/// How much a link to confirmed fraud weighs in this installation, per kind:
-/// the share of labelled transactions with such a link that were fraud, over
-/// the prior's one half (so 1 with no labels), with two pseudo-labels of prior
-/// and at most [`LinkWeights::MAX`]. Where the later users of a marked device
-/// are mostly honest, the weight falls, and the link's points with it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LinkWeights {
-    pub device: f64,
-    pub ip: f64,
-}
-
-impl Default for LinkWeights {
-    fn default() -> Self {
-        LinkWeights {
-            device: 1.0,
-            ip: 1.0,
-        }
-    }
-}
-
-impl LinkWeights {
-    pub const MAX: f64 = 1.5;
-
-    /// The weights from labelled rows' links ([`Labelled::links`]).
-    pub fn from_labels(rows: &[Labelled]) -> LinkWeights {
-        let weight = |kind: usize| {
-            let linked = rows.iter().filter(|r| r.links[kind]);
-            let (n, k) = linked.fold((0.0, 0.0), |(n, k), r| {
-                (n + 1.0, k + f64::from(u8::from(r.fraud)))
-            });
-            (((k + 1.0) / (n + 2.0)) / 0.5).clamp(0.0, Self::MAX)
-        };
-        LinkWeights {
-            device: weight(0),
-            ip: weight(1),
-        }
+/// The link weights ([`LinkWeights`]) that labelled rows' links
+/// ([`Labelled::links`]) measure: per kind, the share of the linked rows that
+/// were fraud, with two pseudo-labels of prior, over the prior's one half.
+pub fn link_weights(rows: &[Labelled]) -> LinkWeights {
+    let weight = |kind: usize| {
+        let linked = rows.iter().filter(|r| r.links[kind]);
+        let (n, k) = linked.fold((0.0, 0.0), |(n, k), r| {
+            (n + 1.0, k + f64::from(u8::from(r.fraud)))
+        });
+        (((k + 1.0) / (n + 2.0)) / 0.5).clamp(0.0, LinkWeights::MAX)
+    };
+    LinkWeights {
+        device: weight(0),
+        ip: weight(1),
     }
 }
 

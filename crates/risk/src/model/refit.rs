@@ -11,10 +11,10 @@
 //! force stays (the rules alone when there is none). Either way the link
 //! weights come from all the labels: they are a measured rate, not a fit.
 
+use super::bands::{bands, review_cutoff, scored, Band};
 use super::fit::fit_with;
 use super::judge::{auc, caught_share, threshold_at};
 use super::{fit, FitError, Labelled, Model};
-use crate::score::{level_verdict, level_with_review, review_cutoff_tenths, score_of_points};
 
 /// Share of the labels, the newest, a fit is judged on.
 pub const HOLDOUT_SHARE: f64 = 0.2;
@@ -41,15 +41,6 @@ pub struct Validation {
     pub review_rate: f64,
     pub in_force: Figures,
     pub candidate: Figures,
-}
-
-/// One `Result` band of the labelled rows, scored as the model in force
-/// after the refit scores them: how many, and how many were fraud.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Band {
-    pub result: &'static str,
-    pub rows: usize,
-    pub frauds: usize,
 }
 
 /// What a refit decided.
@@ -79,45 +70,11 @@ pub fn refit(
     budget: Option<f64>,
 ) -> Result<Refit, FitError> {
     let mut outcome = judge(rows, in_force, review_rate)?;
-    outcome.model.review_cutoff = budget.map(|b| review_cutoff(rows, &outcome.model, b));
-    outcome.bands = bands(rows, &outcome.model);
+    // The cut-off does not change the scores, only the bands they fall in.
+    let scores = scored(rows, &outcome.model);
+    outcome.model.review_cutoff = budget.map(|b| review_cutoff(&scores, b));
+    outcome.bands = bands(&scores, outcome.model.review_cutoff);
     Ok(outcome)
-}
-
-/// The score above which `budget` of `rows` lie, as `model` scores them,
-/// within the monitor and high cut-offs.
-fn review_cutoff(rows: &[Labelled], model: &Model, budget: f64) -> f64 {
-    let mut scores: Vec<f64> = rows.iter().map(|r| score_of(model, r)).collect();
-    scores.sort_by(|a, b| b.total_cmp(a));
-    let at = ((budget.clamp(0.0, 1.0) * scores.len() as f64) as usize)
-        .min(scores.len().saturating_sub(1));
-    let cutoff = scores.get(at).map_or(60.0, |s| (s * 10.0).ceil() / 10.0);
-    f64::from(review_cutoff_tenths(cutoff)) / 10.0
-}
-
-fn score_of(model: &Model, r: &Labelled) -> f64 {
-    score_of_points(r.expert_points + model.points(&r.x))
-}
-
-/// The rows by the `Result` `model` gives them at strictness 50.
-fn bands(rows: &[Labelled], model: &Model) -> Vec<Band> {
-    let review = model.review_cutoff.map(review_cutoff_tenths);
-    let mut out: Vec<Band> = ["Passed", "Review", "Failed"]
-        .into_iter()
-        .map(|result| Band {
-            result,
-            rows: 0,
-            frauds: 0,
-        })
-        .collect();
-    for r in rows {
-        let tenths = (score_of(model, r) * 10.0).round() as i32;
-        let verdict = level_verdict(level_with_review(tenths, 50, review));
-        let band = &mut out[verdict as usize];
-        band.rows += 1;
-        band.frauds += usize::from(r.fraud);
-    }
-    out
 }
 
 /// The fit and the judgement: [`refit`] without the budget.
@@ -290,7 +247,7 @@ mod tests {
             r.fraud = i % 40 == 0;
         }
         // 1,000 device links, 100 of them fraud: (101 / 1002) / 0.5.
-        let w = super::super::LinkWeights::from_labels(&rows);
+        let w = super::super::link_weights(&rows);
         assert!((w.device - 0.2016).abs() < 1e-3, "{w:?}");
         assert_eq!(w.ip, 1.0, "no IP link: the prior");
     }
