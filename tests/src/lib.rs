@@ -23,6 +23,33 @@ pub fn workspace_root() -> PathBuf {
         .to_owned()
 }
 
+/// Runs one named step of a long scenario test: prints its name to stderr as
+/// it starts and, when `body` panics (an assertion failed, a wait timed out),
+/// panics again with the step's name before the original message, so the
+/// test's failure says which step failed. Catching and panicking again,
+/// rather than a guard printing the name on drop, puts the name in the panic
+/// message itself: the last message printed and the payload a caller or
+/// `#[should_panic(expected)]` sees. `#[track_caller]` points that panic at
+/// the step's call in the test; the original panic's own location is printed
+/// just before it.
+#[track_caller]
+pub fn step<T>(name: &str, body: impl FnOnce() -> T) -> T {
+    eprintln!("step: {name}");
+    // The test fails as soon as the body has panicked: no state it broke is
+    // used again, so asserting unwind safety is sound.
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(value) => value,
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| payload.downcast_ref::<&str>().copied())
+                .unwrap_or("(a panic whose payload is not a message)");
+            panic!("step `{name}` failed: {message}")
+        }
+    }
+}
+
 fn sidecar_binary() -> PathBuf {
     std::env::var_os("VIGIL_SIDECAR_BIN")
         .map(PathBuf::from)
@@ -487,4 +514,48 @@ pub fn maximal_png() -> Vec<u8> {
         .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
         .unwrap();
     png
+}
+
+#[cfg(test)]
+mod tests {
+    use super::step;
+
+    /// The message a panic carried, as the test harness would print it.
+    fn message(payload: Box<dyn std::any::Any + Send>) -> String {
+        *payload.downcast::<String>().expect("a String message")
+    }
+
+    #[test]
+    fn a_passing_step_returns_what_its_body_returns() {
+        assert_eq!(step("adds", || 2 + 2), 4);
+    }
+
+    #[test]
+    fn a_failing_step_is_named_before_the_failure() {
+        let failed = std::panic::catch_unwind(|| {
+            step("kill the primary", || {
+                assert_eq!(1 + 1, 3, "the arithmetic");
+            })
+        });
+        let message = message(failed.expect_err("the step panicked"));
+        assert!(
+            message.starts_with("step `kill the primary` failed: "),
+            "{message}"
+        );
+        assert!(message.contains("the arithmetic"), "{message}");
+    }
+
+    #[test]
+    fn a_step_failing_with_a_static_message_or_another_payload_is_named() {
+        let failed = std::panic::catch_unwind(|| step("plain", || panic!("no format")));
+        assert_eq!(
+            message(failed.unwrap_err()),
+            "step `plain` failed: no format"
+        );
+        let failed = std::panic::catch_unwind(|| step("odd", || std::panic::panic_any(7)));
+        assert_eq!(
+            message(failed.unwrap_err()),
+            "step `odd` failed: (a panic whose payload is not a message)"
+        );
+    }
 }

@@ -30,7 +30,9 @@ use std::thread;
 
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
-use vigil_e2e::{eval_corpus, feed_script, free_port, start, workspace_root, Env, SidecarOptions};
+use vigil_e2e::{
+    eval_corpus, feed_script, free_port, start, step, workspace_root, Env, SidecarOptions,
+};
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
@@ -343,115 +345,130 @@ fn assert_index_whole(env: &Env, account: &str) {
 
 #[test]
 fn the_vector_database_on_a_citus_cluster_answers_as_one_server() {
-    let (docs, queries) = corpus();
+    let (docs, queries) = step("read the corpus and its queries", corpus);
     let (alice_docs, rest) = docs.split_at(ALICE_RECORDS);
     let bob_docs = &rest[..BOB_RECORDS];
     let spare = &rest[BOB_RECORDS..];
 
-    let single = Side::new(start(&[]));
-    let citus = Citus::up();
-    let cluster = Side::new(citus.env.clone());
+    let single = step("start one server with the two accounts", || {
+        Side::new(start(&[]))
+    });
+    let citus = step("start the Citus cluster", Citus::up);
+    let cluster = step("make the two accounts on the cluster", || {
+        Side::new(citus.env.clone())
+    });
 
     // Half the records on one server, as an installation grows before it
     // scales out; then vigil.distribute(); then the rest.
     let half = |d: &[Value]| d.len() / 2;
-    for side in [&single, &cluster] {
-        side.store(ALICE, &alice_docs[..half(alice_docs)]);
-        side.store(BOB, &bob_docs[..half(bob_docs)]);
-    }
-    let before = citus.psql(
-        "SELECT (SELECT count(*) FROM vigil.vector_records), (SELECT count(*) FROM vigil.vector_terms),
-                (SELECT count(*) FROM vigil.vector_postings), (SELECT count(*) FROM vigil.accounts),
-                (SELECT count(*) FROM vigil.user_keys), (SELECT count(*) FROM vigil.vector_databases)",
-    );
-    let layout = citus.psql(
-        "SET client_min_messages = warning;
-         SELECT string_agg(format('%s %s %s', relation, kind, rows_kept), ', ') FROM vigil.distribute()",
-    );
-    println!("vigil.distribute(): {layout}");
-    let kept: Vec<&str> = before.split('|').collect();
-    for (table, n) in [
-        ("vector_records", kept[0]),
-        ("vector_terms", kept[1]),
-        ("vector_postings", kept[2]),
-        ("accounts", kept[3]),
-        ("user_keys", kept[4]),
-        ("vector_databases", kept[5]),
-    ] {
-        assert!(layout.contains(&format!("{table} ")), "{layout}");
-        let expected = format!(
-            "{table} {} {n}",
-            if ["accounts", "user_keys"].contains(&table) {
-                "reference"
-            } else {
-                "distributed by account"
-            }
+    step("store half the records on each side", || {
+        for side in [&single, &cluster] {
+            side.store(ALICE, &alice_docs[..half(alice_docs)]);
+            side.store(BOB, &bob_docs[..half(bob_docs)]);
+        }
+    });
+    step("distribute the installation onto the workers", || {
+        let before = citus.psql(
+            "SELECT (SELECT count(*) FROM vigil.vector_records), (SELECT count(*) FROM vigil.vector_terms),
+                    (SELECT count(*) FROM vigil.vector_postings), (SELECT count(*) FROM vigil.accounts),
+                    (SELECT count(*) FROM vigil.user_keys), (SELECT count(*) FROM vigil.vector_databases)",
         );
-        assert!(layout.contains(&expected), "{expected} in {layout}");
-    }
-    assert_eq!(
-        citus.psql(
-            "SELECT count(DISTINCT nodeport) FROM pg_dist_shard JOIN pg_dist_placement USING (shardid)
-             JOIN pg_dist_node USING (groupid) WHERE logicalrelid = 'vigil.vector_records'::regclass"
-        ),
-        "2",
-        "the records are on both workers"
-    );
-    // Called again, it moves nothing and says the same.
-    assert_eq!(
-        citus.psql("SELECT string_agg(format('%s %s %s', relation, kind, rows_kept), ', ') FROM vigil.distribute()"),
-        layout
-    );
+        let layout = citus.psql(
+            "SET client_min_messages = warning;
+             SELECT string_agg(format('%s %s %s', relation, kind, rows_kept), ', ') FROM vigil.distribute()",
+        );
+        println!("vigil.distribute(): {layout}");
+        let kept: Vec<&str> = before.split('|').collect();
+        for (table, n) in [
+            ("vector_records", kept[0]),
+            ("vector_terms", kept[1]),
+            ("vector_postings", kept[2]),
+            ("accounts", kept[3]),
+            ("user_keys", kept[4]),
+            ("vector_databases", kept[5]),
+        ] {
+            assert!(layout.contains(&format!("{table} ")), "{layout}");
+            let expected = format!(
+                "{table} {} {n}",
+                if ["accounts", "user_keys"].contains(&table) {
+                    "reference"
+                } else {
+                    "distributed by account"
+                }
+            );
+            assert!(layout.contains(&expected), "{expected} in {layout}");
+        }
+        assert_eq!(
+            citus.psql(
+                "SELECT count(DISTINCT nodeport) FROM pg_dist_shard JOIN pg_dist_placement USING (shardid)
+                 JOIN pg_dist_node USING (groupid) WHERE logicalrelid = 'vigil.vector_records'::regclass"
+            ),
+            "2",
+            "the records are on both workers"
+        );
+        // Called again, it moves nothing and says the same.
+        assert_eq!(
+            citus.psql("SELECT string_agg(format('%s %s %s', relation, kind, rows_kept), ', ') FROM vigil.distribute()"),
+            layout
+        );
+    });
     // An upgrade's rebuild of the graphs reaches every shard: what 0.14.0's
     // upgrade asks of a distributed installation (docs/scaling-out.md,
     // Limits: "Upgrades"), run on graphs built with another beam first.
-    let shard_graphs = || {
-        citus.psql(
-            "SELECT string_agg(result, ' ' ORDER BY nodeport) FROM run_command_on_workers($$
-                SELECT string_agg(DISTINCT vigil.hnsw_check(c.oid::regclass)->>'ef_construction', ',')
-                FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                WHERE n.nspname = 'vigil' AND c.relkind = 'i' AND c.relname LIKE 'vector_records_embedding_%' $$)",
-        )
-    };
-    assert_eq!(
-        shard_graphs(),
-        "128 128",
-        "distribute() builds as the schema says"
-    );
-    // One statement a call: Citus passes a REINDEX on as the text it came in.
-    citus.psql("ALTER INDEX vigil.vector_records_embedding SET (ef_construction = 64)");
-    citus.psql("REINDEX INDEX vigil.vector_records_embedding");
-    assert_eq!(shard_graphs(), "64 64");
-    citus.psql("ALTER INDEX vigil.vector_records_embedding SET (ef_construction = 128)");
-    citus.psql("REINDEX INDEX vigil.vector_records_embedding");
-    assert_eq!(shard_graphs(), "128 128");
+    step("rebuild every shard's graph as an upgrade does", || {
+        let shard_graphs = || {
+            citus.psql(
+                "SELECT string_agg(result, ' ' ORDER BY nodeport) FROM run_command_on_workers($$
+                    SELECT string_agg(DISTINCT vigil.hnsw_check(c.oid::regclass)->>'ef_construction', ',')
+                    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                    WHERE n.nspname = 'vigil' AND c.relkind = 'i' AND c.relname LIKE 'vector_records_embedding_%' $$)",
+            )
+        };
+        assert_eq!(
+            shard_graphs(),
+            "128 128",
+            "distribute() builds as the schema says"
+        );
+        // One statement a call: Citus passes a REINDEX on as the text it came in.
+        citus.psql("ALTER INDEX vigil.vector_records_embedding SET (ef_construction = 64)");
+        citus.psql("REINDEX INDEX vigil.vector_records_embedding");
+        assert_eq!(shard_graphs(), "64 64");
+        citus.psql("ALTER INDEX vigil.vector_records_embedding SET (ef_construction = 128)");
+        citus.psql("REINDEX INDEX vigil.vector_records_embedding");
+        assert_eq!(shard_graphs(), "128 128");
+    });
 
-    let mut alice_ids = Vec::new();
-    for side in [&single, &cluster] {
-        let a = side.store(ALICE, &alice_docs[half(alice_docs)..]);
-        let b = side.store(BOB, &bob_docs[half(bob_docs)..]);
-        // A few go again, through the client's delete.
-        for id in [a[0], a[7], b[3]] {
-            let account = if b.contains(&id) { BOB } else { ALICE };
-            side.call("/deleteEmbedding", account, json!({"id": id}));
+    let alice_ids = step("store the rest on each side, deleting a few", || {
+        let mut alice_ids = Vec::new();
+        for side in [&single, &cluster] {
+            let a = side.store(ALICE, &alice_docs[half(alice_docs)..]);
+            let b = side.store(BOB, &bob_docs[half(bob_docs)..]);
+            // A few go again, through the client's delete.
+            for id in [a[0], a[7], b[3]] {
+                let account = if b.contains(&id) { BOB } else { ALICE };
+                side.call("/deleteEmbedding", account, json!({"id": id}));
+            }
+            alice_ids = a;
         }
-        alice_ids = a;
-    }
+        alice_ids
+    });
 
     // The same keyword index, term for term, and the same counts.
-    let (on_one, on_cluster) = (
-        keyword_statistics(&single.env),
-        keyword_statistics(&cluster.env),
-    );
-    assert!(
-        on_one.lines().count() > 10_000,
-        "a real vocabulary: {}",
-        on_one.lines().count()
-    );
-    assert!(
-        on_one == on_cluster,
-        "the keyword index differs between one server and the cluster"
-    );
+    step("compare the keyword indexes", || {
+        let (on_one, on_cluster) = (
+            keyword_statistics(&single.env),
+            keyword_statistics(&cluster.env),
+        );
+        assert!(
+            on_one.lines().count() > 10_000,
+            "a real vocabulary: {}",
+            on_one.lines().count()
+        );
+        assert!(
+            on_one == on_cluster,
+            "the keyword index differs between one server and the cluster"
+        );
+    });
 
     // The same answers. Bob's database is searched exactly: every list the
     // same. Alice's walks its graph: an approximate search, whose path
@@ -460,404 +477,425 @@ fn the_vector_database_on_a_citus_cluster_answers_as_one_server() {
     // than one server's. Its lists must hold the same records, and each
     // side's must be what an exact search of the same rows returns (the
     // target of one server's graph search: recall@10 at least 0.99).
-    let mut identical = 0;
-    let mut compared = 0;
-    let (mut shared_ids, mut listed) = (0usize, 0usize);
-    let ids = |line: &str| -> BTreeSet<String> {
-        let (_, list) = line.rsplit_once(": ").unwrap();
-        list.split(' ')
-            .map(|e| e.split(':').next().unwrap().to_owned())
-            .collect()
-    };
-    for account in [BOB, ALICE] {
-        let (one, many) = (
-            single.answers(account, &queries),
-            cluster.answers(account, &queries),
-        );
-        for (a, b) in one.iter().zip(&many) {
-            compared += 1;
-            if a == b {
-                identical += 1;
-                continue;
-            }
-            assert_eq!(
-                account, ALICE,
-                "an exact search differs:\n  one server: {a}\n  cluster:    {b}"
+    step("compare the searches' answers", || {
+        let mut identical = 0;
+        let mut compared = 0;
+        let (mut shared_ids, mut listed) = (0usize, 0usize);
+        let ids = |line: &str| -> BTreeSet<String> {
+            let (_, list) = line.rsplit_once(": ").unwrap();
+            list.split(' ')
+                .map(|e| e.split(':').next().unwrap().to_owned())
+                .collect()
+        };
+        for account in [BOB, ALICE] {
+            let (one, many) = (
+                single.answers(account, &queries),
+                cluster.answers(account, &queries),
             );
-            println!("differs:\n  one server: {a}\n  cluster:    {b}");
-        }
-        if account == ALICE {
             for (a, b) in one.iter().zip(&many) {
-                shared_ids += ids(a).intersection(&ids(b)).count();
-                listed += ids(a).len();
-            }
-            // Every third line is /queryEmbeddings's.
-            let exact = exact_top_10(&single.env, ALICE, &queries);
-            assert_eq!(
-                exact,
-                exact_top_10(&cluster.env, ALICE, &queries),
-                "exact searches differ"
-            );
-            for (side, lines) in [("one server", &one), ("cluster", &many)] {
-                let hits: usize = lines
-                    .iter()
-                    .step_by(3)
-                    .zip(&exact)
-                    .map(|(line, want)| ids(line).intersection(want).count())
-                    .sum();
-                let recall = hits as f64 / (10 * queries.len()) as f64;
-                println!("{side}: /queryEmbeddings recall@10 against exact {recall:.4}");
-                assert!(
-                    recall >= 0.99,
-                    "{side}: recall@10 against exact {recall:.4}"
+                compared += 1;
+                if a == b {
+                    identical += 1;
+                    continue;
+                }
+                assert_eq!(
+                    account, ALICE,
+                    "an exact search differs:\n  one server: {a}\n  cluster:    {b}"
                 );
+                println!("differs:\n  one server: {a}\n  cluster:    {b}");
+            }
+            if account == ALICE {
+                for (a, b) in one.iter().zip(&many) {
+                    shared_ids += ids(a).intersection(&ids(b)).count();
+                    listed += ids(a).len();
+                }
+                // Every third line is /queryEmbeddings's.
+                let exact = exact_top_10(&single.env, ALICE, &queries);
+                assert_eq!(
+                    exact,
+                    exact_top_10(&cluster.env, ALICE, &queries),
+                    "exact searches differ"
+                );
+                for (side, lines) in [("one server", &one), ("cluster", &many)] {
+                    let hits: usize = lines
+                        .iter()
+                        .step_by(3)
+                        .zip(&exact)
+                        .map(|(line, want)| ids(line).intersection(want).count())
+                        .sum();
+                    let recall = hits as f64 / (10 * queries.len()) as f64;
+                    println!("{side}: /queryEmbeddings recall@10 against exact {recall:.4}");
+                    assert!(
+                        recall >= 0.99,
+                        "{side}: recall@10 against exact {recall:.4}"
+                    );
+                }
             }
         }
-    }
-    let overlap = shared_ids as f64 / listed as f64;
-    println!("{compared} result lists compared, {identical} identical; Alice's graph-searched lists share {overlap:.4} of their records");
-    assert!(
-        overlap >= 0.97,
-        "the cluster's graph searches found other records: {overlap:.4}"
-    );
+        let overlap = shared_ids as f64 / listed as f64;
+        println!("{compared} result lists compared, {identical} identical; Alice's graph-searched lists share {overlap:.4} of their records");
+        assert!(
+            overlap >= 0.97,
+            "the cluster's graph searches found other records: {overlap:.4}"
+        );
+    });
     // The keyword ranking, BM25 scores and all, exactly.
-    let keyword = |env: &Env| {
-        let mut script = String::from("SET client_min_messages = warning;");
-        for account in [ALICE, BOB] {
-            script += &format!("SET vigil.account = '{account}';");
-            for q in &queries {
-                script += &format!(
-                    "SELECT coalesce(string_agg(format('%s:%s', id, score), ' ' ORDER BY score DESC, id), 'none')
-                     FROM vigil.keyword_search($q${q}$q$, 10, '{DB}');"
-                );
+    step("compare the keyword rankings", || {
+        let keyword = |env: &Env| {
+            let mut script = String::from("SET client_min_messages = warning;");
+            for account in [ALICE, BOB] {
+                script += &format!("SET vigil.account = '{account}';");
+                for q in &queries {
+                    script += &format!(
+                        "SELECT coalesce(string_agg(format('%s:%s', id, score), ' ' ORDER BY score DESC, id), 'none')
+                         FROM vigil.keyword_search($q${q}$q$, 10, '{DB}');"
+                    );
+                }
             }
-        }
-        self::script(env, &script)
-    };
-    let (one, many) = (keyword(&single.env), keyword(&cluster.env));
-    assert_eq!(one.lines().count(), 2 * QUERIES);
-    assert!(
-        one.lines().filter(|l| *l != "none").count() > QUERIES,
-        "the queries find words"
-    );
-    assert!(one == many, "BM25 rankings differ:\n{one}\n---\n{many}");
+            self::script(env, &script)
+        };
+        let (one, many) = (keyword(&single.env), keyword(&cluster.env));
+        assert_eq!(one.lines().count(), 2 * QUERIES);
+        assert!(
+            one.lines().filter(|l| *l != "none").count() > QUERIES,
+            "the queries find words"
+        );
+        assert!(one == many, "BM25 rankings differ:\n{one}\n---\n{many}");
+    });
     // The beam a search sets reaches the worker that walks the graph
     // (vigil._search_ef of 10 records among 2,400: 80; the default is 40).
-    let beam = script(&cluster.env, &format!(
-        "BEGIN; SET LOCAL vigil.account = '{ALICE}';
-         SELECT count(*) FROM vigil.query_embeddings('a game', '{DB}', 10);
-         SELECT current_setting('vigil.hnsw_ef_search') FROM vigil.vector_databases WHERE account = '{ALICE}';
-         COMMIT;"
-    ));
-    assert_eq!(beam.lines().collect::<Vec<_>>(), ["10", "80"], "{beam}");
+    step("pass a search's beam to the workers", || {
+        let beam = script(&cluster.env, &format!(
+            "BEGIN; SET LOCAL vigil.account = '{ALICE}';
+             SELECT count(*) FROM vigil.query_embeddings('a game', '{DB}', 10);
+             SELECT current_setting('vigil.hnsw_ef_search') FROM vigil.vector_databases WHERE account = '{ALICE}';
+             COMMIT;"
+        ));
+        assert_eq!(beam.lines().collect::<Vec<_>>(), ["10", "80"], "{beam}");
+    });
 
     // The published client's calls in a new database, one record at a time:
     // the same records listed (embeddings and all) and found.
-    let client = |side: &Side| {
-        let body = |extra: Value| {
-            let mut body = side.credentials(ALICE);
-            body["dbName"] = json!("kb");
-            body.as_object_mut()
-                .unwrap()
-                .extend(extra.as_object().unwrap().clone());
-            body
+    step("compare the published client's calls", || {
+        let client = |side: &Side| {
+            let body = |extra: Value| {
+                let mut body = side.credentials(ALICE);
+                body["dbName"] = json!("kb");
+                body.as_object_mut()
+                    .unwrap()
+                    .extend(extra.as_object().unwrap().clone());
+                body
+            };
+            ok(&side.env, "/createDatabase", body(json!({})));
+            for doc in &spare[..3] {
+                ok(&side.env, "/storeEmbedding", body(doc.clone()));
+            }
+            let strip = |answer: Value| -> Vec<Value> {
+                answer
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| {
+                        let mut r = r.clone();
+                        r.as_object_mut().unwrap().remove("createdAt");
+                        r
+                    })
+                    .collect()
+            };
+            let answers = (
+                strip(ok(&side.env, "/getEmbeddings", body(json!({"limit": 10})))),
+                strip(ok(
+                    &side.env,
+                    "/queryEmbeddings",
+                    body(json!({"query": queries[3]})),
+                )),
+                strip(ok(
+                    &side.env,
+                    "/hybridSearch",
+                    body(json!({"query": queries[3], "limit": 10})),
+                )),
+            );
+            let dropped = ok(&side.env, "/deleteDatabase", body(json!({})));
+            assert_eq!(dropped, json!({"dbName": "kb", "deletedRecords": 3}));
+            answers
         };
-        ok(&side.env, "/createDatabase", body(json!({})));
-        for doc in &spare[..3] {
-            ok(&side.env, "/storeEmbedding", body(doc.clone()));
-        }
-        let strip = |answer: Value| -> Vec<Value> {
-            answer
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|r| {
-                    let mut r = r.clone();
-                    r.as_object_mut().unwrap().remove("createdAt");
-                    r
-                })
-                .collect()
-        };
-        let answers = (
-            strip(ok(&side.env, "/getEmbeddings", body(json!({"limit": 10})))),
-            strip(ok(
-                &side.env,
-                "/queryEmbeddings",
-                body(json!({"query": queries[3]})),
-            )),
-            strip(ok(
-                &side.env,
-                "/hybridSearch",
-                body(json!({"query": queries[3], "limit": 10})),
-            )),
+        let (listed, found, fused) = client(&single);
+        assert_eq!(listed.len(), 3);
+        assert!(listed
+            .iter()
+            .all(|r| r["embedding"].as_array().is_some_and(|e| e.len() == 384)));
+        assert_eq!(
+            client(&cluster),
+            (listed, found, fused),
+            "the client's calls answer differently"
         );
-        let dropped = ok(&side.env, "/deleteDatabase", body(json!({})));
-        assert_eq!(dropped, json!({"dbName": "kb", "deletedRecords": 3}));
-        answers
-    };
-    let (listed, found, fused) = client(&single);
-    assert_eq!(listed.len(), 3);
-    assert!(listed
-        .iter()
-        .all(|r| r["embedding"].as_array().is_some_and(|e| e.len() == 384)));
-    assert_eq!(
-        client(&cluster),
-        (listed, found, fused),
-        "the client's calls answer differently"
-    );
+    });
 
     // Isolation: Bob's key is not Alice's, and Bob finds only Bob's records
     // though both databases are called "catalog".
-    let mut stolen = cluster.credentials(ALICE);
-    stolen["userKey"] = json!(cluster.bob);
-    stolen["query"] = json!(queries[0]);
-    let (status, answer) = post(&cluster.env, "/queryEmbeddings", stolen);
-    assert_eq!(
-        (status, answer["error"]["code"].as_str()),
-        (403, Some("wrong_account"))
-    );
-    let bobs: BTreeSet<i64> = cluster
-        .env
-        .psql(&format!(
-            "SELECT id FROM vigil.vector_records WHERE account = '{BOB}'"
-        ))
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect();
-    assert_eq!(bobs.len(), BOB_RECORDS - 1);
-    for q in &queries[..10] {
-        let found = cluster.call("/hybridSearch", BOB, json!({"query": q, "limit": 50}));
-        for r in found.as_array().unwrap() {
-            assert!(bobs.contains(&r["id"].as_i64().unwrap()), "Bob got {r}");
-        }
-    }
-    // As the application role in SQL: Bob's records through the functions, and
-    // nothing of anyone's in a worker's shards.
-    let (ran, out, err) = cluster.env.psql_as_app(&format!(
-        "BEGIN;
-         SELECT outcome FROM vigil.enter_account('{BOB}', '{}', '{DB}');
-         SELECT count(*) FROM vigil.list_records(0, 1000, '{DB}');
-         SELECT count(*) FROM vigil.query_embeddings('{}', '{DB}', 1000) q
-          WHERE q.id NOT IN (SELECT unnest(ARRAY[{}]::bigint[]));
-         COMMIT;",
-        cluster.bob,
-        queries[1],
-        bobs.iter()
-            .map(i64::to_string)
-            .collect::<Vec<_>>()
-            .join(",")
-    ));
-    assert!(ran, "{err}");
-    assert_eq!(out, format!("ok\n{}\n0", BOB_RECORDS - 1));
-    let app_password = cluster
-        .env
-        .database_url
-        .split_once("vigil_app:")
-        .and_then(|(_, rest)| rest.split_once('@'))
-        .map(|(password, _)| password.to_owned())
-        .unwrap();
-    // Each shard on its own: the application role may read the records and
-    // term counts of no account there (row-level security on the shards,
-    // where no account is entered), and the postings not at all.
-    let mut held = 0;
-    for port in citus.worker_ports() {
-        let shards = citus.psql(&format!(
-            "SELECT shard_name(logicalrelid, shardid)
-             FROM pg_dist_shard JOIN pg_dist_placement USING (shardid) JOIN pg_dist_node USING (groupid)
-             WHERE nodeport = {port} AND logicalrelid IN ('vigil.vector_records'::regclass,
-                   'vigil.vector_terms'::regclass, 'vigil.vector_postings'::regclass)"
-        ));
-        let worker = Env {
-            cluster_dir: citus.worker_dir(port),
-            ..cluster.env.clone()
-        };
-        for shard in shards.lines() {
-            let count = format!("SELECT count(*) FROM {shard}");
-            held += worker.psql(&count).parse::<u64>().unwrap();
-            let out = Command::new("/usr/lib/postgresql/15/bin/psql")
-                .arg(format!(
-                    "postgres://vigil_app:{app_password}@127.0.0.1:{port}/vigil"
-                ))
-                .args(["-X", "-At", "-v", "ON_ERROR_STOP=1", "-c", &count])
-                .output()
-                .expect("psql runs");
-            let (said, complaint) = (
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr),
-            );
-            if shard.contains("vector_postings") {
-                assert!(
-                    complaint.contains("permission denied"),
-                    "{shard} on {port}: {said}{complaint}"
-                );
-            } else {
-                assert_eq!(
-                    (said.trim(), complaint.trim()),
-                    ("0", ""),
-                    "the application role read {shard} on {port}"
-                );
+    let bobs = step("keep Bob's key and searches from Alice's records", || {
+        let mut stolen = cluster.credentials(ALICE);
+        stolen["userKey"] = json!(cluster.bob);
+        stolen["query"] = json!(queries[0]);
+        let (status, answer) = post(&cluster.env, "/queryEmbeddings", stolen);
+        assert_eq!(
+            (status, answer["error"]["code"].as_str()),
+            (403, Some("wrong_account"))
+        );
+        let bobs: BTreeSet<i64> = cluster
+            .env
+            .psql(&format!(
+                "SELECT id FROM vigil.vector_records WHERE account = '{BOB}'"
+            ))
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect();
+        assert_eq!(bobs.len(), BOB_RECORDS - 1);
+        for q in &queries[..10] {
+            let found = cluster.call("/hybridSearch", BOB, json!({"query": q, "limit": 50}));
+            for r in found.as_array().unwrap() {
+                assert!(bobs.contains(&r["id"].as_i64().unwrap()), "Bob got {r}");
             }
         }
-    }
-    assert!(held > 0, "the checked shards hold rows");
+        bobs
+    });
+    // As the application role in SQL: Bob's records through the functions, and
+    // nothing of anyone's in a worker's shards.
+    step("confine the application role in SQL and shards", || {
+        let (ran, out, err) = cluster.env.psql_as_app(&format!(
+            "BEGIN;
+             SELECT outcome FROM vigil.enter_account('{BOB}', '{}', '{DB}');
+             SELECT count(*) FROM vigil.list_records(0, 1000, '{DB}');
+             SELECT count(*) FROM vigil.query_embeddings('{}', '{DB}', 1000) q
+              WHERE q.id NOT IN (SELECT unnest(ARRAY[{}]::bigint[]));
+             COMMIT;",
+            cluster.bob,
+            queries[1],
+            bobs.iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        ));
+        assert!(ran, "{err}");
+        assert_eq!(out, format!("ok\n{}\n0", BOB_RECORDS - 1));
+        let app_password = cluster
+            .env
+            .database_url
+            .split_once("vigil_app:")
+            .and_then(|(_, rest)| rest.split_once('@'))
+            .map(|(password, _)| password.to_owned())
+            .unwrap();
+        // Each shard on its own: the application role may read the records and
+        // term counts of no account there (row-level security on the shards,
+        // where no account is entered), and the postings not at all.
+        let mut held = 0;
+        for port in citus.worker_ports() {
+            let shards = citus.psql(&format!(
+                "SELECT shard_name(logicalrelid, shardid)
+                 FROM pg_dist_shard JOIN pg_dist_placement USING (shardid) JOIN pg_dist_node USING (groupid)
+                 WHERE nodeport = {port} AND logicalrelid IN ('vigil.vector_records'::regclass,
+                       'vigil.vector_terms'::regclass, 'vigil.vector_postings'::regclass)"
+            ));
+            let worker = Env {
+                cluster_dir: citus.worker_dir(port),
+                ..cluster.env.clone()
+            };
+            for shard in shards.lines() {
+                let count = format!("SELECT count(*) FROM {shard}");
+                held += worker.psql(&count).parse::<u64>().unwrap();
+                let out = Command::new("/usr/lib/postgresql/15/bin/psql")
+                    .arg(format!(
+                        "postgres://vigil_app:{app_password}@127.0.0.1:{port}/vigil"
+                    ))
+                    .args(["-X", "-At", "-v", "ON_ERROR_STOP=1", "-c", &count])
+                    .output()
+                    .expect("psql runs");
+                let (said, complaint) = (
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr),
+                );
+                if shard.contains("vector_postings") {
+                    assert!(
+                        complaint.contains("permission denied"),
+                        "{shard} on {port}: {said}{complaint}"
+                    );
+                } else {
+                    assert_eq!(
+                        (said.trim(), complaint.trim()),
+                        ("0", ""),
+                        "the application role read {shard} on {port}"
+                    );
+                }
+            }
+        }
+        assert!(held > 0, "the checked shards hold rows");
+    });
 
     // A third worker, and the shards rebalanced onto it while records are
     // stored and searched.
-    citus.add_worker();
-    let stop = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let spare = spare[..spare.len() - 5].to_vec();
-        let (env, key, stop) = (cluster.env.clone(), cluster.alice.clone(), stop.clone());
-        thread::spawn(move || {
-            let mut stored = Vec::new();
-            let mut failures = Vec::new();
-            for (i, doc) in spare.iter().enumerate() {
-                if stop.load(Ordering::Relaxed) && i >= 20 {
-                    break;
+    step("add a third worker", || citus.add_worker());
+    let stored = step("rebalance while records are stored and searched", || {
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let spare = spare[..spare.len() - 5].to_vec();
+            let (env, key, stop) = (cluster.env.clone(), cluster.alice.clone(), stop.clone());
+            thread::spawn(move || {
+                let mut stored = Vec::new();
+                let mut failures = Vec::new();
+                for (i, doc) in spare.iter().enumerate() {
+                    if stop.load(Ordering::Relaxed) && i >= 20 {
+                        break;
+                    }
+                    let mut body = json!({"account": ALICE, "userKey": key, "dbName": DB});
+                    body.as_object_mut()
+                        .unwrap()
+                        .extend(doc.as_object().unwrap().clone());
+                    match post(&env, "/storeEmbedding", body) {
+                        (201, record) => stored.push(record["id"].as_i64().unwrap()),
+                        (status, answer) => failures.push(format!("{status} {answer}")),
+                    }
                 }
-                let mut body = json!({"account": ALICE, "userKey": key, "dbName": DB});
-                body.as_object_mut()
-                    .unwrap()
-                    .extend(doc.as_object().unwrap().clone());
-                match post(&env, "/storeEmbedding", body) {
-                    (201, record) => stored.push(record["id"].as_i64().unwrap()),
-                    (status, answer) => failures.push(format!("{status} {answer}")),
+                (stored, failures)
+            })
+        };
+        let reader = {
+            let (env, key, queries, stop) = (
+                cluster.env.clone(),
+                cluster.bob.clone(),
+                queries.clone(),
+                stop.clone(),
+            );
+            thread::spawn(move || {
+                let mut failures = Vec::new();
+                let (mut searches, mut limited) = (0, 0);
+                while !stop.load(Ordering::Relaxed) || searches < 20 {
+                    let body = json!({"account": BOB, "userKey": key, "dbName": DB,
+                                      "query": queries[searches % queries.len()], "limit": 10});
+                    let response = Client::new()
+                        .post(env.url("/hybridSearch"))
+                        .json(&body)
+                        .send()
+                        .expect("sent");
+                    match response.status().as_u16() {
+                        200 => searches += 1,
+                        // The key's rate limit: as a client should, wait as told.
+                        429 => {
+                            limited += 1;
+                            let wait = response
+                                .headers()
+                                .get("retry-after")
+                                .and_then(|v| v.to_str().ok())
+                                .and_then(|v| v.parse::<u64>().ok())
+                                .unwrap_or(1);
+                            thread::sleep(std::time::Duration::from_secs(wait));
+                        }
+                        status => failures
+                            .push(format!("{status} {}", response.text().unwrap_or_default())),
+                    }
                 }
-            }
-            (stored, failures)
-        })
-    };
-    let reader = {
-        let (env, key, queries, stop) = (
-            cluster.env.clone(),
-            cluster.bob.clone(),
-            queries.clone(),
-            stop.clone(),
+                (searches, limited, failures)
+            })
+        };
+        // Statement by statement: the job starts when its statement commits.
+        let moved = script(
+            &cluster.env,
+            "SET client_min_messages = warning;
+             SELECT citus_rebalance_start();
+             SET statement_timeout = '10min';
+             SELECT citus_rebalance_wait();
+             SELECT count(*) FROM pg_dist_placement JOIN pg_dist_node USING (groupid)
+             WHERE nodeport = (SELECT max(nodeport) FROM pg_dist_node)",
         );
-        thread::spawn(move || {
-            let mut failures = Vec::new();
-            let (mut searches, mut limited) = (0, 0);
-            while !stop.load(Ordering::Relaxed) || searches < 20 {
-                let body = json!({"account": BOB, "userKey": key, "dbName": DB,
-                                  "query": queries[searches % queries.len()], "limit": 10});
-                let response = Client::new()
-                    .post(env.url("/hybridSearch"))
-                    .json(&body)
-                    .send()
-                    .expect("sent");
-                match response.status().as_u16() {
-                    200 => searches += 1,
-                    // The key's rate limit: as a client should, wait as told.
-                    429 => {
-                        limited += 1;
-                        let wait = response
-                            .headers()
-                            .get("retry-after")
-                            .and_then(|v| v.to_str().ok())
-                            .and_then(|v| v.parse::<u64>().ok())
-                            .unwrap_or(1);
-                        thread::sleep(std::time::Duration::from_secs(wait));
-                    }
-                    status => {
-                        failures.push(format!("{status} {}", response.text().unwrap_or_default()))
-                    }
-                }
-            }
-            (searches, limited, failures)
-        })
-    };
-    // Statement by statement: the job starts when its statement commits.
-    let moved = script(
-        &cluster.env,
-        "SET client_min_messages = warning;
-         SELECT citus_rebalance_start();
-         SET statement_timeout = '10min';
-         SELECT citus_rebalance_wait();
-         SELECT count(*) FROM pg_dist_placement JOIN pg_dist_node USING (groupid)
-         WHERE nodeport = (SELECT max(nodeport) FROM pg_dist_node)",
-    );
-    stop.store(true, Ordering::Relaxed);
-    let (stored, write_failures) = writer.join().unwrap();
-    let (searches, limited, read_failures) = reader.join().unwrap();
-    println!(
-        "rebalanced: {} placements on the new worker; {} records stored and {searches} searches \
-         meanwhile ({limited} more refused by the key's rate limit)",
-        moved.lines().last().unwrap(),
-        stored.len()
-    );
-    assert!(
-        moved.lines().last().unwrap().parse::<u32>().unwrap() > 0,
-        "nothing moved: {moved}"
-    );
-    assert!(
-        write_failures.is_empty(),
-        "{} stores failed during the rebalance, first: {:?}",
-        write_failures.len(),
-        write_failures.first()
-    );
-    assert!(
-        read_failures.is_empty(),
-        "{} searches failed during the rebalance, first: {:?}",
-        read_failures.len(),
-        read_failures.first()
-    );
-    let held: BTreeSet<i64> = cluster
-        .env
-        .psql(&format!(
-            "SELECT id FROM vigil.vector_records WHERE account = '{ALICE}'"
-        ))
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect();
-    for id in alice_ids
-        .iter()
-        .skip(1)
-        .filter(|id| **id != alice_ids[7])
-        .chain(&stored)
-    {
-        assert!(held.contains(id), "record {id} was lost");
-    }
-    assert_index_whole(&cluster.env, ALICE);
-    assert_index_whole(&cluster.env, BOB);
+        stop.store(true, Ordering::Relaxed);
+        let (stored, write_failures) = writer.join().unwrap();
+        let (searches, limited, read_failures) = reader.join().unwrap();
+        println!(
+            "rebalanced: {} placements on the new worker; {} records stored and {searches} searches \
+             meanwhile ({limited} more refused by the key's rate limit)",
+            moved.lines().last().unwrap(),
+            stored.len()
+        );
+        assert!(
+            moved.lines().last().unwrap().parse::<u32>().unwrap() > 0,
+            "nothing moved: {moved}"
+        );
+        assert!(
+            write_failures.is_empty(),
+            "{} stores failed during the rebalance, first: {:?}",
+            write_failures.len(),
+            write_failures.first()
+        );
+        assert!(
+            read_failures.is_empty(),
+            "{} searches failed during the rebalance, first: {:?}",
+            read_failures.len(),
+            read_failures.first()
+        );
+        stored
+    });
+    step("check no record was lost, both indexes whole", || {
+        let held: BTreeSet<i64> = cluster
+            .env
+            .psql(&format!(
+                "SELECT id FROM vigil.vector_records WHERE account = '{ALICE}'"
+            ))
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect();
+        for id in alice_ids
+            .iter()
+            .skip(1)
+            .filter(|id| **id != alice_ids[7])
+            .chain(&stored)
+        {
+            assert!(held.contains(id), "record {id} was lost");
+        }
+        assert_index_whole(&cluster.env, ALICE);
+        assert_index_whole(&cluster.env, BOB);
+    });
 
     // Alice, the large account, on a shard of her own; her database still
     // takes records and answers, and Bob's still answers as before.
-    citus.psql(&format!(
-        "SET client_min_messages = warning;
-         SELECT isolate_tenant_to_new_shard('vigil.vector_databases', '{ALICE}', 'CASCADE',
-                                            shard_transfer_mode => 'block_writes')"
-    ));
-    let alone = citus.psql(&format!(
-        "SELECT count(*) FROM vigil.vector_records WHERE account <> '{ALICE}'
-           AND get_shard_id_for_distribution_column('vigil.vector_records', account)
-             = get_shard_id_for_distribution_column('vigil.vector_records', '{ALICE}')"
-    ));
-    assert_eq!(alone, "0", "another account's records share Alice's shard");
-    let more = cluster.store(ALICE, &spare[spare.len() - 5..]);
-    assert_eq!(more.len(), 5);
-    assert_index_whole(&cluster.env, ALICE);
-    let found = cluster.call(
-        "/hybridSearch",
-        ALICE,
-        json!({"query": queries[2], "limit": 5}),
-    );
-    assert_eq!(found.as_array().unwrap().len(), 5);
-    assert_eq!(
-        single.answers(BOB, &queries[..5]),
-        cluster.answers(BOB, &queries[..5]),
-        "Bob's answers changed with the shards' moves"
-    );
+    step("isolate Alice on a shard of her own", || {
+        citus.psql(&format!(
+            "SET client_min_messages = warning;
+             SELECT isolate_tenant_to_new_shard('vigil.vector_databases', '{ALICE}', 'CASCADE',
+                                                shard_transfer_mode => 'block_writes')"
+        ));
+        let alone = citus.psql(&format!(
+            "SELECT count(*) FROM vigil.vector_records WHERE account <> '{ALICE}'
+               AND get_shard_id_for_distribution_column('vigil.vector_records', account)
+                 = get_shard_id_for_distribution_column('vigil.vector_records', '{ALICE}')"
+        ));
+        assert_eq!(alone, "0", "another account's records share Alice's shard");
+        let more = cluster.store(ALICE, &spare[spare.len() - 5..]);
+        assert_eq!(more.len(), 5);
+        assert_index_whole(&cluster.env, ALICE);
+        let found = cluster.call(
+            "/hybridSearch",
+            ALICE,
+            json!({"query": queries[2], "limit": 5}),
+        );
+        assert_eq!(found.as_array().unwrap().len(), 5);
+        assert_eq!(
+            single.answers(BOB, &queries[..5]),
+            cluster.answers(BOB, &queries[..5]),
+            "Bob's answers changed with the shards' moves"
+        );
+    });
     // An account deleted with the admin command leaves with its databases,
     // records and keyword index from every worker.
-    cluster.env.admin_ok(&["accounts", "delete", BOB]);
-    assert_eq!(
-        citus.psql(&format!(
-            "SELECT (SELECT count(*) FROM vigil.vector_records WHERE account = '{BOB}')
-                  + (SELECT count(*) FROM vigil.vector_terms WHERE account = '{BOB}')
-                  + (SELECT count(*) FROM vigil.vector_postings WHERE account = '{BOB}')
-                  + (SELECT count(*) FROM vigil.vector_databases WHERE account = '{BOB}')"
-        )),
-        "0"
-    );
-    assert_index_whole(&cluster.env, ALICE);
+    step("delete Bob's account from every worker", || {
+        cluster.env.admin_ok(&["accounts", "delete", BOB]);
+        assert_eq!(
+            citus.psql(&format!(
+                "SELECT (SELECT count(*) FROM vigil.vector_records WHERE account = '{BOB}')
+                      + (SELECT count(*) FROM vigil.vector_terms WHERE account = '{BOB}')
+                      + (SELECT count(*) FROM vigil.vector_postings WHERE account = '{BOB}')
+                      + (SELECT count(*) FROM vigil.vector_databases WHERE account = '{BOB}')"
+            )),
+            "0"
+        );
+        assert_index_whole(&cluster.env, ALICE);
+    });
 }

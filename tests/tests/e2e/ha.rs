@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
 use vigil_e2e::load::{Load, Role, Seen};
-use vigil_e2e::{free_port, wait_until, workspace_root, Env, Sidecar, SidecarOptions};
+use vigil_e2e::{free_port, step, wait_until, workspace_root, Env, Sidecar, SidecarOptions};
 
 /// The sidecar's request timeout: the bound on every answer, also during the failover.
 const REQUEST_TIMEOUT_MS: u64 = 5_000;
@@ -322,12 +322,25 @@ impl Front {
 /// adds is not visible here, since Patroni restarts a killed server on its
 /// own disk: that a host lost for good right after a failover loses nothing
 /// (no write is acknowledged before a standby has it) is not yet tested.
+/// Stops the load clients when dropped. A step that fails inside
+/// `thread::scope` unwinds through it, so the clients, which loop until told
+/// to stop, end and the scope reports the failure instead of waiting forever.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
 #[test]
 fn a_second_failure_right_after_a_failover_loses_no_acknowledged_write() {
-    let Some(cluster) = HaCluster::start_unless_opted_out("double-failure") else {
+    let Some(cluster) = step("start the Patroni cluster", || {
+        HaCluster::start_unless_opted_out("double-failure")
+    }) else {
         return;
     };
-    let front = Front::start(&cluster);
+    let front = step("start the sidecar", || Front::start(&cluster));
     let env = &front.env;
     let post = |path: &str, body: Value| {
         let mut full = front.creds.clone();
@@ -342,10 +355,12 @@ fn a_second_failure_right_after_a_failover_loses_no_acknowledged_write() {
             .status()
             .as_u16()
     };
-    assert!(matches!(
-        post("/createDatabase", json!({"dbName": "notes"})),
-        200 | 201
-    ));
+    step("create the database the writers store into", || {
+        assert!(matches!(
+            post("/createDatabase", json!({"dbName": "notes"})),
+            200 | 201
+        ));
+    });
     let seen = Seen::default();
     let stop = AtomicBool::new(false);
     let load = Load::new(
@@ -363,85 +378,105 @@ fn a_second_failure_right_after_a_failover_loses_no_acknowledged_write() {
     let mut second_kill_after = Duration::ZERO;
     let mut acknowledged_by_second = 0;
     std::thread::scope(|s| {
-        for client in 0..4 {
-            let role = if client % 2 == 0 {
-                Role::Assess
-            } else {
-                Role::Store { db: "notes" }
-            };
-            let (load, seen, stop) = (&load, &seen, &stop);
-            s.spawn(move || load.client(client, role, seen, stop));
-        }
-        wait_until("writes of both kinds before the kills", PATIENCE, || {
-            let (t, r) = seen.counts();
-            t >= 30 && r >= 15
-        });
-        let first = cluster.leader();
-        let first_name = HaCluster::node_name(&first);
-        // SAFETY: signalling the postmaster of the cluster this test made.
-        assert_eq!(
-            unsafe { libc::kill(HaCluster::postmaster_pid(&first), libc::SIGKILL) },
-            0
-        );
-        let mut second = String::new();
-        wait_until("another node to be promoted", PATIENCE, || {
-            match leader(&cluster.members()) {
-                Some(name) if name != first_name => {
-                    second = name;
-                    true
-                }
-                _ => false,
+        let _stop = StopOnDrop(&stop);
+        step("load until writes of both kinds", || {
+            for client in 0..4 {
+                let role = if client % 2 == 0 {
+                    Role::Assess
+                } else {
+                    Role::Store { db: "notes" }
+                };
+                let (load, seen, stop) = (&load, &seen, &stop);
+                s.spawn(move || load.client(client, role, seen, stop));
             }
+            wait_until("writes of both kinds before the kills", PATIENCE, || {
+                let (t, r) = seen.counts();
+                t >= 30 && r >= 15
+            });
+        });
+        let first_name = step("kill the first primary", || {
+            let first = cluster.leader();
+            let first_name = HaCluster::node_name(&first);
+            // SAFETY: signalling the postmaster of the cluster this test made.
+            assert_eq!(
+                unsafe { libc::kill(HaCluster::postmaster_pid(&first), libc::SIGKILL) },
+                0
+            );
+            first_name
+        });
+        let second = step("wait for another node's promotion", || {
+            let mut second = String::new();
+            wait_until("another node to be promoted", PATIENCE, || {
+                match leader(&cluster.members()) {
+                    Some(name) if name != first_name => {
+                        second = name;
+                        true
+                    }
+                    _ => false,
+                }
+            });
+            second
         });
         let promoted = Instant::now();
         let at_promotion = seen.counts();
-        wait_until("writes on the new primary, or 2.5 s", PATIENCE, || {
-            let (t, r) = seen.counts();
-            t + r >= at_promotion.0 + at_promotion.1 + 10
-                || promoted.elapsed() >= Duration::from_millis(2500)
+        step("wait for writes on the second primary, or 2.5 s", || {
+            wait_until("writes on the new primary, or 2.5 s", PATIENCE, || {
+                let (t, r) = seen.counts();
+                t + r >= at_promotion.0 + at_promotion.1 + 10
+                    || promoted.elapsed() >= Duration::from_millis(2500)
+            });
         });
-        let (t1, r1) = seen.counts();
-        acknowledged_by_second = t1 + r1 - at_promotion.0 - at_promotion.1;
-        let second_dir = cluster.dir.join(&second);
-        // SAFETY: as above.
-        assert_eq!(
-            unsafe { libc::kill(HaCluster::postmaster_pid(&second_dir), libc::SIGKILL) },
-            0
-        );
-        second_kill_after = promoted.elapsed();
-        let (t0, r0) = seen.counts();
-        wait_until("writes of both kinds again", PATIENCE, || {
-            let (t, r) = seen.counts();
-            t >= t0 + 30 && r >= r0 + 15
+        step("kill the second primary", || {
+            let (t1, r1) = seen.counts();
+            acknowledged_by_second = t1 + r1 - at_promotion.0 - at_promotion.1;
+            let second_dir = cluster.dir.join(&second);
+            // SAFETY: as above.
+            assert_eq!(
+                unsafe { libc::kill(HaCluster::postmaster_pid(&second_dir), libc::SIGKILL) },
+                0
+            );
+            second_kill_after = promoted.elapsed();
         });
-        stop.store(true, Ordering::SeqCst);
+        step("wait for writes of both kinds again", || {
+            let (t0, r0) = seen.counts();
+            wait_until("writes of both kinds again", PATIENCE, || {
+                let (t, r) = seen.counts();
+                t >= t0 + 30 && r >= r0 + 15
+            });
+            stop.store(true, Ordering::SeqCst);
+        });
     });
-    assert!(
-        second_kill_after < Duration::from_secs(3),
-        "the second kill came {second_kill_after:?} after the promotion"
-    );
-    let unexpected = seen.unexpected.into_inner().unwrap();
-    assert!(
-        unexpected.is_empty(),
-        "answers other than 2xx or 503: {unexpected:?}"
-    );
+    step("check the second kill's timing and the answers", || {
+        assert!(
+            second_kill_after < Duration::from_secs(3),
+            "the second kill came {second_kill_after:?} after the promotion"
+        );
+        let unexpected = seen.unexpected.into_inner().unwrap();
+        assert!(
+            unexpected.is_empty(),
+            "answers other than 2xx or 503: {unexpected:?}"
+        );
+    });
     let transactions = seen.transactions.into_inner().unwrap();
     let records = seen.records.into_inner().unwrap();
-    let now = cluster.leader();
-    let quoted: Vec<String> = transactions.iter().map(|t| format!("'{t}'")).collect();
-    let ids: Vec<String> = records.iter().map(i64::to_string).collect();
-    let found: usize = cluster
-        .psql(
-            &now,
-            &format!(
-                "SELECT (SELECT count(*) FROM vigil.transactions WHERE id IN ({})) \
-                      + (SELECT count(*) FROM vigil.vector_records WHERE id IN ({}))",
-                quoted.join(","),
-                ids.join(",")
-            ),
-        )
-        .parse()
-        .unwrap();
+    let (now, found) = step("count the acknowledged writes on the leader", || {
+        let now = cluster.leader();
+        let quoted: Vec<String> = transactions.iter().map(|t| format!("'{t}'")).collect();
+        let ids: Vec<String> = records.iter().map(i64::to_string).collect();
+        let found: usize = cluster
+            .psql(
+                &now,
+                &format!(
+                    "SELECT (SELECT count(*) FROM vigil.transactions WHERE id IN ({})) \
+                          + (SELECT count(*) FROM vigil.vector_records WHERE id IN ({}))",
+                    quoted.join(","),
+                    ids.join(",")
+                ),
+            )
+            .parse()
+            .unwrap();
+        (now, found)
+    });
     println!(
         "--- two failures: the second primary's server killed {:.2} s after its promotion, \
          having acknowledged {acknowledged_by_second} writes; {} of {} acknowledged writes on \
@@ -452,18 +487,22 @@ fn a_second_failure_right_after_a_failover_loses_no_acknowledged_write() {
         HaCluster::node_name(&now)
     );
     front.sidecar.stop();
-    assert_eq!(
-        found,
-        transactions.len() + records.len(),
-        "every acknowledged write"
-    );
+    step("check every acknowledged write is on the leader", || {
+        assert_eq!(
+            found,
+            transactions.len() + records.len(),
+            "every acknowledged write"
+        );
+    });
     let _ = std::fs::remove_file(&front.sidecar_log);
 }
 
 #[test]
 fn a_killed_primary_fails_over_with_every_acknowledged_write_kept() {
     let started = Instant::now();
-    let Some(cluster) = HaCluster::start_unless_opted_out("failover") else {
+    let Some(cluster) = step("start the Patroni cluster", || {
+        HaCluster::start_unless_opted_out("failover")
+    }) else {
         return;
     };
     let up = started.elapsed();
@@ -473,7 +512,7 @@ fn a_killed_primary_fails_over_with_every_acknowledged_write_kept() {
         env,
         api_key,
         creds,
-    } = Front::start(&cluster);
+    } = step("start the sidecar", || Front::start(&cluster));
     let http = Client::builder()
         .timeout(Duration::from_secs(30))
         .build()
@@ -489,20 +528,22 @@ fn a_killed_primary_fails_over_with_every_acknowledged_write_kept() {
             response.json().unwrap_or(Value::Null),
         )
     };
-    for db in ["notes", "fixed"] {
-        assert!(matches!(
-            post("/createDatabase", json!({"dbName": db})).0,
-            200 | 201
-        ));
-    }
-    // Searches over HTTP too, in a database the load does not write.
-    for (i, text) in TEXTS.iter().enumerate() {
-        let (status, stored) = post(
-            "/storeEmbedding",
-            json!({"dbName": "fixed", "title": format!("fixed {i}"), "content": text}),
-        );
-        assert_eq!(status, 201, "{stored}");
-    }
+    step("create the databases and store the fixed records", || {
+        for db in ["notes", "fixed"] {
+            assert!(matches!(
+                post("/createDatabase", json!({"dbName": db})).0,
+                200 | 201
+            ));
+        }
+        // Searches over HTTP too, in a database the load does not write.
+        for (i, text) in TEXTS.iter().enumerate() {
+            let (status, stored) = post(
+                "/storeEmbedding",
+                json!({"dbName": "fixed", "title": format!("fixed {i}"), "content": text}),
+            );
+            assert_eq!(status, 201, "{stored}");
+        }
+    });
     let search_http = || -> Vec<Vec<i64>> {
         QUERIES
             .iter()
@@ -521,19 +562,23 @@ fn a_killed_primary_fails_over_with_every_acknowledged_write_kept() {
             })
             .collect()
     };
-    let old_primary = cluster.leader();
-    cluster.psql(&old_primary, SEARCH_SETUP);
-    let searches_before = cluster.psql(&old_primary, SEARCHES);
-    assert!(
-        cluster
-            .psql(
-                &old_primary,
-                &SEARCHES.replacen("SELECT q,", "EXPLAIN SELECT q,", 1)
-            )
-            .contains("Index Scan using ha_search_v"),
-        "the searches go through the vigil_hnsw index"
-    );
-    let http_before = search_http();
+    let (old_primary, searches_before, http_before) =
+        step("index and search before the kill", || {
+            let old_primary = cluster.leader();
+            cluster.psql(&old_primary, SEARCH_SETUP);
+            let searches_before = cluster.psql(&old_primary, SEARCHES);
+            assert!(
+                cluster
+                    .psql(
+                        &old_primary,
+                        &SEARCHES.replacen("SELECT q,", "EXPLAIN SELECT q,", 1)
+                    )
+                    .contains("Index Scan using ha_search_v"),
+                "the searches go through the vigil_hnsw index"
+            );
+            let http_before = search_http();
+            (old_primary, searches_before, http_before)
+        });
 
     let seen = Seen::default();
     let stop = AtomicBool::new(false);
@@ -542,61 +587,71 @@ fn a_killed_primary_fails_over_with_every_acknowledged_write_kept() {
     let clock = load.clock;
     let mut killed_at = Duration::ZERO;
     std::thread::scope(|s| {
-        // Four writers and, beside them, one client searching.
-        for client in 0..5 {
-            let role = match client {
-                4 => Role::Search {
-                    db: "fixed",
-                    queries: &QUERIES,
-                },
-                c if c % 2 == 0 => Role::Assess,
-                _ => Role::Store { db: "notes" },
-            };
-            let (load, seen, stop) = (&load, &seen, &stop);
-            s.spawn(move || load.client(client, role, seen, stop));
-        }
+        let _stop = StopOnDrop(&stop);
         let counts = || seen.counts();
-        wait_until("writes of both kinds before the kill", PATIENCE, || {
-            let (t, r) = counts();
-            t >= 30 && r >= 15
+        step("load until writes of both kinds", || {
+            // Four writers and, beside them, one client searching.
+            for client in 0..5 {
+                let role = match client {
+                    4 => Role::Search {
+                        db: "fixed",
+                        queries: &QUERIES,
+                    },
+                    c if c % 2 == 0 => Role::Assess,
+                    _ => Role::Store { db: "notes" },
+                };
+                let (load, seen, stop) = (&load, &seen, &stop);
+                s.spawn(move || load.client(client, role, seen, stop));
+            }
+            wait_until("writes of both kinds before the kill", PATIENCE, || {
+                let (t, r) = counts();
+                t >= 30 && r >= 15
+            });
         });
-        let pid = HaCluster::postmaster_pid(&old_primary);
-        killed_at = clock.elapsed();
-        // SAFETY: signalling the postmaster of the cluster this test made.
-        assert_eq!(
-            unsafe { libc::kill(pid, libc::SIGKILL) },
-            0,
-            "SIGKILL {pid}"
-        );
-        let (t0, r0) = counts();
-        wait_until("writes of both kinds again, same sidecar", PATIENCE, || {
-            let (t, r) = counts();
-            t >= t0 + 30 && r >= r0 + 15
+        step("kill the primary", || {
+            let pid = HaCluster::postmaster_pid(&old_primary);
+            killed_at = clock.elapsed();
+            // SAFETY: signalling the postmaster of the cluster this test made.
+            assert_eq!(
+                unsafe { libc::kill(pid, libc::SIGKILL) },
+                0,
+                "SIGKILL {pid}"
+            );
         });
-        let s0 = seen.searches.load(Ordering::SeqCst);
-        wait_until("searches again", PATIENCE, || {
-            seen.searches.load(Ordering::SeqCst) >= s0 + 5
+        step("wait for writes and searches on the new primary", || {
+            let (t0, r0) = counts();
+            wait_until("writes of both kinds again, same sidecar", PATIENCE, || {
+                let (t, r) = counts();
+                t >= t0 + 30 && r >= r0 + 15
+            });
+            let s0 = seen.searches.load(Ordering::SeqCst);
+            wait_until("searches again", PATIENCE, || {
+                seen.searches.load(Ordering::SeqCst) >= s0 + 5
+            });
+            stop.store(true, Ordering::SeqCst);
         });
-        stop.store(true, Ordering::SeqCst);
     });
-    let unexpected = seen.unexpected.into_inner().unwrap();
-    assert!(
-        unexpected.is_empty(),
-        "answers other than 2xx or 503 with Retry-After: {unexpected:?}\n(sidecar log: {})",
-        sidecar_log.display()
-    );
-    // Never a hang past the stated bound (the request timeout, and a second
-    // for the answer to travel).
-    let answers = seen.answers.into_inner().unwrap();
-    let slowest = answers
-        .iter()
-        .map(|a| a.answered - a.sent)
-        .max()
-        .unwrap_or_default();
-    assert!(
-        slowest <= Duration::from_millis(REQUEST_TIMEOUT_MS + 1_000),
-        "an answer took {slowest:?}, past the request timeout of {REQUEST_TIMEOUT_MS} ms"
-    );
+    let (answers, slowest) = step("check the answers during the failover", || {
+        let unexpected = seen.unexpected.into_inner().unwrap();
+        assert!(
+            unexpected.is_empty(),
+            "answers other than 2xx or 503 with Retry-After: {unexpected:?}\n(sidecar log: {})",
+            sidecar_log.display()
+        );
+        // Never a hang past the stated bound (the request timeout, and a second
+        // for the answer to travel).
+        let answers = seen.answers.into_inner().unwrap();
+        let slowest = answers
+            .iter()
+            .map(|a| a.answered - a.sent)
+            .max()
+            .unwrap_or_default();
+        assert!(
+            slowest <= Duration::from_millis(REQUEST_TIMEOUT_MS + 1_000),
+            "an answer took {slowest:?}, past the request timeout of {REQUEST_TIMEOUT_MS} ms"
+        );
+        (answers, slowest)
+    });
     // Failover time: the first error after the kill to the first success
     // of a request sent after that error.
     let first_error = answers
@@ -613,104 +668,121 @@ fn a_killed_primary_fails_over_with_every_acknowledged_write_kept() {
     });
     let errors = answers.iter().filter(|a| !a.ok).count();
 
-    // The new primary, and the searches it answers.
-    let new_primary = cluster.leader();
-    assert_ne!(new_primary, old_primary, "another node leads");
     let transactions = seen.transactions.into_inner().unwrap();
     let records = seen.records.into_inner().unwrap();
     let quoted: Vec<String> = transactions.iter().map(|t| format!("'{t}'")).collect();
-    let found_transactions: usize = cluster
-        .psql(
-            &new_primary,
-            &format!(
-                "SELECT count(*) FROM vigil.transactions WHERE id IN ({})",
-                quoted.join(",")
-            ),
-        )
-        .parse()
-        .unwrap();
     let ids: Vec<String> = records.iter().map(i64::to_string).collect();
-    let found_records: usize = cluster
-        .psql(
+    // The new primary, and the searches it answers.
+    let new_primary = step("find the new primary", || {
+        let new_primary = cluster.leader();
+        assert_ne!(new_primary, old_primary, "another node leads");
+        new_primary
+    });
+    let (found_transactions, found_records, duplicated) =
+        step("count the acknowledged writes on the new primary", || {
+            let found_transactions: usize = cluster
+                .psql(
+                    &new_primary,
+                    &format!(
+                        "SELECT count(*) FROM vigil.transactions WHERE id IN ({})",
+                        quoted.join(",")
+                    ),
+                )
+                .parse()
+                .unwrap();
+            let found_records: usize = cluster
+                .psql(
+                    &new_primary,
+                    &format!(
+                        "SELECT count(*) FROM vigil.vector_records WHERE id IN ({})",
+                        ids.join(",")
+                    ),
+                )
+                .parse()
+                .unwrap();
+            // No request is there twice: each transaction's e-mail and each
+            // record's title was sent once.
+            let duplicated = cluster.psql(
+                &new_primary,
+                "SELECT (SELECT count(*) FROM (SELECT email FROM vigil.transactions \
+                         WHERE email LIKE 'w%@example.com' GROUP BY email HAVING count(*) > 1) t) \
+                      + (SELECT count(*) FROM (SELECT title FROM vigil.vector_records \
+                         WHERE title LIKE 'writer %' GROUP BY title HAVING count(*) > 1) r)",
+            );
+            (found_transactions, found_records, duplicated)
+        });
+    let (searches_after, check, http_after) = step("search the new primary", || {
+        let searches_after = cluster.psql(&new_primary, SEARCHES);
+        let check = cluster.psql(
             &new_primary,
-            &format!(
-                "SELECT count(*) FROM vigil.vector_records WHERE id IN ({})",
-                ids.join(",")
-            ),
-        )
-        .parse()
-        .unwrap();
-    // No request is there twice: each transaction's e-mail and each
-    // record's title was sent once.
-    let duplicated = cluster.psql(
-        &new_primary,
-        "SELECT (SELECT count(*) FROM (SELECT email FROM vigil.transactions \
-                 WHERE email LIKE 'w%@example.com' GROUP BY email HAVING count(*) > 1) t) \
-              + (SELECT count(*) FROM (SELECT title FROM vigil.vector_records \
-                 WHERE title LIKE 'writer %' GROUP BY title HAVING count(*) > 1) r)",
-    );
-    let searches_after = cluster.psql(&new_primary, SEARCHES);
-    let check = cluster.psql(
-        &new_primary,
-        "SELECT vigil.hnsw_check('public.ha_search_v') ->> 'unreachable'",
-    );
-    // The same sidecar, which followed the primary.
-    let http_after = search_http();
+            "SELECT vigil.hnsw_check('public.ha_search_v') ->> 'unreachable'",
+        );
+        // The same sidecar, which followed the primary.
+        let http_after = search_http();
+        (searches_after, check, http_after)
+    });
     sidecar.stop();
 
     // The old primary is a replica of the new one again, on its timeline,
     // and has replayed every acknowledged write.
     let old_name = HaCluster::node_name(&old_primary);
-    let new_timeline = cluster
-        .members()
-        .into_iter()
-        .find(|m| m.1 == "leader")
-        .map(|m| m.3)
-        .expect("a leader in Patroni's list");
-    wait_until("the old primary to rejoin as a replica", PATIENCE, || {
-        cluster
-            .members()
-            .iter()
-            .any(|(name, role, state, timeline)| {
-                name == &old_name
-                    && (role == "replica" || role == "sync_standby")
-                    && state == "running"
-                    && *timeline == new_timeline
-            })
-    });
-    let rejoined = clock.elapsed() - killed_at;
-    let log = std::fs::read_to_string(old_primary.join("patroni.log")).unwrap_or_default();
-    let rewound = log.contains("running pg_rewind from");
-    assert!(
-        !log.contains("reinitializing due to diverged timelines")
-            && !log.contains("pg_rewind failed"),
-        "the old primary rejoined without copying it anew (see {})",
-        old_primary.join("patroni.log").display()
-    );
-    let lsn = cluster.psql(&new_primary, "SELECT pg_current_wal_lsn()");
-    wait_until(
-        "the old primary to replay the new primary's WAL",
-        PATIENCE,
-        || {
-            cluster.psql(
+    let (new_timeline, rejoined, rewound) =
+        step("wait for the old primary to rejoin as a replica", || {
+            let new_timeline = cluster
+                .members()
+                .into_iter()
+                .find(|m| m.1 == "leader")
+                .map(|m| m.3)
+                .expect("a leader in Patroni's list");
+            wait_until("the old primary to rejoin as a replica", PATIENCE, || {
+                cluster
+                    .members()
+                    .iter()
+                    .any(|(name, role, state, timeline)| {
+                        name == &old_name
+                            && (role == "replica" || role == "sync_standby")
+                            && state == "running"
+                            && *timeline == new_timeline
+                    })
+            });
+            let rejoined = clock.elapsed() - killed_at;
+            let log = std::fs::read_to_string(old_primary.join("patroni.log")).unwrap_or_default();
+            let rewound = log.contains("running pg_rewind from");
+            assert!(
+                !log.contains("reinitializing due to diverged timelines")
+                    && !log.contains("pg_rewind failed"),
+                "the old primary rejoined without copying it anew (see {})",
+                old_primary.join("patroni.log").display()
+            );
+            (new_timeline, rejoined, rewound)
+        });
+    let (on_old, list) = step("count the writes on the rejoined old primary", || {
+        let lsn = cluster.psql(&new_primary, "SELECT pg_current_wal_lsn()");
+        wait_until(
+            "the old primary to replay the new primary's WAL",
+            PATIENCE,
+            || {
+                cluster.psql(
+                    &old_primary,
+                    &format!("SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn"),
+                ) == "t"
+            },
+        );
+        let on_old: usize = cluster
+            .psql(
                 &old_primary,
-                &format!("SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn"),
-            ) == "t"
-        },
-    );
-    let on_old: usize = cluster
-        .psql(
-            &old_primary,
-            &format!(
-                "SELECT (SELECT count(*) FROM vigil.transactions WHERE id IN ({})) \
-                      + (SELECT count(*) FROM vigil.vector_records WHERE id IN ({}))",
-                quoted.join(","),
-                ids.join(",")
-            ),
-        )
-        .parse()
-        .unwrap();
-    let list = cluster.run(&["list", cluster.dir.to_str().unwrap()]);
+                &format!(
+                    "SELECT (SELECT count(*) FROM vigil.transactions WHERE id IN ({})) \
+                          + (SELECT count(*) FROM vigil.vector_records WHERE id IN ({}))",
+                    quoted.join(","),
+                    ids.join(",")
+                ),
+            )
+            .parse()
+            .unwrap();
+        let list = cluster.run(&["list", cluster.dir.to_str().unwrap()]);
+        (on_old, list)
+    });
 
     println!(
         "--- failover under load (4 writing clients and 1 searching, SIGKILL of the primary's postmaster)"
@@ -748,28 +820,30 @@ fn a_killed_primary_fails_over_with_every_acknowledged_write_kept() {
     );
     println!("whole test: {:.1} s", started.elapsed().as_secs_f64());
 
-    assert_eq!(
-        found_transactions,
-        transactions.len(),
-        "every acknowledged transaction"
-    );
-    assert_eq!(found_records, records.len(), "every acknowledged record");
-    assert_eq!(duplicated, "0", "no request stored twice");
-    assert_eq!(
-        on_old,
-        transactions.len() + records.len(),
-        "the rejoined old primary holds every acknowledged write"
-    );
-    assert_eq!(
-        searches_after, searches_before,
-        "vigil_hnsw answers as before the kill"
-    );
-    assert_eq!(check, "0", "every element of the index is reachable");
-    assert_eq!(
-        http_after, http_before,
-        "/queryEmbeddings answers as before the kill"
-    );
-    assert!(errors > 0, "the clients saw the failover (503s)");
+    step("check every acknowledged write and the searches", || {
+        assert_eq!(
+            found_transactions,
+            transactions.len(),
+            "every acknowledged transaction"
+        );
+        assert_eq!(found_records, records.len(), "every acknowledged record");
+        assert_eq!(duplicated, "0", "no request stored twice");
+        assert_eq!(
+            on_old,
+            transactions.len() + records.len(),
+            "the rejoined old primary holds every acknowledged write"
+        );
+        assert_eq!(
+            searches_after, searches_before,
+            "vigil_hnsw answers as before the kill"
+        );
+        assert_eq!(check, "0", "every element of the index is reachable");
+        assert_eq!(
+            http_after, http_before,
+            "/queryEmbeddings answers as before the kill"
+        );
+        assert!(errors > 0, "the clients saw the failover (503s)");
+    });
     let _ = std::fs::remove_file(&sidecar_log);
 }
 
@@ -877,42 +951,47 @@ fn reads(base: &str) -> (f64, f64, f64) {
 #[test]
 fn replicas_answer_reads_as_the_primary_and_each_client_reads_its_writes() {
     let started = Instant::now();
-    let Some(cluster) = HaCluster::start_unless_opted_out("replica") else {
+    let Some(cluster) = step("start the Patroni cluster", || {
+        HaCluster::start_unless_opted_out("replica")
+    }) else {
         return;
     };
     let timeout = REQUEST_TIMEOUT_MS.to_string();
     let args = ["--request-timeout-ms", timeout.as_str()];
     let primary_log = cluster.dir.with_extension("primary.log");
-    let primary = Sidecar::start(
-        &cluster.database_url,
-        SidecarOptions {
-            args: &args,
-            log: Some(&primary_log),
-            ..Default::default()
-        },
-    );
     let log = cluster.dir.with_extension("reads.log");
-    let replicas = Sidecar::start(
-        &cluster.database_url,
-        SidecarOptions {
-            args: &args,
-            env: &[("VIGIL_READ_DATABASE_URL", &cluster.read_url)],
-            log: Some(&log),
-        },
-    );
-    let env = Env {
-        base: primary.base.clone(),
-        database_url: cluster.database_url.clone(),
-        admin_url: cluster.admin_url.clone(),
-        cluster_dir: cluster.dir.clone(),
-    };
-    let unlimited = ["--rate-per-second", "100000", "--burst", "100000"];
-    let mut creds = Vec::new();
-    for account in ["a@example.com", "b@example.com"] {
-        env.admin_ok(&["accounts", "create", account]);
-        let key = env.admin_ok(&[&["user-keys", "create", account][..], &unlimited].concat());
-        creds.push(json!({"userKey": key, "account": account, "dbName": "notes"}));
-    }
+    let (primary, replicas, creds) = step("start both sidecars and the two accounts", || {
+        let primary = Sidecar::start(
+            &cluster.database_url,
+            SidecarOptions {
+                args: &args,
+                log: Some(&primary_log),
+                ..Default::default()
+            },
+        );
+        let replicas = Sidecar::start(
+            &cluster.database_url,
+            SidecarOptions {
+                args: &args,
+                env: &[("VIGIL_READ_DATABASE_URL", &cluster.read_url)],
+                log: Some(&log),
+            },
+        );
+        let env = Env {
+            base: primary.base.clone(),
+            database_url: cluster.database_url.clone(),
+            admin_url: cluster.admin_url.clone(),
+            cluster_dir: cluster.dir.clone(),
+        };
+        let unlimited = ["--rate-per-second", "100000", "--burst", "100000"];
+        let mut creds = Vec::new();
+        for account in ["a@example.com", "b@example.com"] {
+            env.admin_ok(&["accounts", "create", account]);
+            let key = env.admin_ok(&[&["user-keys", "create", account][..], &unlimited].concat());
+            creds.push(json!({"userKey": key, "account": account, "dbName": "notes"}));
+        }
+        (primary, replicas, creds)
+    });
     let http = Client::builder()
         .timeout(Duration::from_secs(30))
         .build()
@@ -941,190 +1020,206 @@ fn replicas_answer_reads_as_the_primary_and_each_client_reads_its_writes() {
             .collect()
     };
     // A's records and B's, stored on the primary.
-    let mut stored: [Vec<i64>; 2] = [Vec::new(), Vec::new()];
-    for (who, creds) in creds.iter().enumerate() {
-        let (status, _) = post(&primary.base, creds, "/createDatabase", json!({}));
-        assert_eq!(status, 201);
-        for (i, text) in TEXTS.iter().enumerate() {
-            let (title, content) = if who == 0 {
-                (format!("a {i}"), text.to_string())
-            } else {
-                (
-                    format!("b {i}"),
-                    format!("b's own note {i} about the weather"),
-                )
-            };
-            let (status, record) = post(
-                &primary.base,
-                creds,
-                "/storeEmbedding",
-                json!({"title": title, "content": content}),
-            );
-            assert_eq!(status, 201, "{record}");
-            stored[who].push(record["id"].as_i64().unwrap());
-        }
-    }
-    cluster.wait_for_replicas();
-
-    // The same answers from the standbys as from the primary.
-    let reads_before = reads(&replicas.base);
-    let mut compared = 0;
-    for creds in &creds {
-        for query in QUERIES.iter().chain(&["a parcel", "the weather"]) {
-            for (path, fields) in [
-                ("/queryEmbeddings", json!({"query": query, "limit": 5})),
-                ("/hybridSearch", json!({"query": query, "limit": 5})),
-                ("/queryEmbeddings", json!({"query": query, "limit": 200})),
-            ] {
-                let on_primary = post(&primary.base, creds, path, fields.clone());
-                let on_replica = post(&replicas.base, creds, path, fields.clone());
-                assert_eq!(on_primary.0, 200, "{path} {fields}: {}", on_primary.1);
-                assert_eq!(on_replica, on_primary, "{path} {fields} on a standby");
-                compared += 1;
+    let mut stored = step("store A's records and B's on the primary", || {
+        let mut stored: [Vec<i64>; 2] = [Vec::new(), Vec::new()];
+        for (who, creds) in creds.iter().enumerate() {
+            let (status, _) = post(&primary.base, creds, "/createDatabase", json!({}));
+            assert_eq!(status, 201);
+            for (i, text) in TEXTS.iter().enumerate() {
+                let (title, content) = if who == 0 {
+                    (format!("a {i}"), text.to_string())
+                } else {
+                    (
+                        format!("b {i}"),
+                        format!("b's own note {i} about the weather"),
+                    )
+                };
+                let (status, record) = post(
+                    &primary.base,
+                    creds,
+                    "/storeEmbedding",
+                    json!({"title": title, "content": content}),
+                );
+                assert_eq!(status, 201, "{record}");
+                stored[who].push(record["id"].as_i64().unwrap());
             }
         }
-        let page = json!({"start": 0, "limit": 100});
-        let on_primary = post(&primary.base, creds, "/getEmbeddings", page.clone());
-        let on_replica = post(&replicas.base, creds, "/getEmbeddings", page);
-        assert_eq!(on_primary.0, 200);
-        assert_eq!(on_replica, on_primary, "/getEmbeddings on a standby");
-        compared += 1;
-    }
-    let reads_compared = reads(&replicas.base);
-    let on_standbys = reads_compared.0 - reads_before.0;
-    assert_eq!(
-        on_standbys,
-        compared as f64,
-        "every compared read was answered by a standby: {reads_compared:?} (log {})",
-        log.display()
-    );
-    let leader = cluster.leader();
-    let sessions: Vec<String> = cluster
-        .nodes()
-        .into_iter()
-        .filter(|n| *n != leader)
-        .map(|n| {
-            cluster.psql(
-                &n,
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'vigil-sidecar%'",
-            )
-        })
-        .collect();
-    assert!(
-        sessions.iter().any(|n| n != "0"),
-        "the sidecar has sessions on a standby: {sessions:?}"
-    );
+        cluster.wait_for_replicas();
+        stored
+    });
+
+    // The same answers from the standbys as from the primary.
+    let (compared, reads_compared, on_standbys) = step("compare the standbys' answers", || {
+        let reads_before = reads(&replicas.base);
+        let mut compared = 0;
+        for creds in &creds {
+            for query in QUERIES.iter().chain(&["a parcel", "the weather"]) {
+                for (path, fields) in [
+                    ("/queryEmbeddings", json!({"query": query, "limit": 5})),
+                    ("/hybridSearch", json!({"query": query, "limit": 5})),
+                    ("/queryEmbeddings", json!({"query": query, "limit": 200})),
+                ] {
+                    let on_primary = post(&primary.base, creds, path, fields.clone());
+                    let on_replica = post(&replicas.base, creds, path, fields.clone());
+                    assert_eq!(on_primary.0, 200, "{path} {fields}: {}", on_primary.1);
+                    assert_eq!(on_replica, on_primary, "{path} {fields} on a standby");
+                    compared += 1;
+                }
+            }
+            let page = json!({"start": 0, "limit": 100});
+            let on_primary = post(&primary.base, creds, "/getEmbeddings", page.clone());
+            let on_replica = post(&replicas.base, creds, "/getEmbeddings", page);
+            assert_eq!(on_primary.0, 200);
+            assert_eq!(on_replica, on_primary, "/getEmbeddings on a standby");
+            compared += 1;
+        }
+        let reads_compared = reads(&replicas.base);
+        let on_standbys = reads_compared.0 - reads_before.0;
+        assert_eq!(
+            on_standbys,
+            compared as f64,
+            "every compared read was answered by a standby: {reads_compared:?} (log {})",
+            log.display()
+        );
+        (compared, reads_compared, on_standbys)
+    });
+    let (leader, sessions) = step("find the sidecar's sessions on a standby", || {
+        let leader = cluster.leader();
+        let sessions: Vec<String> = cluster
+            .nodes()
+            .into_iter()
+            .filter(|n| *n != leader)
+            .map(|n| {
+                cluster.psql(
+                    &n,
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'vigil-sidecar%'",
+                )
+            })
+            .collect();
+        assert!(
+            sessions.iter().any(|n| n != "0"),
+            "the sidecar has sessions on a standby: {sessions:?}"
+        );
+        (leader, sessions)
+    });
 
     // Read-your-writes: each record stored is found by the very next read
     // of the same client, whichever server answers it.
     let rounds = 60;
-    let mut misses = Vec::new();
-    let mut lags = Vec::new();
-    for i in 0..rounds {
-        let content = format!("read your writes round {i}: kumquat{i} ledger");
-        let (status, record) = post(
-            &replicas.base,
-            &creds[0],
-            "/storeEmbedding",
-            json!({"title": format!("ryw {i}"), "content": content}),
+    let (lags, reads_after) = step("read each write back at once", || {
+        let mut misses = Vec::new();
+        let mut lags = Vec::new();
+        for i in 0..rounds {
+            let content = format!("read your writes round {i}: kumquat{i} ledger");
+            let (status, record) = post(
+                &replicas.base,
+                &creds[0],
+                "/storeEmbedding",
+                json!({"title": format!("ryw {i}"), "content": content}),
+            );
+            assert_eq!(status, 201, "{record}");
+            let id = record["id"].as_i64().unwrap();
+            if i % 10 == 9 {
+                // The standbys' replay lag as the primary measures it, right
+                // after a write (this round's read comes a psql call later).
+                lags.push(cluster.psql(
+                    &leader,
+                    "SELECT coalesce(max(replay_lag)::text, 'none') FROM pg_stat_replication",
+                ));
+            }
+            let (path, fields) = match i % 3 {
+                0 => ("/hybridSearch", json!({"query": content, "limit": 100})),
+                1 => ("/queryEmbeddings", json!({"query": content, "limit": 100})),
+                _ => ("/getEmbeddings", json!({"start": 0, "limit": 1000})),
+            };
+            let (status, found) = post(&replicas.base, &creds[0], path, fields);
+            assert_eq!(status, 200, "{path}: {found}");
+            if !ids(&found).contains(&id) {
+                misses.push(format!("round {i}: {path} did not find record {id}"));
+            }
+            stored[0].push(id);
+        }
+        let reads_after = reads(&replicas.base);
+        assert!(
+            misses.is_empty(),
+            "reads that missed their client's write: {misses:?}"
         );
-        assert_eq!(status, 201, "{record}");
-        let id = record["id"].as_i64().unwrap();
-        if i % 10 == 9 {
-            // The standbys' replay lag as the primary measures it, right
-            // after a write (this round's read comes a psql call later).
-            lags.push(cluster.psql(
-                &leader,
-                "SELECT coalesce(max(replay_lag)::text, 'none') FROM pg_stat_replication",
-            ));
-        }
-        let (path, fields) = match i % 3 {
-            0 => ("/hybridSearch", json!({"query": content, "limit": 100})),
-            1 => ("/queryEmbeddings", json!({"query": content, "limit": 100})),
-            _ => ("/getEmbeddings", json!({"start": 0, "limit": 1000})),
-        };
-        let (status, found) = post(&replicas.base, &creds[0], path, fields);
-        assert_eq!(status, 200, "{path}: {found}");
-        if !ids(&found).contains(&id) {
-            misses.push(format!("round {i}: {path} did not find record {id}"));
-        }
-        stored[0].push(id);
-    }
-    let reads_after = reads(&replicas.base);
-    assert!(
-        misses.is_empty(),
-        "reads that missed their client's write: {misses:?}"
-    );
+        (lags, reads_after)
+    });
 
     // B never sees A's records through a standby, and B's key is not A's.
-    let before_isolation = reads(&replicas.base);
-    for query in QUERIES.iter().chain(&["read your writes kumquat"]) {
-        for path in ["/queryEmbeddings", "/hybridSearch"] {
-            let (status, found) = post(
-                &replicas.base,
-                &creds[1],
-                path,
-                json!({"query": query, "limit": 200}),
-            );
-            assert_eq!(status, 200, "{found}");
-            for id in ids(&found) {
-                assert!(
-                    stored[1].contains(&id),
-                    "B's {path} found record {id}, not B's"
+    step("keep B from A's records on a standby", || {
+        let before_isolation = reads(&replicas.base);
+        for query in QUERIES.iter().chain(&["read your writes kumquat"]) {
+            for path in ["/queryEmbeddings", "/hybridSearch"] {
+                let (status, found) = post(
+                    &replicas.base,
+                    &creds[1],
+                    path,
+                    json!({"query": query, "limit": 200}),
                 );
+                assert_eq!(status, 200, "{found}");
+                for id in ids(&found) {
+                    assert!(
+                        stored[1].contains(&id),
+                        "B's {path} found record {id}, not B's"
+                    );
+                }
             }
         }
-    }
-    let (status, page) = post(
-        &replicas.base,
-        &creds[1],
-        "/getEmbeddings",
-        json!({"start": 0, "limit": 1000}),
-    );
-    assert_eq!(status, 200);
-    assert_eq!(ids(&page), stored[1], "B's page holds B's records alone");
-    let mut b_as_a = creds[1].clone();
-    b_as_a["account"] = json!("a@example.com");
-    let (status, refused) = post(
-        &replicas.base,
-        &b_as_a,
-        "/queryEmbeddings",
-        json!({"query": "money"}),
-    );
-    assert_eq!(
-        (status, refused["error"]["code"].as_str()),
-        (403, Some("wrong_account"))
-    );
-    let isolation = reads(&replicas.base);
-    let b_reads = (QUERIES.len() + 1) * 2 + 1;
-    assert_eq!(
-        isolation.0 - before_isolation.0,
-        b_reads as f64,
-        "B's reads were answered by a standby: {before_isolation:?} then {isolation:?}"
-    );
+        let (status, page) = post(
+            &replicas.base,
+            &creds[1],
+            "/getEmbeddings",
+            json!({"start": 0, "limit": 1000}),
+        );
+        assert_eq!(status, 200);
+        assert_eq!(ids(&page), stored[1], "B's page holds B's records alone");
+        let mut b_as_a = creds[1].clone();
+        b_as_a["account"] = json!("a@example.com");
+        let (status, refused) = post(
+            &replicas.base,
+            &b_as_a,
+            "/queryEmbeddings",
+            json!({"query": "money"}),
+        );
+        assert_eq!(
+            (status, refused["error"]["code"].as_str()),
+            (403, Some("wrong_account"))
+        );
+        let isolation = reads(&replicas.base);
+        let b_reads = (QUERIES.len() + 1) * 2 + 1;
+        assert_eq!(
+            isolation.0 - before_isolation.0,
+            b_reads as f64,
+            "B's reads were answered by a standby: {before_isolation:?} then {isolation:?}"
+        );
+    });
 
     // Standbys that cannot be reached: the reads are the primary's, not 503s.
-    let nowhere = format!(
-        "postgres://vigil_app:none@127.0.0.1:{}/vigil?connect_timeout=1",
-        free_port()
-    );
-    let unreachable = Sidecar::start(
-        &cluster.database_url,
-        SidecarOptions {
-            args: &args,
-            env: &[("VIGIL_READ_DATABASE_URL", &nowhere)],
-            log: Some(&log),
-        },
-    );
-    for path in ["/queryEmbeddings", "/hybridSearch"] {
-        let fields = json!({"query": QUERIES[0], "limit": 5});
-        let on_primary = post(&primary.base, &creds[0], path, fields.clone());
-        let answered = post(&unreachable.base, &creds[0], path, fields);
-        assert_eq!(answered, on_primary, "{path} with no standby to reach");
-    }
-    let (_, _, elsewhere) = reads(&unreachable.base);
-    assert_eq!(elsewhere, 2.0, "both reads went to the primary");
-    unreachable.stop();
+    step("read on the primary, no standby reachable", || {
+        let nowhere = format!(
+            "postgres://vigil_app:none@127.0.0.1:{}/vigil?connect_timeout=1",
+            free_port()
+        );
+        let unreachable = Sidecar::start(
+            &cluster.database_url,
+            SidecarOptions {
+                args: &args,
+                env: &[("VIGIL_READ_DATABASE_URL", &nowhere)],
+                log: Some(&log),
+            },
+        );
+        for path in ["/queryEmbeddings", "/hybridSearch"] {
+            let fields = json!({"query": QUERIES[0], "limit": 5});
+            let on_primary = post(&primary.base, &creds[0], path, fields.clone());
+            let answered = post(&unreachable.base, &creds[0], path, fields);
+            assert_eq!(answered, on_primary, "{path} with no standby to reach");
+        }
+        let (_, _, elsewhere) = reads(&unreachable.base);
+        assert_eq!(elsewhere, 2.0, "both reads went to the primary");
+        unreachable.stop();
+    });
 
     let ryw = (
         reads_after.0 - reads_compared.0,

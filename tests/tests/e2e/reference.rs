@@ -195,7 +195,10 @@ fn every_reason_code_of_the_identity_verdict_is_named() {
     // Reason codes are the upper-case string literals of the verdict's
     // files (one per check).
     let verdict = sources(&workspace_root().join("crates/identity/src/verdict"));
-    assert!(verdict.len() > 3, "the verdict's files are not where they were");
+    assert!(
+        verdict.len() > 3,
+        "the verdict's files are not where they were"
+    );
     let codes = verdict
         .iter()
         .flat_map(|(_, text)| text.split('"').skip(1).step_by(2))
