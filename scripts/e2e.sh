@@ -10,6 +10,7 @@
 #   scripts/e2e.sh -- --nocapture  every module, arguments to the test binary
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
+test_profile
 cd "$VIGIL_ROOT"
 
 modules=()

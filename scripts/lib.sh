@@ -43,6 +43,14 @@ vigil_geoip_path() { echo "$("$PG_CONFIG" --sharedir)/vigil/geoip/geo-whois-asn-
 GEOIP_VERSION="2.3.2026061719"
 GEOIP_SHA256="91757a1b06cdcd1955f292e4c4cfc54e091204f998e159a3187f7a2ef3724be0"
 
+# The tests' builds: the release profile without cross-crate LTO (Cargo.toml
+# says why what ships has it), since each test binary would compile its
+# dependencies again at link time. The code is the same; only the inlining
+# across crates differs. Called by make test and by the test drivers run alone.
+test_profile() {
+    export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
+}
+
 # Builds the extension in release mode (`cargo pgrx package`, into
 # $VIGIL_STATE/package) and installs each file into this server's directories
 # (through sudo when we are not root) by renaming a copy over the old one.

@@ -7,6 +7,7 @@
 # running server is untouched by it.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+test_profile
 cd "$VIGIL_ROOT/extension"
 
 PGRX_HOME="$(pgrx_test_home)"

@@ -21,6 +21,8 @@ done
 export VIGIL_TEST_OPT_OUT="$opted_out"
 [ -z "$opted_out" ] || step "opted out (VIGIL_TEST_OPT_OUT): $opted_out"
 
+test_profile
+
 log="$VIGIL_STATE/test-logs"
 rm -rf "$log" && mkdir -p "$log"
 results=()   # "status seconds name", in order
