@@ -47,8 +47,13 @@ GEOIP_SHA256="91757a1b06cdcd1955f292e4c4cfc54e091204f998e159a3187f7a2ef3724be0"
 # says why what ships has it), since each test binary would compile its
 # dependencies again at link time. The code is the same; only the inlining
 # across crates differs. Called by make test and by the test drivers run alone.
+#
+# And every build sees the CARGO_MANIFEST_DIR that cargo-pgrx gives its cargo:
+# a build script that watches it (ring's) compiled again, with everything
+# above it, each time a pgrx build followed another build.
 test_profile() {
     export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
+    export CARGO_MANIFEST_DIR="$VIGIL_ROOT/extension"
 }
 
 # Builds the extension in release mode (`cargo pgrx package`, into

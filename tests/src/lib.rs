@@ -461,16 +461,25 @@ pub fn start(sidecar_args: &[&str]) -> Env {
     let cluster_dir =
         std::env::temp_dir().join(format!("vigil-e2e-{}-{}", std::process::id(), free_port()));
     remove_at_exit(&cluster_dir);
-    let out = Command::new(workspace_root().join("scripts/pg-cluster.sh"))
-        .args([
-            "up",
-            cluster_dir.to_str().unwrap(),
-            &free_port().to_string(),
-        ])
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("pg-cluster.sh runs");
-    assert!(out.status.success(), "cluster did not start");
+    // A free port can be taken between free_port() and the server's bind
+    // (tests start servers and sidecars at once), so a start that fails is
+    // tried again on another port: pg-cluster.sh starts the cluster it made.
+    let up = || {
+        Command::new(workspace_root().join("scripts/pg-cluster.sh"))
+            .args([
+                "up",
+                cluster_dir.to_str().unwrap(),
+                &free_port().to_string(),
+            ])
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("pg-cluster.sh runs")
+    };
+    let out = (1..3).fold(up(), |out, _| if out.status.success() { out } else { up() });
+    if !out.status.success() {
+        let log = std::fs::read_to_string(cluster_dir.join("server.log")).unwrap_or_default();
+        panic!("cluster did not start; its server log:\n{log}");
+    }
     let stdout = String::from_utf8(out.stdout).unwrap();
     let printed = |name: &str| {
         stdout

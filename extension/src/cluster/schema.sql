@@ -148,7 +148,7 @@ BEGIN
     END LOOP;
     -- Citus plans a statement naming a distributed table with its
     -- parameters' values; the generic plans the vector searches keep on one
-    -- server (vectordb/sql/keywords.sql) it cannot make. Again after each
+    -- server (vectordb/schema.sql) it cannot make. Again after each
     -- ALTER EXTENSION vigil UPDATE, which writes the functions anew.
     FOR t IN SELECT p.oid::regprocedure::text FROM pg_proc p
              WHERE p.pronamespace = 'vigil'::regnamespace
